@@ -1,0 +1,58 @@
+# The two commands: `make local` runs the product, `make test` checks it. Both install what they need.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: install local test lint format openapi bench synth deploy clean
+
+$(PY):
+	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
+
+$(STAMP): $(PY) requirements.txt requirements-dev.txt pyproject.toml
+	$(PIP) install --quiet --upgrade pip 2>/dev/null
+	$(PIP) install --quiet -r requirements-dev.txt 2>&1 | grep -v "is ignored: it is neither" || true
+	$(PIP) install --quiet --no-deps -e . 2>&1 | grep -v "is ignored: it is neither" || true
+	$(PY) -c "import queue_core, moto, aws_lambda_powertools, aws_cdk"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+local: install
+	$(VENV)/bin/dq local
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: lint
+	$(VENV)/bin/pytest
+
+clean:
+	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache
+
+# ---- Infrastructure (CDK): synth and deploy -------------------------------------------------------------
+# The CDK command line and a supported Node.js come from package.json; synth runs offline (no notices, no
+# telemetry) and writes cdk.out/*.template.json. The layer's wheels are installed once into .layer-build/.
+CDK := node_modules/.bin/cdk
+CDK_ENV := PATH="$(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$$PATH" CDK_DISABLE_CLI_TELEMETRY=true \
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+
+$(CDK): package.json
+	npm install --no-audit --no-fund --loglevel=error
+	touch $(CDK)
+
+synth: install $(CDK)
+	$(CDK_ENV) $(CDK) synth --no-notices --no-version-reporting --quiet
+
+deploy: install $(CDK)
+	$(CDK_ENV) $(CDK) bootstrap --no-notices
+	$(CDK_ENV) $(CDK) deploy --no-notices --require-approval never --outputs-file cdk-outputs.json
+# ---- end of infrastructure -------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Developer tools: the `dq` command line and the local server."""

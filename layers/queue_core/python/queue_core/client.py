@@ -1,0 +1,94 @@
+"""The entry point of the core: queues and their registry, sub-queues, the sweep."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from . import validation
+from .clock import Clock
+from .context import Context
+from .models import QueueStats, SweepReport
+from .registry import Registry
+from .settings import QueueSettings
+from .store import Store
+from .subqueue import SubQueue
+from .sweep import Sweeper
+from .table import TTL_ATTRIBUTE, table_definition
+
+
+def default_dynamodb() -> Any:
+    """A DynamoDB client from the environment (boto3 honours AWS_ENDPOINT_URL_DYNAMODB), with standard-mode
+    retries so that short throttling bursts never reach the caller."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 5}, connect_timeout=3, read_timeout=10, max_pool_connections=32
+    )
+    return boto3.client("dynamodb", config=config)
+
+
+class QueueClient:
+    def __init__(self, table_name: str, dynamodb: Any = None, clock: Clock = time.time) -> None:
+        self.table_name = table_name
+        self.dynamodb = dynamodb if dynamodb is not None else default_dynamodb()
+        store = Store(self.dynamodb, table_name)
+        self._ctx = Context(store=store, registry=Registry(store), clock=clock)
+
+    def create_table(self) -> None:
+        """Idempotent: creates the table (the same keys, TTL and index as the CDK stack) if it is missing."""
+        with contextlib.suppress(self.dynamodb.exceptions.ResourceInUseException):
+            self.dynamodb.create_table(**table_definition(self.table_name))
+        self.dynamodb.get_waiter("table_exists").wait(
+            TableName=self.table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+        )
+        ttl = self.dynamodb.describe_time_to_live(TableName=self.table_name)["TimeToLiveDescription"]
+        if ttl.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+            self.dynamodb.update_time_to_live(
+                TableName=self.table_name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+            )
+
+    def create_queue(self, name: str, **settings: Any) -> QueueSettings:
+        """Returns the queue's settings; `.created` says whether this call created it. Creating an existing
+        queue with the same settings is a no-op, with other settings raises `QueueExists`."""
+        wanted = QueueSettings.validated(name, self._ctx.now_ms(), **settings)
+        return self._ctx.registry.create(wanted)
+
+    def get_queue(self, name: str) -> QueueSettings:
+        return self._ctx.registry.get(validation.queue_name(name), fresh=True)
+
+    def list_queues(self) -> list[QueueSettings]:
+        return self._ctx.registry.list()
+
+    def delete_queue(self, name: str) -> None:
+        """Removes the queue from the registry first (new sends fail), then every item of every client."""
+        settings = self._ctx.registry.get(validation.queue_name(name), fresh=True)
+        clients = self._ctx.registry.clients(name)
+        for client in clients:
+            sub = SubQueue(self._ctx, name, client)
+            sub._engine_cache = None
+            sub.remove_everything()
+        self._ctx.registry.delete(settings.name)
+        self._ctx.registry.delete_clients(name)
+
+    def clients(self, name: str) -> list[str]:
+        self._ctx.registry.get(validation.queue_name(name))
+        return self._ctx.registry.clients(name)
+
+    def queue(self, name: str, client: str) -> SubQueue:
+        return SubQueue(self._ctx, name, client)
+
+    def queue_stats(self, name: str) -> QueueStats:
+        """Summed over the queue's clients."""
+        total = QueueStats()
+        for client in self.clients(name):
+            total = total + self.queue(name, client).stats()
+        return total
+
+    def sweep(
+        self, budget_seconds: float | None = None, max_items: int | None = None, cursor: str | None = None
+    ) -> SweepReport:
+        return Sweeper(self._ctx, self.queue).run(budget_seconds, max_items, cursor)

@@ -1,0 +1,27 @@
+"""What every part of the core shares: the store, the registry, the clock, sequences and a claim pool."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .clock import Clock, SequenceSource, to_ms
+from .registry import Registry
+from .store import Store
+
+# Claims of one receive run in parallel, so a receive of 10 costs about one round trip, not ten.
+CLAIM_THREADS = 10
+
+
+@dataclass
+class Context:
+    store: Store
+    registry: Registry
+    clock: Clock
+    sequences: SequenceSource = field(default_factory=SequenceSource)
+    pool: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-claim")
+    )
+
+    def now_ms(self) -> int:
+        return to_ms(self.clock())

@@ -1,0 +1,65 @@
+"""Errors of the queue core.
+
+Every error carries the code and HTTP status of the contract, so that the handlers, the local server and the CLI
+map them in one place and never have to guess.
+"""
+
+from __future__ import annotations
+
+
+class QueueError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    code: str = "InternalError"
+    status: int = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, dict[str, str]]:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class ValidationError(QueueError):
+    code = "ValidationError"
+    status = 400
+
+
+class QueueNotFound(QueueError):
+    code = "QueueNotFound"
+    status = 404
+
+
+class MessageNotFound(QueueError):
+    code = "MessageNotFound"
+    status = 404
+
+
+class QueueExists(QueueError):
+    code = "QueueExists"
+    status = 409
+
+
+class ReceiptHandleStale(QueueError):
+    code = "ReceiptHandleStale"
+    status = 409
+
+
+class MessageTooLarge(QueueError):
+    code = "MessageTooLarge"
+    status = 413
+
+
+class Throttled(QueueError):
+    """DynamoDB kept throttling after the SDK's retries; the caller may retry later. Never a lost claim race."""
+
+    code = "Throttled"
+    status = 429
+
+
+class InternalError(QueueError):
+    """An unexpected failure; its message never carries internals."""
+
+    code = "InternalError"
+    status = 500

@@ -1,0 +1,580 @@
+"""FIFO sub-queues: message groups.
+
+Each non-empty group has one *group item* (`pk = F#{queue}#{client}#{shard}`, `sk = {group}`) whose index entry
+`gsi1sk = {available_at}#{group}` says when the group can be received from; its messages live in their own
+partition (`pk = G#{queue}#{client}#{group}`, `sk = {group sequence}`), read head first. A receive queries the index
+for available groups, claims a group with a conditional update (which also locks it until the visibility timeout),
+then reads the group's head. A group whose head is in flight sorts after now, so a receive never reads blocked
+groups' backlogs. A group's sequence comes from its group item inside the send transaction (a condition on the
+last sequence), so producers' clocks and retries can never reorder a group.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from . import keys, limits
+from .clock import fixed_ms
+from .context import Context
+from .errors import MessageNotFound, QueueError, ReceiptHandleStale, Throttled
+from .keys import MessageRef
+from .messages import (
+    DELAYED,
+    IN_FLIGHT,
+    VISIBLE,
+    Entry,
+    expires_s,
+    is_expired,
+    looked_at,
+    moved_item,
+    new_item,
+    received,
+)
+from .models import Message, QueueStats, ReceivedMessage, SendResult
+from .receipts import Receipt, new_token
+from .settings import QueueSettings
+from .standard import dedup_put, duplicate_of
+from .store import ConditionFailed, Item, TransactionCancelled
+
+_SEND_ATTEMPTS = 25
+_CHUNK = 45  # entries per transaction: one group update plus at most two actions an entry, within 100
+_GROUP_CLAIM = "SET available_at = :until, gsi1sk = :gsk, tok = :tok, acked = :zero REMOVE retry_at"
+
+
+class FifoQueue:
+    """The message operations of one `(queue, client)` of a FIFO queue."""
+
+    def __init__(self, ctx: Context, settings: QueueSettings, client: str) -> None:
+        self.ctx = ctx
+        self.settings = settings
+        self.queue = settings.name
+        self.client = client
+        self.claim_conflicts = 0
+
+    def _group_key(self, group: str) -> dict[str, str]:
+        shard = keys.group_shard(group, self.settings.shards)
+        return {"pk": keys.group_item_pk(self.queue, self.client, shard), "sk": group}
+
+    def _group_pk(self, shard: int) -> str:
+        return keys.group_item_pk(self.queue, self.client, shard)
+
+    def shard_order(self) -> list[int]:
+        start = random.randrange(self.settings.shards)
+        return [(start + step) % self.settings.shards for step in range(self.settings.shards)]
+
+    # Send.
+    def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
+        """One transaction per group and chunk, entries of a group in the order given."""
+        results: dict[int, SendResult | QueueError] = {}
+        groups: dict[str, list[Entry]] = {}
+        for entry in entries:
+            groups.setdefault(entry.group_id or "", []).append(entry)
+        for group, members in groups.items():
+            for start in range(0, len(members), _CHUNK):
+                chunk = members[start : start + _CHUNK]
+                try:
+                    results.update(self.append(group, chunk, now))
+                except QueueError as error:
+                    results.update({entry.index: error for entry in chunk})
+        return [results[entry.index] for entry in entries]
+
+    def append(
+        self, group: str, entries: list[Entry], now: int, extra: Iterable[dict[str, Any]] = ()
+    ) -> dict[int, SendResult]:
+        """Appends entries to a group's tail in one transaction (with `extra` actions, e.g. DLQ deletes).
+
+        The expected last sequence is a guess (0, for a new group); a wrong guess fails the condition, the old
+        group item tells the right one and the transaction is tried again: no read before the write."""
+        results: dict[int, SendResult] = {}
+        pending = list(entries)
+        extra = list(extra)
+        expected = 0
+        for _ in range(_SEND_ATTEMPTS):
+            if not pending:
+                return results
+            actions, refs = self._append_actions(group, pending, expected, now)
+            try:
+                self.ctx.store.transact(actions + extra)
+            except TransactionCancelled as cancelled:
+                code, old = cancelled.reasons[0]
+                if code == "ConditionalCheckFailed":
+                    expected = int((old or {}).get("last_seq", 0))
+                if any(code == "ConditionalCheckFailed" for code, _ in cancelled.reasons[len(actions) :]):
+                    raise Throttled("the messages to move changed meanwhile; retry") from None
+                for position in cancelled.failed():
+                    entry = _dedup_owner(actions, pending, position)
+                    if entry is not None:
+                        results[entry.index] = duplicate_of(cancelled.reasons[position])
+                pending = [entry for entry in pending if entry.index not in results]
+                continue
+            results.update({entry.index: SendResult(ref.message_id, ref.sequence) for entry, ref in refs})
+            return results
+        raise Throttled("too many concurrent sends to this group; retry")
+
+    def _append_actions(
+        self, group: str, entries: list[Entry], expected: int, now: int
+    ) -> tuple[list[dict[str, Any]], list[tuple[Entry, MessageRef]]]:
+        first_visible = now + entries[0].delay_seconds * 1000
+        retention = self.settings.retention_seconds
+        group_update = {
+            "Update": {
+                "Key": self._group_key(group),
+                "Update": "SET last_seq = :new, gsi1pk = :gpk, gsi1sk = if_not_exists(gsi1sk, :gsk), "
+                "available_at = if_not_exists(available_at, :avail), group_id = :g, expires_at = :gexp "
+                "ADD msg_count :n",
+                "Condition": "attribute_not_exists(last_seq)" if expected == 0 else "last_seq = :expected",
+                "Values": {
+                    ":new": expected + len(entries),
+                    ":gpk": self._group_key(group)["pk"],
+                    ":gsk": f"{fixed_ms(first_visible)}#{group}",
+                    ":avail": first_visible,
+                    ":g": group,
+                    ":gexp": now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
+                    ":n": len(entries),
+                    **({":expected": expected} if expected else {}),
+                },
+            }
+        }
+        actions: list[dict[str, Any]] = [group_update]
+        refs = []
+        for offset, entry in enumerate(entries, start=1):
+            ref = MessageRef(shard=0, sequence=keys.group_seq(expected + offset), group=group)
+            if entry.dedup_id is not None:
+                actions.append(dedup_put(self, entry.dedup_id, ref, now))
+            item = new_item(
+                ref.live_key(self.queue, self.client),
+                entry,
+                now,
+                now + entry.delay_seconds * 1000,
+                expires_s(now, retention),
+            )
+            actions.append({"Put": {"Item": item, "Condition": "attribute_not_exists(pk)"}})
+            refs.append((entry, ref))
+        return actions, refs
+
+    # Receive.
+    def receive(self, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
+        got: list[ReceivedMessage] = []
+        for shard in self.shard_order():
+            if len(got) >= want:
+                break
+            got += self._receive_shard(shard, want - len(got), visibility, now)
+        return got
+
+    def _receive_shard(self, shard: int, want: int, visibility: int, now: int) -> list[ReceivedMessage]:
+        got: list[ReceivedMessage] = []
+        start = None
+        for _ in range(3):
+            need = want - len(got)
+            groups, start, _ = self.ctx.store.query(
+                self._group_pk(shard),
+                index=True,
+                sk_condition="gsi1sk <= :hi",
+                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                limit=need + need // 2,
+                start=start,
+            )
+            position = 0
+            while len(got) < want and position < len(groups):
+                need = want - len(got)
+                batch = groups[position : position + need]
+                budgets = [need // len(batch) + (1 if i < need % len(batch) else 0) for i in range(len(batch))]
+                outcomes = self.ctx.pool.map(
+                    lambda pair: self._claim_group(pair[0], pair[1], visibility, now), zip(batch, budgets, strict=False)
+                )
+                for messages in outcomes:
+                    got += messages
+                position += len(batch)
+            if len(got) >= want or not start:
+                break
+        return got
+
+    def _claim_group(self, entry: Item, budget: int, visibility: int, now: int) -> list[ReceivedMessage]:
+        """Locks an available group, then takes up to `budget` messages from its head, in order. With a budget
+        of 0 it only tidies the head (expired and over-limit messages) and unlocks again."""
+        key = {"pk": entry["pk"], "sk": entry["sk"]}
+        token = new_token()
+        until = now + max(visibility, 1) * 1000
+        values = {":until": until, ":gsk": f"{fixed_ms(until)}#{entry['sk']}", ":tok": token, ":zero": 0, ":now": now}
+        try:
+            group_item = self.ctx.store.update(
+                key, _GROUP_CLAIM, values, condition="available_at <= :now AND attribute_exists(gsi1sk)"
+            )
+        except ConditionFailed:
+            self.claim_conflicts += 1
+            return []
+        assert group_item is not None
+        group = group_item["group_id"]
+        heads, more, _ = self.ctx.store.query(
+            keys.group_messages_pk(self.queue, self.client, group), limit=budget + 1, consistent=True
+        )
+        taken, next_head = self._take_heads(group, token, heads, budget, now)
+        if not taken:
+            if next_head is not None:
+                self.finish_group(key, token, max(now, int(next_head["visible_at"])))
+            elif more:
+                self.finish_group(key, token, now)
+            else:
+                self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
+            return []
+        marked = [m for m in self.ctx.pool.map(lambda item: self._mark(item, token, now), taken) if m]
+        if not marked:
+            self.finish_group(key, token, now)
+            return []
+        last_seq = "" if (next_head is not None or more) else str(group_item["last_seq"])
+        messages = []
+        for item in marked:
+            ref = MessageRef(shard=0, sequence=item["sk"], group=group)
+            receipt = Receipt(
+                self.queue,
+                self.client,
+                ref.message_id,
+                token,
+                int(item["receive_count"]),
+                held=len(marked),
+                last_seq=last_seq,
+            )
+            messages.append(received(item, ref, receipt.encode(self.settings.secret)))
+        return messages
+
+    def _take_heads(
+        self, group: str, token: str, heads: list[Item], budget: int, now: int
+    ) -> tuple[list[Item], Item | None]:
+        """The messages to deliver, and the first one left behind (None when none is)."""
+        taken: list[Item] = []
+        limit = self.settings.max_receive_count
+        for item in heads:
+            if is_expired(item, now):
+                self._remove_expired(item, group, token, now)
+            elif limit and int(item["receive_count"]) >= limit:
+                self.move_to_dlq(item, group, token, now)
+            elif int(item["visible_at"]) > now or len(taken) >= budget:
+                return taken, item
+            else:
+                taken.append(item)
+        return taken, None
+
+    def _mark(self, item: Item, token: str, now: int) -> Item | None:
+        try:
+            return self.ctx.store.update(
+                {"pk": item["pk"], "sk": item["sk"]},
+                "SET tok = :tok, first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one",
+                {":tok": token, ":now": now, ":one": 1},
+                condition="attribute_exists(pk)",
+            )
+        except ConditionFailed:
+            return None
+
+    def finish_group(
+        self, key: dict[str, str], token: str, available_at: int, empty_at: str = "", removed: int = 0
+    ) -> None:
+        """Unlocks a group: out of the index when it is known to be empty (no send since `empty_at`), else
+        available again at `available_at`. `removed` messages leave its count."""
+        if empty_at:
+            try:
+                self.ctx.store.update(
+                    key,
+                    "REMOVE gsi1pk, gsi1sk, available_at, tok, acked, retry_at SET msg_count = :zero",
+                    {":tok": token, ":ls": int(empty_at), ":zero": 0},
+                    condition="tok = :tok AND last_seq = :ls",
+                    returns="NONE",
+                )
+                return
+            except ConditionFailed as failed:
+                if failed.item is None or failed.item.get("tok") != token:
+                    return
+        try:
+            self.ctx.store.update(
+                key,
+                "SET available_at = :at, gsi1sk = :gsk ADD msg_count :dec REMOVE tok, acked, retry_at",
+                {":at": available_at, ":gsk": f"{fixed_ms(available_at)}#{key['sk']}", ":tok": token, ":dec": -removed},
+                condition="tok = :tok",
+                returns="NONE",
+            )
+        except ConditionFailed:
+            return
+
+    # Claimed messages.
+    def delete(self, receipt: Receipt, now: int) -> None:
+        ref = MessageRef.parse(receipt.message_id)
+        try:
+            self.ctx.store.delete(
+                ref.live_key(self.queue, self.client), condition="tok = :tok", values={":tok": receipt.token}
+            )
+        except ConditionFailed as failed:
+            if failed.item is not None:
+                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+            return
+        self._ack(receipt, ref, now, removed=1)
+
+    def release(self, receipt: Receipt, available_at: int, now: int) -> int:
+        ref = MessageRef.parse(receipt.message_id)
+        try:
+            self.ctx.store.update(
+                ref.live_key(self.queue, self.client),
+                "REMOVE tok",
+                {":tok": receipt.token},
+                condition="tok = :tok",
+                returns="NONE",
+            )
+        except ConditionFailed as failed:
+            if failed.item is None:
+                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+        self._ack(receipt, ref, available_at, removed=0)
+        return available_at
+
+    def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int) -> None:
+        """One held message is done; the last one done unlocks the group."""
+        key = self._group_key(ref.group or "")
+        if receipt.held <= 1:
+            self.finish_group(key, receipt.token, available_at, receipt.last_seq if removed else "", removed)
+            return
+        try:
+            group = self.ctx.store.update(
+                key,
+                "ADD acked :one, msg_count :dec SET retry_at = :at",
+                {":one": 1, ":dec": -removed, ":tok": receipt.token, ":at": available_at},
+                condition="tok = :tok",
+                returns="ALL_NEW",
+            )
+        except ConditionFailed:
+            return
+        if group and int(group["acked"]) >= receipt.held:
+            self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
+
+    def change_visibility(self, receipt: Receipt, visible_at: int) -> int:
+        ref = MessageRef.parse(receipt.message_id)
+        key = self._group_key(ref.group or "")
+        try:
+            self.ctx.store.update(
+                key,
+                "SET available_at = :at, gsi1sk = :gsk",
+                {":at": visible_at, ":gsk": f"{fixed_ms(visible_at)}#{key['sk']}", ":tok": receipt.token},
+                condition="tok = :tok",
+                returns="NONE",
+            )
+        except ConditionFailed:
+            raise ReceiptHandleStale("the group was received again since this receipt handle") from None
+        return visible_at
+
+    # Housekeeping.
+    def _remove_expired(self, item: Item, group: str, token: str, now: int) -> None:
+        try:
+            self.ctx.store.delete(
+                {"pk": item["pk"], "sk": item["sk"]}, condition="expires_at <= :nows", values={":nows": now // 1000}
+            )
+        except ConditionFailed:
+            return
+        self._count_removed(group, 1)
+
+    def _count_removed(self, group: str, removed: int) -> None:
+        try:
+            self.ctx.store.update(
+                self._group_key(group),
+                "ADD msg_count :dec",
+                {":dec": -removed},
+                condition="attribute_exists(pk)",
+                returns="NONE",
+            )
+        except ConditionFailed:
+            return
+
+    def move_to_dlq(self, item: Item, group: str, token: str, now: int) -> bool:
+        """Atomically out of the group and into the DLQ; the group then moves on to its next message."""
+        ref = MessageRef(shard=0, sequence=item["sk"], group=group)
+        dlq = moved_item(
+            item,
+            ref.dlq_key(self.queue, self.client),
+            now,
+            receive_count=item["receive_count"],
+            first_received_at=item.get("first_received_at"),
+            moved_at=now,
+            expires_at=max(int(item["expires_at"]), expires_s(now, self.settings.retention_seconds)),
+        )
+        try:
+            self.ctx.store.transact(
+                [
+                    {
+                        "Delete": {
+                            "Key": {"pk": item["pk"], "sk": item["sk"]},
+                            "Condition": "receive_count = :rc",
+                            "Values": {":rc": item["receive_count"]},
+                        }
+                    },
+                    {"Put": {"Item": dlq, "Condition": "attribute_not_exists(pk)"}},
+                    {
+                        "Update": {
+                            "Key": self._group_key(group),
+                            "Update": "ADD msg_count :dec",
+                            "Condition": "tok = :tok",
+                            "Values": {":dec": -1, ":tok": token},
+                        }
+                    },
+                ]
+            )
+        except TransactionCancelled:
+            return False
+        return True
+
+    def redrive_items(self, dlq_items: list[Item], now: int) -> int:
+        """Moves DLQ messages back to the tails of their groups, each group's in their original order."""
+        moved = 0
+        by_group: dict[str, list[Item]] = {}
+        for item in dlq_items:
+            by_group.setdefault(item["group_id"], []).append(item)
+        for group, items in by_group.items():
+            items.sort(key=lambda item: item["sk"])
+            for start in range(0, len(items), _CHUNK):
+                chunk = items[start : start + _CHUNK]
+                entries = [
+                    Entry(
+                        index=i,
+                        body=item["body"],
+                        attributes=dict(item.get("attrs", {})),
+                        group_id=group,
+                        sent_at=int(item["sent_at"]),
+                    )
+                    for i, item in enumerate(chunk)
+                ]
+                deletes = [
+                    {"Delete": {"Key": {"pk": item["pk"], "sk": item["sk"]}, "Condition": "attribute_exists(pk)"}}
+                    for item in chunk
+                ]
+                try:
+                    moved += len(self.append(group, entries, now, extra=deletes))
+                except QueueError:
+                    continue
+        return moved
+
+    # Looking without claiming.
+    def get_keys(self, ref: MessageRef) -> list[dict[str, str]]:
+        return [ref.live_key(self.queue, self.client), self._group_key(ref.group or "")]
+
+    def state(self, item: Item, now: int, group_item: Item | None = None) -> str:
+        if int(item["visible_at"]) > now:
+            return DELAYED
+        if (
+            group_item
+            and item.get("tok")
+            and group_item.get("tok") == item.get("tok")
+            and int(group_item.get("available_at", 0)) > now
+        ):
+            return IN_FLIGHT
+        return VISIBLE
+
+    def peek(self, limit: int, now: int) -> list[Message]:
+        found: list[Message] = []
+        for shard in range(self.settings.shards):
+            groups = self.ctx.store.query_all(
+                self._group_pk(shard),
+                index=True,
+                sk_condition="gsi1sk <= :hi",
+                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                max_items=limit,
+            )
+            for group_entry in groups:
+                heads, _, _ = self.ctx.store.query(
+                    keys.group_messages_pk(self.queue, self.client, group_entry["sk"]),
+                    limit=limit,
+                    consistent=True,
+                )
+                for item in heads:
+                    if is_expired(item, now):
+                        continue
+                    if int(item["visible_at"]) > now:
+                        break
+                    found.append(looked_at(item, MessageRef(0, item["sk"], group_entry["sk"]), VISIBLE))
+        found.sort(key=lambda message: (message.sent_at, message.sequence))
+        return found[:limit]
+
+    def cancel_live(self, ref: MessageRef, now: int) -> bool:
+        old = self.ctx.store.delete(ref.live_key(self.queue, self.client))
+        if old is None:
+            return False
+        self._count_removed(ref.group or "", 1)
+        return not is_expired(old, now)
+
+    def group_items(self, shard: int, max_items: int | None = None) -> Iterable[Item]:
+        return self.ctx.store.query_all(self._group_pk(shard), consistent=True, max_items=max_items)
+
+    def purge(self) -> int:
+        """Empties every group and takes it out of the index, unless a send landed meanwhile."""
+        purged = 0
+        for shard in range(self.settings.shards):
+            for group_item in list(self.group_items(shard)):
+                group = group_item["sk"]
+                purged += self.ctx.store.delete_partition(keys.group_messages_pk(self.queue, self.client, group))
+                try:
+                    self.ctx.store.update(
+                        {"pk": group_item["pk"], "sk": group},
+                        "REMOVE gsi1pk, gsi1sk, available_at, tok, acked, retry_at SET msg_count = :zero",
+                        {":zero": 0, ":ls": group_item.get("last_seq", 0)},
+                        condition="last_seq = :ls",
+                        returns="NONE",
+                    )
+                except ConditionFailed:
+                    continue
+        return purged
+
+    def stats(self, now: int) -> QueueStats:
+        """From the group items alone (one per group, never the messages): a locked group counts one message
+        in flight, the rest of its backlog as visible."""
+        total = QueueStats()
+        for shard in range(self.settings.shards):
+            visible = in_flight = delayed = read = 0
+            for group in self.group_items(shard, max_items=limits.STATS_SCAN_LIMIT):
+                read += 1
+                count = max(0, int(group.get("msg_count", 0)))
+                if not count or "gsi1sk" not in group:
+                    continue
+                if int(group["available_at"]) <= now:
+                    visible += count
+                elif group.get("tok"):
+                    in_flight += 1
+                    visible += count - 1
+                else:
+                    delayed += count
+            truncated = read >= limits.STATS_SCAN_LIMIT
+            total = total + QueueStats(visible, in_flight, delayed, 0, None, truncated)
+        return total
+
+    def oldest_age(self, now: int) -> int | None:
+        """The age of the oldest head among the groups that wait (bounded: at most 25 groups' heads read)."""
+        oldest: int | None = None
+        for shard in range(self.settings.shards):
+            for group in list(self.group_items(shard, max_items=25)):
+                if "gsi1sk" not in group:
+                    continue
+                heads, _, _ = self.ctx.store.query(
+                    keys.group_messages_pk(self.queue, self.client, group["sk"]), limit=1
+                )
+                for head in heads:
+                    if not is_expired(head, now):
+                        sent = int(head["sent_at"])
+                        oldest = sent if oldest is None else min(oldest, sent)
+        return None if oldest is None else max(0, (now - oldest) // 1000)
+
+    def free_stuck_groups(self, now: int) -> int:
+        """Groups whose lock expired (a consumer crashed) get their head tidied and are unlocked."""
+        freed = 0
+        for shard in range(self.settings.shards):
+            for group in list(self.group_items(shard)):
+                if group.get("tok") and "gsi1sk" in group and int(group["available_at"]) <= now:
+                    self._claim_group(group, 0, 30, now)
+                    freed += 1
+        return freed
+
+
+def _dedup_owner(actions: list[dict[str, Any]], entries: list[Entry], position: int) -> Entry | None:
+    """The entry whose dedup item is action `position` (actions: group update, then per entry [dedup], put)."""
+    index = 1
+    for entry in entries:
+        if entry.dedup_id is not None:
+            if index == position:
+                return entry
+            index += 1
+        index += 1
+    return None

@@ -1,0 +1,43 @@
+"""Limits and defaults, in one place. Ranges follow SQS where SQS has one."""
+
+from __future__ import annotations
+
+from typing import Final
+
+MAX_BODY_BYTES: Final = 256 * 1024
+MAX_ATTRIBUTES: Final = 10
+MAX_ATTRIBUTE_NAME: Final = 256
+MAX_BATCH: Final = 25
+MAX_RECEIVE: Final = 10
+MAX_VISIBILITY_SECONDS: Final = 43_200
+MAX_WAIT_SECONDS: Final = 20
+MAX_DELAY_SECONDS: Final = 900
+MAX_GROUP_ID: Final = 128
+MAX_DEDUP_ID: Final = 128
+MAX_SHARDS: Final = 64
+MAX_RECEIVE_COUNT: Final = 1000
+MIN_RETENTION_SECONDS: Final = 60
+MAX_RETENTION_SECONDS: Final = 1_209_600
+MAX_DEDUP_WINDOW_SECONDS: Final = 86_400
+MAX_PEEK: Final = 100
+
+DEFAULT_VISIBILITY_SECONDS: Final = 30
+DEFAULT_MAX_RECEIVE_COUNT: Final = 5
+DEFAULT_RETENTION_SECONDS: Final = 345_600
+DEFAULT_DELAY_SECONDS: Final = 0
+DEFAULT_DEDUP_WINDOW_SECONDS: Final = 300
+
+# Release without an explicit delay: randomized exponential backoff from the receive count.
+BACKOFF_BASE_SECONDS: Final = 1.0
+BACKOFF_MAX_SECONDS: Final = 900
+
+# Registry and settings are cached this long in each process.
+SETTINGS_CACHE_SECONDS: Final = 10.0
+
+# stats() reads at most this many index entries per figure and shard, so its cost stays bounded however deep
+# the queue is; beyond it the figure is a lower bound and `approximate` is set.
+STATS_SCAN_LIMIT: Final = 10_000
+
+# Dedup items spread over this many partitions per sub-queue, independent of `shards`, so that resharding a
+# live queue keeps every dedup window intact.
+DEDUP_BUCKETS: Final = 16

@@ -1,0 +1,88 @@
+"""Message items and the values built from them, shared by standard and FIFO queues."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .keys import MessageRef
+from .models import Message, ReceivedMessage
+from .store import Item
+
+VISIBLE, IN_FLIGHT, DELAYED, DLQ = "visible", "in_flight", "delayed", "dlq"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A validated message to send; `index` is its place in the caller's batch."""
+
+    index: int
+    body: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    delay_seconds: int = 0
+    group_id: str | None = None
+    dedup_id: str | None = None
+    # Kept from the first send when a message is moved back from the DLQ.
+    sent_at: int | None = None
+
+
+def expires_s(now_ms: int, retention_seconds: int) -> int:
+    return now_ms // 1000 + retention_seconds
+
+
+def is_expired(item: Item, now_ms: int) -> bool:
+    return int(item.get("expires_at", 0)) <= now_ms // 1000
+
+
+def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, expires_at: int) -> Item:
+    item: Item = {
+        **key,
+        "body": entry.body,
+        "sent_at": entry.sent_at or now_ms,
+        "visible_at": visible_at,
+        "receive_count": 0,
+        "expires_at": expires_at,
+    }
+    if entry.attributes:
+        item["attrs"] = entry.attributes
+    if entry.group_id is not None:
+        item["group_id"] = entry.group_id
+    if entry.dedup_id is not None:
+        item["dedup_id"] = entry.dedup_id
+    return item
+
+
+def moved_item(item: Item, key: dict[str, str], now_ms: int, **extra: Any) -> Item:
+    """A copy of a message under another key (DLQ or back), keeping its body, attributes, group and sent time."""
+    kept = {k: item[k] for k in ("body", "attrs", "group_id", "dedup_id", "sent_at") if k in item}
+    return {**key, **kept, **extra}
+
+
+def received(item: Item, ref: MessageRef, handle: str) -> ReceivedMessage:
+    return ReceivedMessage(
+        message_id=ref.message_id,
+        receipt_handle=handle,
+        body=item["body"],
+        attributes=dict(item.get("attrs", {})),
+        group_id=item.get("group_id"),
+        sequence=ref.sequence,
+        receive_count=int(item.get("receive_count", 0)),
+        sent_at=int(item["sent_at"]),
+        first_received_at=item.get("first_received_at"),
+    )
+
+
+def looked_at(item: Item, ref: MessageRef, state: str) -> Message:
+    return Message(
+        message_id=ref.message_id,
+        body=item["body"],
+        attributes=dict(item.get("attrs", {})),
+        group_id=item.get("group_id"),
+        sequence=ref.sequence,
+        receive_count=int(item.get("receive_count", 0)),
+        sent_at=int(item["sent_at"]),
+        first_received_at=item.get("first_received_at"),
+        state=state,
+        visible_at=item.get("visible_at") if state != DLQ else None,
+        expires_at=int(item["expires_at"]) * 1000,
+    )

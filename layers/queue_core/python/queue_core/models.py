@@ -1,0 +1,92 @@
+"""Result values. Field names are the HTTP JSON keys; `to_dict()` gives exactly that JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class _Json:
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class SendResult(_Json):
+    message_id: str
+    sequence: str
+    duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class BatchResult(_Json):
+    """Per-entry outcome of a batch: `successful` and `failed` carry the entry's `index`."""
+
+    successful: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ReceivedMessage(_Json):
+    message_id: str
+    receipt_handle: str
+    body: str
+    attributes: dict[str, str]
+    group_id: str | None
+    sequence: str
+    receive_count: int
+    sent_at: int
+    first_received_at: int | None
+
+
+@dataclass(frozen=True)
+class Message(_Json):
+    """A message looked at without claiming it (peek, get, the DLQ listing)."""
+
+    message_id: str
+    body: str
+    attributes: dict[str, str]
+    group_id: str | None
+    sequence: str
+    receive_count: int
+    sent_at: int
+    first_received_at: int | None
+    state: str
+    visible_at: int | None
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class QueueStats(_Json):
+    visible: int = 0
+    in_flight: int = 0
+    delayed: int = 0
+    dlq: int = 0
+    oldest_age_seconds: int | None = None
+    # True when a figure reached the scan limit and is a lower bound.
+    approximate: bool = False
+
+    def __add__(self, other: QueueStats) -> QueueStats:
+        ages = [age for age in (self.oldest_age_seconds, other.oldest_age_seconds) if age is not None]
+        return QueueStats(
+            visible=self.visible + other.visible,
+            in_flight=self.in_flight + other.in_flight,
+            delayed=self.delayed + other.delayed,
+            dlq=self.dlq + other.dlq,
+            oldest_age_seconds=max(ages) if ages else None,
+            approximate=self.approximate or other.approximate,
+        )
+
+
+@dataclass
+class SweepReport(_Json):
+    """What one `sweep()` call did; `complete` is False when its budget ran out with work left."""
+
+    sub_queues: int = 0
+    moved_to_dlq: int = 0
+    expired_deleted: int = 0
+    groups_freed: int = 0
+    items_read: int = 0
+    complete: bool = True
+    cursor: str | None = None
+    depths: list[dict[str, Any]] = field(default_factory=list)

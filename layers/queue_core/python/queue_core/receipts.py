@@ -1,0 +1,88 @@
+"""Receipt handles: opaque to callers, signed by the queue's secret.
+
+A handle carries the sub-queue, the message id, the claim token (128 random bits) and what a later delete or
+release needs to know without reading first (the receive count for backoff; for FIFO, the size of the batch held
+and whether the group had more messages). The signature tells a forged or altered handle (`ValidationError`) from a
+genuine one whose claim has passed to another consumer (`ReceiptHandleStale`, found by the token condition).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+from .errors import ValidationError
+
+_VERSION = "1"
+_MAC_BYTES = 16
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    queue: str
+    client: str
+    message_id: str
+    token: str
+    receive_count: int
+    # FIFO only: how many messages of the group this claim holds, and the group's last sequence when the claim
+    # saw no message after the held ones (empty string otherwise).
+    held: int = 1
+    last_seq: str = ""
+
+    def encode(self, secret: str) -> str:
+        fields = [
+            _VERSION,
+            self.queue,
+            self.client,
+            self.message_id,
+            self.token,
+            str(self.receive_count),
+            str(self.held),
+            self.last_seq,
+        ]
+        payload = "|".join(fields).encode()
+        return _b64(payload) + "." + _b64(_mac(secret, payload))
+
+    @classmethod
+    def decode(cls, handle: object, secret: str) -> Receipt:
+        if not isinstance(handle, str) or len(handle) > 2048 or handle.count(".") != 1:
+            raise ValidationError("receipt_handle is malformed")
+        payload_text, mac_text = handle.split(".")
+        try:
+            payload, mac = _unb64(payload_text), _unb64(mac_text)
+        except ValueError as error:
+            raise ValidationError("receipt_handle is malformed") from error
+        if not hmac.compare_digest(mac, _mac(secret, payload)):
+            raise ValidationError(
+                "receipt_handle is not valid for this queue (forged, altered or from a queue that was re-created)"
+            )
+        version, queue, client, message_id, token, count, held, last_seq = payload.decode().split("|")
+        if version != _VERSION:
+            raise ValidationError("receipt_handle has an unknown version")
+        return cls(queue, client, message_id, token, int(count), int(held), last_seq)
+
+    def check_owner(self, queue: str, client: str) -> None:
+        if (self.queue, self.client) != (queue, client):
+            raise ValidationError("receipt_handle belongs to another queue or client")
+
+
+def _mac(secret: str, payload: bytes) -> bytes:
+    return hmac.new(secret.encode(), payload, hashlib.sha256).digest()[:_MAC_BYTES]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError) as error:
+        raise ValueError("not base64") from error

@@ -1,0 +1,383 @@
+"""Standard sub-queues: the visibility index.
+
+Each message is one item `pk = M#{queue}#{client}#{shard}`, `sk = {sequence}`; its index entry is
+`gsi1sk = {visible_at}#{sequence}`. A receive queries the index for entries at or before now, so it reads only
+visible messages whatever sits in flight or delayed, and claims each candidate with a conditional update that
+moves it past now. Visibility is exact: an expired claim is visible again by itself.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from . import keys, limits
+from .clock import fixed_ms, sequence_ms
+from .context import Context
+from .errors import MessageNotFound, QueueError, ReceiptHandleStale, Throttled
+from .keys import MessageRef
+from .messages import (
+    DELAYED,
+    IN_FLIGHT,
+    VISIBLE,
+    Entry,
+    expires_s,
+    is_expired,
+    looked_at,
+    moved_item,
+    new_item,
+    received,
+)
+from .models import Message, QueueStats, ReceivedMessage, SendResult
+from .receipts import Receipt, new_token
+from .settings import QueueSettings
+from .store import ConditionFailed, Item, TransactionCancelled
+
+_CLAIM_ROUNDS = 3
+_CLAIM = (
+    "SET visible_at = :vis, gsi1sk = :gsk, tok = :tok, in_flight = :one, "
+    "first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
+)
+
+
+class StandardQueue:
+    """The message operations of one `(queue, client)` of a standard queue."""
+
+    def __init__(self, ctx: Context, settings: QueueSettings, client: str) -> None:
+        self.ctx = ctx
+        self.settings = settings
+        self.queue = settings.name
+        self.client = client
+        self.claim_conflicts = 0
+
+    # Keys.
+    def _pk(self, shard: int) -> str:
+        return keys.message_pk(self.queue, self.client, shard)
+
+    def shard_order(self) -> list[int]:
+        """Every shard once, from a random one, so receivers spread and none is starved."""
+        start = random.randrange(self.settings.shards)
+        return [(start + step) % self.settings.shards for step in range(self.settings.shards)]
+
+    # Send.
+    def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
+        shard = random.randrange(self.settings.shards)
+        ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now))
+        visible_at = now + entry.delay_seconds * 1000
+        item = new_item(
+            ref.live_key(self.queue, self.client),
+            entry,
+            now,
+            visible_at,
+            expires_s(now, self.settings.retention_seconds),
+        )
+        item["gsi1pk"] = item["pk"]
+        item["gsi1sk"] = f"{fixed_ms(visible_at)}#{ref.sequence}"
+        return ref, item
+
+    def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
+        """Entries without a dedup id go in batch writes of 25 (one call); each with one goes in a transaction
+        with its dedup item."""
+        results: dict[int, SendResult | QueueError] = {}
+        plain = [entry for entry in entries if entry.dedup_id is None]
+        for start in range(0, len(plain), 25):
+            chunk = [(entry, *self.build(entry, now)) for entry in plain[start : start + 25]]
+            left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
+            for position, (entry, ref, _) in enumerate(chunk):
+                results[entry.index] = (
+                    Throttled("DynamoDB throttled this entry; it was not stored, send it again")
+                    if position in left
+                    else SendResult(ref.message_id, ref.sequence)
+                )
+        for entry in entries:
+            if entry.dedup_id is not None:
+                results[entry.index] = _as_result(lambda entry=entry: self._send_dedup(entry, now))
+        return [results[entry.index] for entry in entries]
+
+    def _send_dedup(self, entry: Entry, now: int) -> SendResult:
+        ref, item = self.build(entry, now)
+        dedup = dedup_put(self, entry.dedup_id or "", ref, now)
+        try:
+            self.ctx.store.transact([dedup, {"Put": {"Item": item, "Condition": "attribute_not_exists(pk)"}}])
+        except TransactionCancelled as cancelled:
+            return duplicate_of(cancelled.reasons[0])
+        return SendResult(ref.message_id, ref.sequence)
+
+    # Receive.
+    def receive(self, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
+        got: list[ReceivedMessage] = []
+        for shard in self.shard_order():
+            if len(got) >= want:
+                break
+            got += self._receive_shard(shard, want - len(got), visibility, order, now)
+        return got
+
+    def _receive_shard(self, shard: int, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
+        got: list[ReceivedMessage] = []
+        start = None
+        for _ in range(_CLAIM_ROUNDS):
+            need = want - len(got)
+            items, start, _ = self.ctx.store.query(
+                self._pk(shard),
+                index=True,
+                sk_condition="gsi1sk <= :hi",
+                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                limit=need + need // 2,
+                forward=order == "oldest",
+                start=start,
+            )
+            candidates = [item for item in items if not self._housekeep_candidate(item, now)]
+            got += self._claim_candidates(candidates, need, visibility, now)
+            if len(got) >= want or not start:
+                break
+        return got
+
+    def _housekeep_candidate(self, entry: Item, now: int) -> bool:
+        """Expired and over-limit entries are dealt with here, where the index shows them; True if handled."""
+        if is_expired(entry, now):
+            self.delete_expired({"pk": entry["pk"], "sk": entry["sk"]}, now)
+            return True
+        limit = self.settings.max_receive_count
+        if limit and int(entry.get("receive_count", 0)) >= limit:
+            self.move_to_dlq({"pk": entry["pk"], "sk": entry["sk"]}, int(entry["receive_count"]), now)
+            return True
+        return False
+
+    def _claim_candidates(self, candidates: list[Item], need: int, visibility: int, now: int) -> list:
+        """Claims the first `need` candidates in parallel, then the spare ones for each claim lost."""
+        claimed: list[tuple[int, ReceivedMessage]] = []
+        position = 0
+        while len(claimed) < need and position < len(candidates):
+            batch = candidates[position : position + need - len(claimed)]
+            outcomes = list(self.ctx.pool.map(lambda item: self._claim(item, visibility, now), batch))
+            claimed += [(position + i, message) for i, message in enumerate(outcomes) if message]
+            position += len(batch)
+        return [message for _, message in sorted(claimed, key=lambda pair: pair[0])]
+
+    def _claim(self, entry: Item, visibility: int, now: int) -> ReceivedMessage | None:
+        key = {"pk": entry["pk"], "sk": entry["sk"]}
+        token = new_token()
+        until = now + visibility * 1000
+        values: dict[str, Any] = {
+            ":vis": until,
+            ":gsk": f"{fixed_ms(until)}#{entry['sk']}",
+            ":tok": token,
+            ":one": 1,
+            ":now": now,
+            ":nows": now // 1000,
+        }
+        condition = "visible_at <= :now AND expires_at > :nows"
+        if self.settings.max_receive_count:
+            condition += " AND receive_count < :max"
+            values[":max"] = self.settings.max_receive_count
+        try:
+            item = self.ctx.store.update(key, _CLAIM, values, condition=condition)
+        except ConditionFailed as failed:
+            self._lost_claim(key, failed.item, now)
+            return None
+        assert item is not None
+        ref = MessageRef(shard=int(entry["pk"].rsplit("#", 1)[1]), sequence=entry["sk"])
+        receipt = Receipt(self.queue, self.client, ref.message_id, token, int(item["receive_count"]))
+        return received(item, ref, receipt.encode(self.settings.secret))
+
+    def _lost_claim(self, key: dict[str, str], old: Item | None, now: int) -> None:
+        """The old item says why a claim failed: expired and over-limit messages are dealt with at once;
+        otherwise another consumer got there first."""
+        if old is None or int(old["visible_at"]) > now:
+            self.claim_conflicts += 1
+        elif is_expired(old, now):
+            self.delete_expired(key, now)
+        else:
+            self.move_to_dlq(key, int(old["receive_count"]), now, old)
+
+    # Claimed messages.
+    def delete(self, receipt: Receipt) -> None:
+        """Idempotent: a message already gone counts as deleted; one claimed again since raises."""
+        key = MessageRef.parse(receipt.message_id).live_key(self.queue, self.client)
+        try:
+            self.ctx.store.delete(key, condition="tok = :tok", values={":tok": receipt.token})
+        except ConditionFailed as failed:
+            if failed.item is not None:
+                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+
+    def set_visible_at(self, receipt: Receipt, visible_at: int, release: bool) -> int:
+        ref = MessageRef.parse(receipt.message_id)
+        update = "SET visible_at = :vis, gsi1sk = :gsk" + (" REMOVE tok, in_flight" if release else "")
+        values = {":vis": visible_at, ":gsk": f"{fixed_ms(visible_at)}#{ref.sequence}", ":tok": receipt.token}
+        try:
+            self.ctx.store.update(
+                ref.live_key(self.queue, self.client), update, values, condition="tok = :tok", returns="NONE"
+            )
+        except ConditionFailed as failed:
+            if failed.item is None:
+                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+        return visible_at
+
+    # Housekeeping.
+    def delete_expired(self, key: dict[str, str], now: int) -> bool:
+        try:
+            self.ctx.store.delete(key, condition="expires_at <= :nows", values={":nows": now // 1000})
+        except ConditionFailed:
+            return False
+        return True
+
+    def move_to_dlq(self, key: dict[str, str], receive_count: int, now: int, old: Item | None = None) -> bool:
+        """Atomically: the message leaves the queue and enters the DLQ, or neither happens. Reads the message
+        only when the caller does not have it (the index holds no body)."""
+        ref = MessageRef(shard=int(key["pk"].rsplit("#", 1)[1]), sequence=key["sk"])
+        old = old or self.ctx.store.get(key)
+        if old is None or int(old["receive_count"]) != receive_count or int(old["visible_at"]) > now:
+            return False
+        dlq = moved_item(
+            old,
+            ref.dlq_key(self.queue, self.client),
+            now,
+            receive_count=receive_count,
+            first_received_at=old.get("first_received_at"),
+            moved_at=now,
+            expires_at=max(int(old["expires_at"]), expires_s(now, self.settings.retention_seconds)),
+        )
+        try:
+            self.ctx.store.transact(
+                [
+                    {
+                        "Delete": {
+                            "Key": key,
+                            "Condition": "receive_count = :rc AND visible_at <= :now",
+                            "Values": {":rc": receive_count, ":now": now},
+                        }
+                    },
+                    {"Put": {"Item": dlq, "Condition": "attribute_not_exists(pk)"}},
+                ]
+            )
+        except TransactionCancelled:
+            return False
+        return True
+
+    def redrive_item(self, dlq_item: Item, now: int) -> bool:
+        ref = MessageRef(shard=int(dlq_item["pk"].rsplit("#", 1)[1]), sequence=dlq_item["sk"])
+        if ref.shard >= self.settings.shards:
+            ref = MessageRef(shard=random.randrange(self.settings.shards), sequence=ref.sequence)
+        live = moved_item(
+            dlq_item,
+            ref.live_key(self.queue, self.client),
+            now,
+            visible_at=now,
+            receive_count=0,
+            expires_at=expires_s(now, self.settings.retention_seconds),
+        )
+        live["gsi1pk"] = live["pk"]
+        live["gsi1sk"] = f"{fixed_ms(now)}#{ref.sequence}"
+        try:
+            self.ctx.store.transact(
+                [
+                    {
+                        "Delete": {
+                            "Key": {"pk": dlq_item["pk"], "sk": dlq_item["sk"]},
+                            "Condition": "attribute_exists(pk)",
+                        }
+                    },
+                    {"Put": {"Item": live, "Condition": "attribute_not_exists(pk)"}},
+                ]
+            )
+        except TransactionCancelled:
+            return False
+        return True
+
+    # Looking without claiming.
+    def state(self, item: Item, now: int) -> str:
+        if int(item["visible_at"]) <= now:
+            return VISIBLE
+        return IN_FLIGHT if item.get("in_flight") else DELAYED
+
+    def peek(self, limit: int, now: int) -> list[Message]:
+        found: list[Message] = []
+        for shard in range(self.settings.shards):
+            entries = self.ctx.store.query_all(
+                self._pk(shard),
+                index=True,
+                sk_condition="gsi1sk <= :hi",
+                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                max_items=limit * 2,
+            )
+            live = [{"pk": e["pk"], "sk": e["sk"]} for e in entries if not is_expired(e, now)][:limit]
+            for start in range(0, len(live), 100):
+                for item in self.ctx.store.batch_get(live[start : start + 100]):
+                    if int(item["visible_at"]) <= now and not is_expired(item, now):
+                        found.append(looked_at(item, self.ref_of(item), VISIBLE))
+        found.sort(key=lambda message: (message.visible_at or 0, message.sequence))
+        return found[:limit]
+
+    def ref_of(self, item: Item) -> MessageRef:
+        return MessageRef(shard=int(item["pk"].rsplit("#", 1)[1]), sequence=item["sk"])
+
+    def get_keys(self, ref: MessageRef) -> list[dict[str, str]]:
+        return [ref.live_key(self.queue, self.client)]
+
+    def cancel_live(self, ref: MessageRef, now: int) -> bool:
+        old = self.ctx.store.delete(ref.live_key(self.queue, self.client))
+        return old is not None and not is_expired(old, now)
+
+    def purge(self) -> int:
+        return sum(self.ctx.store.delete_partition(self._pk(shard)) for shard in range(self.settings.shards))
+
+    def stats(self, now: int) -> QueueStats:
+        """Reads the shard's index entries (small: keys, expiry, flag), at most `STATS_SCAN_LIMIT` per shard."""
+        total = QueueStats()
+        for shard in range(self.settings.shards):
+            counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
+            oldest: int | None = None
+            read = 0
+            for entry in self.ctx.store.query_all(self._pk(shard), index=True, max_items=limits.STATS_SCAN_LIMIT):
+                read += 1
+                if is_expired(entry, now):
+                    continue
+                visible_at_text, sequence = entry["gsi1sk"].split("#", 1)
+                if int(visible_at_text) <= now:
+                    counts[VISIBLE] += 1
+                else:
+                    counts[IN_FLIGHT if entry.get("in_flight") else DELAYED] += 1
+                sent = sequence_ms(sequence)
+                oldest = sent if oldest is None else min(oldest, sent)
+            truncated = read >= limits.STATS_SCAN_LIMIT
+            if truncated:
+                oldest = self._oldest_sent(shard, now)
+            age = None if oldest is None else max(0, (now - oldest) // 1000)
+            total = total + QueueStats(counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated)
+        return total
+
+    def _oldest_sent(self, shard: int, now: int) -> int | None:
+        items, _, _ = self.ctx.store.query(self._pk(shard), limit=25, projection="sk, expires_at")
+        live = [item for item in items if not is_expired(item, now)]
+        return sequence_ms(live[0]["sk"]) if live else None
+
+
+def dedup_put(queue: Any, dedup_id: str, ref: MessageRef, now: int) -> dict[str, Any]:
+    """The dedup item of a send: written only if no live one exists, so a duplicate cancels the transaction
+    and the old item names the first message."""
+    window = queue.settings.dedup_window_seconds * 1000
+    item = {
+        **keys.dedup_key(queue.queue, queue.client, dedup_id),
+        "message_id": ref.message_id,
+        "sequence": ref.sequence,
+        "dedup_until": now + window,
+        "expires_at": (now + window) // 1000 + 1,
+    }
+    return {
+        "Put": {"Item": item, "Condition": "attribute_not_exists(pk) OR dedup_until <= :now", "Values": {":now": now}}
+    }
+
+
+def duplicate_of(reason: tuple[str, Item | None]) -> SendResult:
+    code, old = reason
+    if code != "ConditionalCheckFailed" or old is None:
+        raise Throttled("the send raced another; retry")
+    return SendResult(old["message_id"], old["sequence"], duplicate=True)
+
+
+def _as_result(send: Any) -> SendResult | QueueError:
+    try:
+        return send()
+    except QueueError as error:
+        return error

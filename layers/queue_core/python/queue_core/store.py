@@ -1,0 +1,311 @@
+"""The only module that talks to DynamoDB.
+
+It turns DynamoDB's answers into the core's terms: a failed condition becomes `ConditionFailed` carrying the old
+item (so the caller learns why without reading first), a throttle or an outage that outlived the SDK's retries
+becomes `Throttled`, and anything else becomes `InternalError` with no internals in its message. A throttle is
+never reported as a failed condition, so no caller mistakes it for a lost claim race.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterator, Sequence
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .errors import InternalError, Throttled
+from .table import INDEX_NAME
+
+logger = logging.getLogger("queue_core")
+
+Item = dict[str, Any]
+
+_THROTTLES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflict",
+        "TransactionInProgressException",
+    }
+)
+_BATCH_RETRIES = 8
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+class ConditionFailed(Exception):
+    """A write's condition did not hold; `item` is the item as it was (None when there was none)."""
+
+    def __init__(self, item: Item | None) -> None:
+        super().__init__("condition failed")
+        self.item = item
+
+
+class TransactionCancelled(Exception):
+    """A transaction failed a condition; `reasons[i]` is (code, old item) for action i."""
+
+    def __init__(self, reasons: list[tuple[str, Item | None]]) -> None:
+        super().__init__("transaction cancelled")
+        self.reasons = reasons
+
+    def failed(self) -> list[int]:
+        return [i for i, (code, _) in enumerate(self.reasons) if code == "ConditionalCheckFailed"]
+
+
+def serialize(value: dict[str, Any]) -> dict[str, Any]:
+    return {key: _serializer.serialize(item) for key, item in value.items() if item is not None}
+
+
+def deserialize(item: dict[str, Any] | None) -> Item | None:
+    if not item:
+        return None
+    return {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _raise_mapped(error: Exception) -> None:
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        if code in _THROTTLES:
+            raise Throttled("DynamoDB is throttling or unavailable; retry later") from error
+    elif isinstance(error, BotoCoreError):
+        raise Throttled("DynamoDB could not be reached; retry later") from error
+    logger.exception("unexpected DynamoDB error")
+    raise InternalError("internal error") from error
+
+
+class Store:
+    """Thin, typed access to one table."""
+
+    def __init__(self, dynamodb: Any, table_name: str) -> None:
+        self.client = dynamodb
+        self.table = table_name
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return getattr(self.client, operation)(**kwargs)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code", "")
+            if code == "ConditionalCheckFailedException":
+                raise ConditionFailed(deserialize(error.response.get("Item"))) from None
+            if code == "TransactionCanceledException":
+                self._raise_cancelled(error)
+            _raise_mapped(error)
+        except BotoCoreError as error:
+            _raise_mapped(error)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _raise_cancelled(error: ClientError) -> None:
+        reasons = [
+            (reason.get("Code", "None"), deserialize(reason.get("Item")))
+            for reason in error.response.get("CancellationReasons", [])
+        ]
+        if any(code in _THROTTLES for code, _ in reasons):
+            raise Throttled("DynamoDB is throttling or unavailable; retry later") from error
+        if not any(code == "ConditionalCheckFailed" for code, _ in reasons):
+            _raise_mapped(error)
+        raise TransactionCancelled(reasons) from None
+
+    # Single items.
+    def get(self, key: dict[str, str], consistent: bool = True) -> Item | None:
+        answer = self._call("get_item", TableName=self.table, Key=serialize(key), ConsistentRead=consistent)
+        return deserialize(answer.get("Item"))
+
+    def put(self, item: Item, condition: str | None = None, values: dict[str, Any] | None = None) -> None:
+        kwargs = _conditional(condition, values, None)
+        self._call("put_item", TableName=self.table, Item=serialize(item), **kwargs)
+
+    def update(
+        self,
+        key: dict[str, str],
+        update: str,
+        values: dict[str, Any],
+        condition: str | None = None,
+        returns: str = "ALL_NEW",
+        names: dict[str, str] | None = None,
+    ) -> Item | None:
+        kwargs = _conditional(condition, values, names)
+        answer = self._call(
+            "update_item",
+            TableName=self.table,
+            Key=serialize(key),
+            UpdateExpression=update,
+            ReturnValues=returns,
+            **kwargs,
+        )
+        return deserialize(answer.get("Attributes"))
+
+    def delete(
+        self, key: dict[str, str], condition: str | None = None, values: dict[str, Any] | None = None
+    ) -> Item | None:
+        """Deletes and returns the old item (None if there was none)."""
+        kwargs = _conditional(condition, values, None)
+        answer = self._call("delete_item", TableName=self.table, Key=serialize(key), ReturnValues="ALL_OLD", **kwargs)
+        return deserialize(answer.get("Attributes"))
+
+    def transact(self, actions: Sequence[dict[str, Any]]) -> None:
+        """Writes all actions or none. Each action is {"Put"|"Update"|"Delete"|"ConditionCheck": {...}} with
+        plain Python values under "Item", "Key" and "Values"."""
+        self._call("transact_write_items", TransactItems=[self._transact_item(action) for action in actions])
+
+    def _transact_item(self, action: dict[str, Any]) -> dict[str, Any]:
+        ((kind, spec),) = action.items()
+        body: dict[str, Any] = {"TableName": self.table, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        if "Item" in spec:
+            body["Item"] = serialize(spec["Item"])
+        if "Key" in spec:
+            body["Key"] = serialize(spec["Key"])
+        if "Update" in spec:
+            body["UpdateExpression"] = spec["Update"]
+        body.update(_conditional(spec.get("Condition"), spec.get("Values"), spec.get("Names")))
+        return {kind: body}
+
+    # Many items.
+    def batch_get(self, keys: list[dict[str, str]]) -> list[Item]:
+        found: list[Item] = []
+        pending: dict[str, Any] = {self.table: {"Keys": [serialize(k) for k in keys], "ConsistentRead": True}}
+        for attempt in range(_BATCH_RETRIES):
+            answer = self._call("batch_get_item", RequestItems=pending)
+            found.extend(deserialize(item) for item in answer.get("Responses", {}).get(self.table, []))
+            pending = answer.get("UnprocessedKeys") or {}
+            if not pending:
+                return found
+            _backoff(attempt)
+        raise Throttled("DynamoDB kept items unprocessed; retry later")
+
+    def batch_write(self, puts: list[Item] = (), deletes: list[dict[str, str]] = ()) -> list[int]:
+        """Writes up to 25 unconditioned puts and deletes; returns the positions (puts first) left unprocessed
+        after bounded retries, so that the caller can report them instead of losing them."""
+        requests = [{"PutRequest": {"Item": serialize(item)}} for item in puts]
+        requests += [{"DeleteRequest": {"Key": serialize(key)}} for key in deletes]
+        if len(requests) > 25:
+            raise ValueError("a batch write takes at most 25 requests")
+        positions = {_request_id(request): index for index, request in enumerate(requests)}
+        pending = requests
+        for attempt in range(_BATCH_RETRIES):
+            if not pending:
+                return []
+            try:
+                answer = self._call("batch_write_item", RequestItems={self.table: pending})
+            except Throttled:
+                if attempt == _BATCH_RETRIES - 1:
+                    break
+                _backoff(attempt)
+                continue
+            pending = answer.get("UnprocessedItems", {}).get(self.table, [])
+            if pending:
+                _backoff(attempt)
+        return sorted(positions[_request_id(request)] for request in pending)
+
+    def query(
+        self,
+        pk: str,
+        *,
+        index: bool = False,
+        sk_condition: str = "",
+        values: dict[str, Any] | None = None,
+        limit: int | None = None,
+        forward: bool = True,
+        projection: str | None = None,
+        filter: str | None = None,
+        names: dict[str, str] | None = None,
+        start: dict[str, Any] | None = None,
+        consistent: bool = False,
+        count: bool = False,
+    ) -> tuple[list[Item], dict[str, Any] | None, int]:
+        """One page: (items, the key to continue from or None, items read)."""
+        key_name = "gsi1pk" if index else "pk"
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": f"{key_name} = :qpk" + (f" AND {sk_condition}" if sk_condition else ""),
+            "ExpressionAttributeValues": serialize({":qpk": pk, **(values or {})}),
+            "ScanIndexForward": forward,
+        }
+        if index:
+            kwargs["IndexName"] = INDEX_NAME
+        elif consistent:
+            kwargs["ConsistentRead"] = True
+        if limit:
+            kwargs["Limit"] = limit
+        if projection:
+            kwargs["ProjectionExpression"] = projection
+        if filter:
+            kwargs["FilterExpression"] = filter
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        if count:
+            kwargs["Select"] = "COUNT"
+        answer = self._call("query", **kwargs)
+        items = [deserialize(item) for item in answer.get("Items", [])]
+        return items, answer.get("LastEvaluatedKey"), int(answer.get("ScannedCount", 0))
+
+    def query_all(self, pk: str, *, max_items: int | None = None, **kwargs: Any) -> Iterator[Item]:
+        """Every item of a partition (or index partition), page by page, up to `max_items` read."""
+        start, read = None, 0
+        while True:
+            limit = None if max_items is None else max_items - read
+            items, start, scanned = self.query(pk, start=start, limit=limit, **kwargs)
+            read += scanned
+            yield from items
+            if not start or (max_items is not None and read >= max_items):
+                return
+
+    def delete_partition(self, pk: str, sk_prefix: str | None = None) -> int:
+        """Deletes every item of a partition with batched deletes; returns how many were deleted."""
+        deleted = 0
+        keys: list[dict[str, str]] = []
+        condition, values = ("begins_with(sk, :prefix)", {":prefix": sk_prefix}) if sk_prefix else ("", None)
+        for item in self.query_all(pk, sk_condition=condition, values=values, projection="pk, sk"):
+            keys.append({"pk": item["pk"], "sk": item["sk"]})
+            if len(keys) == 25:
+                deleted += self._delete_keys(keys)
+                keys = []
+        if keys:
+            deleted += self._delete_keys(keys)
+        return deleted
+
+    def _delete_keys(self, keys: list[dict[str, str]]) -> int:
+        left = self.batch_write(deletes=keys)
+        if left:
+            raise Throttled("DynamoDB kept deletes unprocessed; retry later")
+        return len(keys)
+
+
+def _conditional(condition: str | None, values: dict[str, Any] | None, names: dict[str, str] | None) -> dict:
+    kwargs: dict[str, Any] = {}
+    if condition:
+        kwargs["ConditionExpression"] = condition
+        kwargs["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    if values:
+        kwargs["ExpressionAttributeValues"] = serialize(values)
+    if names:
+        kwargs["ExpressionAttributeNames"] = names
+    return kwargs
+
+
+def _request_id(request: dict[str, Any]) -> str:
+    return repr(request)
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))

@@ -1,0 +1,349 @@
+"""One `(queue, client)` sub-queue: the public face of the core's message operations.
+
+It validates every argument before anything is written, then hands the work to the standard or the FIFO engine.
+A consumer of one client never sees, receives or deletes another client's messages: every key it builds carries
+both names, and a receipt handle of another sub-queue is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from . import keys, limits, validation
+from .context import Context
+from .errors import MessageNotFound, QueueError, ValidationError
+from .fifo import FifoQueue
+from .keys import MessageRef
+from .messages import DLQ, Entry, is_expired, looked_at
+from .models import BatchResult, Message, QueueStats, ReceivedMessage, SendResult
+from .receipts import Receipt
+from .settings import QueueSettings
+from .standard import StandardQueue
+from .store import Item
+
+_ENTRY_KEYS = frozenset({"body", "attributes", "delay_seconds", "group_id", "dedup_id"})
+_FIRST_POLL_SECONDS = 0.05
+_MAX_POLL_SECONDS = 0.5
+
+Engine = StandardQueue | FifoQueue
+
+
+class SubQueue:
+    def __init__(self, ctx: Context, queue: str, client: str) -> None:
+        self._ctx = ctx
+        self.queue = validation.queue_name(queue)
+        self.client = validation.client_id(client)
+        self._engine_cache: tuple[QueueSettings, Engine] | None = None
+        self.claim_conflicts = 0
+
+    def __repr__(self) -> str:
+        return f"SubQueue({self.queue!r}, {self.client!r})"
+
+    @property
+    def settings(self) -> QueueSettings:
+        return self._ctx.registry.get(self.queue)
+
+    def _engine(self) -> Engine:
+        settings = self.settings
+        if self._engine_cache is None or self._engine_cache[0] is not settings:
+            kind = FifoQueue if settings.fifo else StandardQueue
+            self._engine_cache = (settings, kind(self._ctx, settings, self.client))
+        return self._engine_cache[1]
+
+    def _now(self) -> int:
+        return self._ctx.now_ms()
+
+    # Send.
+    def send(
+        self,
+        body: str,
+        attributes: dict[str, str] | None = None,
+        delay_seconds: int | None = None,
+        group_id: str | None = None,
+        dedup_id: str | None = None,
+    ) -> SendResult:
+        raw = {
+            "body": body,
+            "attributes": attributes,
+            "delay_seconds": delay_seconds,
+            "group_id": group_id,
+            "dedup_id": dedup_id,
+        }
+        entry = self._entry(0, raw)
+        result = self._send([entry])[0]
+        if isinstance(result, QueueError):
+            raise result
+        return result
+
+    def send_batch(self, entries: list[dict[str, Any]]) -> BatchResult:
+        """1-25 entries; each succeeds or fails on its own, and a refused batch (size) writes nothing."""
+        entries = validation.batch("messages", entries)
+        prepared: list[Entry] = []
+        failed: list[dict[str, Any]] = []
+        for index, raw in enumerate(entries):
+            try:
+                prepared.append(self._entry(index, raw))
+            except QueueError as error:
+                failed.append({"index": index, "code": error.code, "message": error.message})
+        successful = []
+        for entry, result in zip(prepared, self._send(prepared) if prepared else [], strict=True):
+            if isinstance(result, QueueError):
+                failed.append({"index": entry.index, "code": result.code, "message": result.message})
+            else:
+                successful.append({"index": entry.index, **result.to_dict()})
+        return BatchResult(successful=successful, failed=sorted(failed, key=lambda f: f["index"]))
+
+    def _send(self, entries: list[Entry]) -> list[SendResult | QueueError]:
+        engine = self._engine()
+        now = self._now()
+        self._ctx.registry.register_client(self.queue, self.client, now)
+        return engine.send(entries, now)
+
+    def _entry(self, index: int, raw: Any) -> Entry:
+        if not isinstance(raw, dict):
+            raise ValidationError(f"message {index} must be an object")
+        unknown = set(raw) - _ENTRY_KEYS
+        if unknown:
+            raise ValidationError(f"unknown message fields: {', '.join(sorted(map(str, unknown)))}")
+        settings = self.settings
+        body = validation.body(raw.get("body"))
+        delay = raw.get("delay_seconds")
+        dedup_id = validation.dedup_id(raw.get("dedup_id"))
+        if dedup_id is None and settings.content_based_dedup:
+            dedup_id = hashlib.sha256(body.encode()).hexdigest()
+        return Entry(
+            index=index,
+            body=body,
+            attributes=validation.attributes(raw.get("attributes")),
+            delay_seconds=settings.delay_seconds
+            if delay is None
+            else validation.integer("delay_seconds", delay, 0, limits.MAX_DELAY_SECONDS),
+            group_id=validation.group_id(raw.get("group_id"), settings.fifo),
+            dedup_id=dedup_id,
+        )
+
+    # Receive.
+    def receive(
+        self,
+        max_messages: int = 1,
+        visibility_timeout: int | None = None,
+        wait_seconds: int = 0,
+        order: str = "oldest",
+    ) -> list[ReceivedMessage]:
+        """Long-polls up to `wait_seconds`, returning as soon as anything is received."""
+        want = validation.integer("max_messages", max_messages, 1, limits.MAX_RECEIVE)
+        wait = validation.integer("wait_seconds", wait_seconds, 0, limits.MAX_WAIT_SECONDS)
+        order = validation.order(order)
+        engine = self._engine()
+        if engine.settings.fifo and order != "oldest":
+            raise ValidationError("order 'newest' is only for standard queues: a FIFO queue keeps its groups' order")
+        visibility = (
+            engine.settings.visibility_timeout
+            if visibility_timeout is None
+            else validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
+        )
+        deadline = time.monotonic() + wait
+        pause = _FIRST_POLL_SECONDS
+        while True:
+            conflicts = engine.claim_conflicts
+            got = engine.receive(want, visibility, order, self._now())
+            self.claim_conflicts += engine.claim_conflicts - conflicts
+            left = deadline - time.monotonic()
+            if got or left <= 0:
+                return got
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _MAX_POLL_SECONDS)
+
+    # Claimed messages.
+    def _receipt(self, handle: Any) -> Receipt:
+        receipt = Receipt.decode(handle, self.settings.secret)
+        receipt.check_owner(self.queue, self.client)
+        return receipt
+
+    def delete(self, receipt_handle: str) -> None:
+        receipt = self._receipt(receipt_handle)
+        engine = self._engine()
+        if isinstance(engine, FifoQueue):
+            engine.delete(receipt, self._now())
+        else:
+            engine.delete(receipt)
+
+    def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
+        handles = validation.batch("receipt_handles", receipt_handles)
+
+        def delete_one(pair: tuple[int, str]) -> dict[str, Any]:
+            index, handle = pair
+            try:
+                self.delete(handle)
+            except QueueError as error:
+                return {"index": index, "code": error.code, "message": error.message}
+            return {"index": index}
+
+        outcomes = list(self._ctx.pool.map(delete_one, enumerate(handles)))
+        return BatchResult(
+            successful=[o for o in outcomes if "code" not in o], failed=[o for o in outcomes if "code" in o]
+        )
+
+    def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> int:
+        """Returns the new `visible_at` (epoch ms)."""
+        seconds = validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
+        receipt = self._receipt(receipt_handle)
+        visible_at = self._now() + seconds * 1000
+        engine = self._engine()
+        if isinstance(engine, FifoQueue):
+            return engine.change_visibility(receipt, visible_at)
+        return engine.set_visible_at(receipt, visible_at, release=False)
+
+    def release(self, receipt_handle: str, delay_seconds: int | None = None) -> int:
+        """Gives the message back. Without a delay it waits a randomized exponential backoff of its receive
+        count (full jitter, capped), so a failing message does not spin. Returns the new `visible_at`."""
+        receipt = self._receipt(receipt_handle)
+        if delay_seconds is None:
+            ceiling = min(limits.BACKOFF_MAX_SECONDS, limits.BACKOFF_BASE_SECONDS * 2 ** (receipt.receive_count - 1))
+            delay_ms = int(random.uniform(ceiling / 2, ceiling) * 1000)
+        else:
+            delay_ms = validation.integer("delay_seconds", delay_seconds, 0, limits.MAX_VISIBILITY_SECONDS) * 1000
+        now = self._now()
+        engine = self._engine()
+        if isinstance(engine, FifoQueue):
+            return engine.release(receipt, now + delay_ms, now)
+        return engine.set_visible_at(receipt, now + delay_ms, release=True)
+
+    # Looking without claiming.
+    def peek(self, limit: int = 10) -> list[Message]:
+        limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
+        return self._engine().peek(limit, self._now())
+
+    def _ref(self, message_id: Any) -> MessageRef:
+        if not isinstance(message_id, str) or not 1 <= len(message_id) <= 400:
+            raise ValidationError("message_id must be a message id string")
+        ref = MessageRef.parse(message_id)
+        if (ref.group is not None) != self.settings.fifo:
+            raise MessageNotFound(f"message {message_id!r} not found")
+        return ref
+
+    def get(self, message_id: str) -> Message:
+        ref = self._ref(message_id)
+        engine = self._engine()
+        now = self._now()
+        live_key, dlq_key = ref.live_key(self.queue, self.client), ref.dlq_key(self.queue, self.client)
+        found = {(item["pk"], item["sk"]): item for item in self._ctx.store.batch_get([*engine.get_keys(ref), dlq_key])}
+        live = found.get((live_key["pk"], live_key["sk"]))
+        if live and not is_expired(live, now):
+            if isinstance(engine, FifoQueue):
+                group_key = engine.get_keys(ref)[1]
+                return looked_at(live, ref, engine.state(live, now, found.get((group_key["pk"], group_key["sk"]))))
+            return looked_at(live, ref, engine.state(live, now))
+        dead = found.get((dlq_key["pk"], dlq_key["sk"]))
+        if dead and not is_expired(dead, now):
+            return looked_at(dead, ref, DLQ)
+        raise MessageNotFound(f"message {message_id!r} not found")
+
+    def cancel(self, message_id: str) -> bool:
+        """Removes a message wherever it is (waiting, in flight or in the DLQ), so it is never processed."""
+        ref = self._ref(message_id)
+        if self._engine().cancel_live(ref, self._now()):
+            return True
+        dead = self._ctx.store.delete(ref.dlq_key(self.queue, self.client))
+        if dead is not None and not is_expired(dead, self._now()):
+            return True
+        raise MessageNotFound(f"message {message_id!r} not found")
+
+    def purge(self) -> int:
+        """Removes every waiting and in-flight message (not the DLQ), however many, with batched deletes."""
+        return self._engine().purge()
+
+    def stats(self) -> QueueStats:
+        engine = self._engine()
+        now = self._now()
+        figures = engine.stats(now)
+        dlq, dlq_truncated = self._dlq_count(now)
+        age = engine.oldest_age(now) if isinstance(engine, FifoQueue) else figures.oldest_age_seconds
+        return QueueStats(
+            figures.visible, figures.in_flight, figures.delayed, dlq, age, figures.approximate or dlq_truncated
+        )
+
+    # Dead-letter queue.
+    def _dlq_pks(self) -> list[str]:
+        settings = self.settings
+        shards = 1 if settings.fifo else settings.shards
+        return [keys.dlq_pk(self.queue, self.client, shard) for shard in range(shards)]
+
+    def dlq_items(self, now: int, max_items: int | None = None) -> Iterator[Item]:
+        for pk in self._dlq_pks():
+            for item in self._ctx.store.query_all(pk, max_items=max_items, consistent=True):
+                if not is_expired(item, now):
+                    yield item
+
+    def _dlq_count(self, now: int) -> tuple[int, bool]:
+        count, truncated = 0, False
+        for pk in self._dlq_pks():
+            read = 0
+            for item in self._ctx.store.query_all(pk, projection="pk, expires_at", max_items=limits.STATS_SCAN_LIMIT):
+                read += 1
+                count += not is_expired(item, now)
+            truncated = truncated or read >= limits.STATS_SCAN_LIMIT
+        return count, truncated
+
+    def dlq_list(self, limit: int = 10) -> list[Message]:
+        limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
+        fifo = self.settings.fifo
+        messages = []
+        for item in self.dlq_items(self._now()):
+            shard = int(item["pk"].rsplit("#", 1)[1])
+            messages.append(looked_at(item, MessageRef.from_dlq_sk(item["sk"], shard, fifo), DLQ))
+            if len(messages) >= limit:
+                break
+        return messages
+
+    def redrive(self, max_messages: int | None = None, message_ids: list[str] | None = None) -> int:
+        """Moves DLQ messages back with their receive count reset; FIFO keeps each group's order."""
+        now = self._now()
+        if message_ids is not None:
+            ids = validation.batch("message_ids", message_ids, high=limits.MAX_PEEK)
+            refs = [self._ref(message_id) for message_id in ids]
+            items = self._ctx.store.batch_get([ref.dlq_key(self.queue, self.client) for ref in refs])
+            items = [item for item in items if not is_expired(item, now)]
+        else:
+            limit = None if max_messages is None else validation.integer("max_messages", max_messages, 1, 1_000_000)
+            items = []
+            for item in self.dlq_items(now):
+                items.append(item)
+                if limit is not None and len(items) >= limit:
+                    break
+            if max_messages is not None:
+                items = items[:limit]
+        engine = self._engine()
+        if isinstance(engine, FifoQueue):
+            return engine.redrive_items(items, now)
+        return sum(engine.redrive_item(item, now) for item in items)
+
+    def move_to_dlq(self, message_id: str) -> bool:
+        """An operator marks a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
+        ref = self._ref(message_id)
+        engine = self._engine()
+        now = self._now()
+        item = self._ctx.store.get(ref.live_key(self.queue, self.client))
+        if item is None or is_expired(item, now):
+            raise MessageNotFound(f"message {message_id!r} not found")
+        if isinstance(engine, FifoQueue):
+            raise ValidationError("a FIFO message is moved to the DLQ by its receive limit only")
+        if not engine.move_to_dlq({"pk": item["pk"], "sk": item["sk"]}, int(item["receive_count"]), now, item):
+            raise ValidationError("the message is in flight; move it when it is visible again")
+        return True
+
+    # Housekeeping, used by the sweep and by delete_queue.
+    def remove_everything(self) -> None:
+        engine = self._engine()
+        engine.purge()
+        for pk in self._dlq_pks():
+            self._ctx.store.delete_partition(pk)
+        for pk in keys.dedup_pks(self.queue, self.client):
+            self._ctx.store.delete_partition(pk)
+        if isinstance(engine, FifoQueue):
+            for shard in range(engine.settings.shards):
+                self._ctx.store.delete_partition(keys.group_item_pk(self.queue, self.client, shard))

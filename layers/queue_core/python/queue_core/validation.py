@@ -1,0 +1,111 @@
+"""Argument checks. Every check runs before anything is written and names the argument and its allowed range."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import limits
+from .errors import MessageTooLarge, ValidationError
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_FIFO_NAME = re.compile(r"[A-Za-z0-9_-]{1,75}\.fifo")
+_GROUP = re.compile(r"[!-~]{1,128}")  # printable ASCII, as SQS allows for group and dedup ids
+
+
+def queue_name(name: Any) -> str:
+    if not isinstance(name, str) or not (_NAME.fullmatch(name) or _FIFO_NAME.fullmatch(name)):
+        raise ValidationError(
+            "queue name must be 1-80 characters of A-Za-z0-9_- (a FIFO queue's name may end in .fifo)"
+        )
+    return name
+
+
+def client_id(client: Any) -> str:
+    if not isinstance(client, str) or not _NAME.fullmatch(client):
+        raise ValidationError("client id must be 1-80 characters of A-Za-z0-9_-")
+    return client
+
+
+def integer(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ValidationError(f"{name} must be an integer from {low} to {high}")
+    if not low <= value <= high:
+        raise ValidationError(f"{name} must be from {low} to {high}, got {value}")
+    return value
+
+
+def boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(f"{name} must be true or false")
+    return value
+
+
+def body(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValidationError("body must be a string")
+    if not value:
+        raise ValidationError("body must not be empty")
+    size = len(value.encode("utf-8", errors="strict")) if value.isascii() else _utf8_size(value)
+    if size > limits.MAX_BODY_BYTES:
+        raise MessageTooLarge(f"body is {size} bytes; at most {limits.MAX_BODY_BYTES} bytes (256 KiB) allowed")
+    return value
+
+
+def _utf8_size(value: str) -> int:
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise ValidationError("body must be valid Unicode text (no lone surrogates)") from error
+
+
+def attributes(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError("attributes must be an object of string values")
+    if len(value) > limits.MAX_ATTRIBUTES:
+        raise ValidationError(f"attributes: at most {limits.MAX_ATTRIBUTES} allowed, got {len(value)}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not 1 <= len(key) <= limits.MAX_ATTRIBUTE_NAME:
+            raise ValidationError(f"attribute names must be 1-{limits.MAX_ATTRIBUTE_NAME} characters")
+        if not isinstance(item, str):
+            raise ValidationError(f"attribute {key[:50]!r} must be a string")
+        _utf8_size(key + item)
+    return dict(value)
+
+
+def group_id(value: Any, fifo: bool) -> str | None:
+    if not fifo:
+        if value is not None:
+            raise ValidationError("group_id is only for FIFO queues")
+        return None
+    if value is None:
+        raise ValidationError("group_id is required on a FIFO queue")
+    if not isinstance(value, str) or not _GROUP.fullmatch(value):
+        raise ValidationError("group_id must be 1-128 printable ASCII characters")
+    return value
+
+
+def dedup_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _GROUP.fullmatch(value):
+        raise ValidationError("dedup_id must be 1-128 printable ASCII characters")
+    return value
+
+
+def order(value: Any) -> str:
+    if value not in ("oldest", "newest"):
+        raise ValidationError("order must be 'oldest' or 'newest'")
+    return value
+
+
+def batch(name: str, entries: Any, high: int = limits.MAX_BATCH) -> list[Any]:
+    if not isinstance(entries, list | tuple) or not 1 <= len(entries) <= high:
+        size = len(entries) if isinstance(entries, list | tuple) else "no list"
+        raise ValidationError(f"{name} must hold 1 to {high} entries, got {size}")
+    return list(entries)

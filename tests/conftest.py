@@ -1,0 +1,65 @@
+"""Shared fixtures: moto with serialized request handling, a fake clock, a ready table."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+from queue_core import QueueClient
+
+from tests.dynamo_calls import CallCounter
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+
+TABLE = "queue-test"
+
+
+class FakeClock:
+    """Epoch seconds that move only when a test says so."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def dynamodb() -> Iterator[object]:
+    from dq.embedded_dynamodb import serialize_moto_requests
+
+    serialize_moto_requests()
+    with mock_aws():
+        yield boto3.client("dynamodb", region_name="us-east-1")
+
+
+@pytest.fixture
+def client(dynamodb: object, clock: FakeClock) -> QueueClient:
+    queue_client = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+    queue_client.create_table()
+    return queue_client
+
+
+@pytest.fixture
+def counter(dynamodb: object) -> Iterator[CallCounter]:
+    counting = CallCounter().attach(dynamodb)
+    yield counting
+    counting.detach(dynamodb)
