@@ -7,8 +7,11 @@ threads still interleave between requests, as they do against the real service.
 
 from __future__ import annotations
 
+import copy
 import functools
+import logging
 import threading
+from types import TracebackType
 from typing import Any
 
 _LOCK = threading.RLock()
@@ -29,3 +32,95 @@ def serialize_moto_requests() -> None:
 
     call_action._serialized = True  # type: ignore[attr-defined]
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
+class EmbeddedDynamoDB:
+    """moto's server on 127.0.0.1 (a free port unless one is given), its requests serialized: the local
+    server's DynamoDB, reached over HTTP like the real one."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._host = host
+        self._port = port
+        self._server: Any = None
+        self.endpoint_url = ""
+
+    def start(self) -> str:
+        """Starts the server in a daemon thread and returns its endpoint URL."""
+        from moto.server import ThreadedMotoServer
+
+        serialize_moto_requests()
+        # Werkzeug would otherwise log every DynamoDB call to the console.
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint_url = f"http://{host}:{port}"
+        return self.endpoint_url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> EmbeddedDynamoDB:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def fast_transactions() -> None:
+    """Idempotent: moto backs up every table a transaction touches with a deep copy, so each transaction costs
+    time in proportion to the table's size (seconds at a few thousand items). This keeps moto's transaction logic
+    and replaces the backup with one of just the items the transaction names, restored when it is cancelled."""
+    from moto.dynamodb import models
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    backend = models.DynamoDBBackend
+    if getattr(backend.transact_write_items, "_item_level", False):
+        return
+    original = backend.transact_write_items
+
+    class _TablesNotCopied:
+        @staticmethod
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            return value if isinstance(value, models.Table) else copy.deepcopy(value, memo)
+
+    models.copy = _TablesNotCopied  # type: ignore[assignment]
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        saved = []
+        for entry in transact_items:
+            try:
+                ((_, operation),) = entry.items()
+                table = self.tables[operation["TableName"]]
+                key = operation.get("Key") or operation["Item"]
+                hash_key = DynamoType(key[table.hash_key_attr])
+                range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+                saved.append((table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key))))
+            except (KeyError, ValueError, TypeError, AttributeError):
+                continue
+        try:
+            original(self, transact_items)
+        except Exception:
+            for table, hash_key, range_key, old in reversed(saved):
+                _restore(table, hash_key, range_key, old)
+            raise
+
+    transact_write_items._item_level = True  # type: ignore[attr-defined]
+    backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def _restore(table: Any, hash_key: Any, range_key: Any, old: Any) -> None:
+    if range_key is None:
+        if old is None:
+            table.items.pop(hash_key, None)
+        else:
+            table.items[hash_key] = old
+    elif old is None:
+        table.items.get(hash_key, {}).pop(range_key, None)
+    else:
+        table.items[hash_key][range_key] = old

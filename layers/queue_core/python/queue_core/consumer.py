@@ -66,8 +66,8 @@ class Consumer:
         self._work: queues.Queue[list[ReceivedMessage]] = queues.Queue()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._running: dict[str, ReceivedMessage] = {}
-        self._busy = 0
+        # Every message received and not yet deleted or given back, queued or running: heartbeats keep them all.
+        self._held: dict[str, ReceivedMessage] = {}
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -105,7 +105,7 @@ class Consumer:
         for thread in self._threads[2:]:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self._release_unstarted()
-        self.report.clean_shutdown = not any(thread.is_alive() for thread in self._threads)
+        self.report.clean_shutdown = not any(thread.is_alive() for thread in self._threads[:1] + self._threads[2:])
         return self.report
 
     # Receiving.
@@ -113,7 +113,7 @@ class Consumer:
         idle = 0.05
         while not self._stop.is_set():
             with self._lock:
-                capacity = self.concurrency - self._busy - self._work.qsize()
+                capacity = min(self.batch_size, self.concurrency + self.batch_size - len(self._held))
             if capacity <= 0:
                 self._stop.wait(0.05)
                 continue
@@ -135,6 +135,8 @@ class Consumer:
                 continue
             idle = 0.05
             self.report.received += len(messages)
+            with self._lock:
+                self._held.update((message.receipt_handle, message) for message in messages)
             for unit in _work_units(messages):
                 if self._stop.is_set():
                     self._release(unit)
@@ -150,13 +152,7 @@ class Consumer:
                 if self._stop.is_set():
                     return
                 continue
-            with self._lock:
-                self._busy += 1
-            try:
-                self._process(unit)
-            finally:
-                with self._lock:
-                    self._busy -= 1
+            self._process(unit)
 
     def _process(self, unit: list[ReceivedMessage]) -> None:
         """Messages of one unit (a FIFO group's batch, or one message) in order; the first failure releases
@@ -165,8 +161,6 @@ class Consumer:
             if self._stop.is_set() and position > 0:
                 self._release(unit[position:])
                 return
-            with self._lock:
-                self._running[message.receipt_handle] = message
             try:
                 self.handler(message)
             except Exception:
@@ -185,7 +179,7 @@ class Consumer:
 
     def _forget(self, message: ReceivedMessage) -> None:
         with self._lock:
-            self._running.pop(message.receipt_handle, None)
+            self._held.pop(message.receipt_handle, None)
 
     def _give_back(self, message: ReceivedMessage, delay: int | None) -> None:
         try:
@@ -195,6 +189,7 @@ class Consumer:
 
     def _release(self, messages: list[ReceivedMessage]) -> None:
         for message in messages:
+            self._forget(message)
             self._give_back(message, 0)
             self.report.released_unstarted += 1
 
@@ -208,19 +203,19 @@ class Consumer:
 
     # Heartbeats.
     def _heartbeat_loop(self) -> None:
-        while not self._stop.wait(self.heartbeat_seconds) or self._running:
+        """Extends every held message's visibility until the consumer has stopped and holds nothing."""
+        while True:
+            time.sleep(self.heartbeat_seconds)
             with self._lock:
-                running = list(self._running.values())
-            for message in running:
+                held = list(self._held.values())
+            if self._stop.is_set() and not held:
+                return
+            for message in held:
                 try:
                     self.queue.change_visibility(message.receipt_handle, self.visibility_timeout)
                     self.report.heartbeats += 1
                 except QueueError:
                     logger.warning("heartbeat failed for message %s", message.message_id)
-            if self._stop.is_set() and not running:
-                return
-            if self._stop.is_set():
-                time.sleep(self.heartbeat_seconds)
 
 
 def _work_units(messages: list[ReceivedMessage]) -> list[list[ReceivedMessage]]:

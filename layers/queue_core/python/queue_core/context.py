@@ -22,6 +22,11 @@ class Context:
     pool: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-claim")
     )
+    # Work started from inside a claim (marking a FIFO group's messages) runs here, never in `pool`, so that a
+    # claim never waits for a place in the pool it holds.
+    inner_pool: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-mark")
+    )
 
     def now_ms(self) -> int:
         return to_ms(self.clock())

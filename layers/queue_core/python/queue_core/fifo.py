@@ -219,7 +219,7 @@ class FifoQueue:
             else:
                 self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
             return []
-        marked = [m for m in self.ctx.pool.map(lambda item: self._mark(item, token, now), taken) if m]
+        marked = [m for m in self.ctx.inner_pool.map(lambda item: self._mark(item, token, now), taken) if m]
         if not marked:
             self.finish_group(key, token, now)
             return []

@@ -1,0 +1,162 @@
+"""Deduplication, the redelivery limit, the dead-letter queue and redrive."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from queue_core import MessageNotFound, QueueClient
+
+from tests.conftest import FakeClock
+
+
+def test_dedup_inside_the_window_returns_the_first_id_and_writes_nothing(client: QueueClient, clock) -> None:
+    client.create_queue("d", dedup_window_seconds=300)
+    queue = client.queue("d", "c")
+    first = queue.send("x", dedup_id="order-1")
+    again = queue.send("changed", dedup_id="order-1")
+    assert (again.message_id, again.duplicate, first.duplicate) == (first.message_id, True, False)
+    assert queue.stats().visible == 1
+    clock.advance(301)
+    after = queue.send("x", dedup_id="order-1")
+    assert after.message_id != first.message_id and not after.duplicate
+
+
+def test_content_based_dedup_on_fifo(client: QueueClient) -> None:
+    client.create_queue("cb.fifo", content_based_dedup=True)
+    queue = client.queue("cb.fifo", "c")
+    first = queue.send("same body", group_id="g")
+    assert queue.send("same body", group_id="g").message_id == first.message_id
+    assert queue.send("other body", group_id="g").message_id != first.message_id
+
+
+def test_batches_dedup_per_entry(client: QueueClient) -> None:
+    client.create_queue("bd.fifo")
+    queue = client.queue("bd.fifo", "c")
+    queue.send("x", group_id="g", dedup_id="a")
+    result = queue.send_batch(
+        [
+            {"body": "1", "group_id": "g", "dedup_id": "a"},
+            {"body": "2", "group_id": "g", "dedup_id": "b"},
+            {"body": "3", "group_id": "g"},
+        ]
+    )
+    assert len(result.successful) == 3 and result.failed == []
+    got = []
+    while batch := queue.receive(max_messages=10):
+        got += [m.body for m in batch]
+        queue.delete_batch([m.receipt_handle for m in batch])
+    assert got == ["x", "2", "3"]
+
+
+@pytest.mark.parametrize("name", ["con", "con.fifo"])
+def test_concurrent_same_id_sends_from_8_threads_store_one(client: QueueClient, name: str) -> None:
+    client.create_queue(name)
+    queue = client.queue(name, "c")
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def send() -> None:
+        for _ in range(3):
+            result = queue.send("x", dedup_id="same", group_id="g" if name.endswith(".fifo") else None)
+            with lock:
+                ids.append(result.message_id)
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(ids)) == 1 and len(ids) == 24
+    assert queue.stats().visible == 1
+
+
+def test_max_receives_moves_to_the_dlq_at_the_right_receive(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("limited", max_receive_count=3, visibility_timeout=10)
+    queue = client.queue("limited", "c")
+    sent = queue.send("poison", attributes={"a": "1"})
+    for expected in (1, 2, 3):
+        [message] = queue.receive()
+        assert message.receive_count == expected
+        clock.advance(11)
+    assert queue.receive() == []
+    state = queue.get(sent.message_id)
+    assert (state.state, state.receive_count, state.body, state.attributes) == ("dlq", 3, "poison", {"a": "1"})
+    assert state.sent_at == (1_800_000_000 * 1000)
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight, stats.dlq) == (0, 0, 1)
+    [listed] = queue.dlq_list()
+    assert listed.message_id == sent.message_id
+
+
+def test_fifo_poison_message_goes_to_the_dlq_and_its_group_continues(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("p.fifo", max_receive_count=2, visibility_timeout=10)
+    queue = client.queue("p.fifo", "c")
+    poison = queue.send("poison", group_id="g")
+    queue.send("next", group_id="g")
+    for _ in range(2):
+        [message] = queue.receive()
+        assert message.body == "poison"
+        clock.advance(11)
+    [message] = queue.receive()
+    assert message.body == "next"
+    assert queue.get(poison.message_id).state == "dlq"
+    assert queue.stats().dlq == 1
+
+
+def test_redrive_all_by_id_and_by_count(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("r", max_receive_count=1, visibility_timeout=10)
+    queue = client.queue("r", "c")
+    sent = [queue.send(f"m{i}") for i in range(5)]
+    queue.receive(max_messages=10)
+    clock.advance(11)
+    assert queue.receive(max_messages=10) == []
+    assert queue.stats().dlq == 5
+    assert queue.redrive(message_ids=[sent[2].message_id]) == 1
+    [back] = queue.receive()
+    assert (back.body, back.receive_count) == ("m2", 1)
+    queue.delete(back.receipt_handle)
+    assert queue.redrive(max_messages=2) == 2
+    assert queue.redrive() == 2
+    assert queue.stats().dlq == 0
+    assert sorted(m.body for m in queue.receive(max_messages=10)) == ["m0", "m1", "m3", "m4"]
+
+
+def test_fifo_redrive_keeps_group_order(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("fr.fifo", max_receive_count=1, visibility_timeout=10)
+    queue = client.queue("fr.fifo", "c")
+    for i in range(4):
+        queue.send(f"m{i}", group_id="g")
+    got = queue.receive(max_messages=10)
+    assert [m.body for m in got] == ["m0", "m1", "m2", "m3"]
+    clock.advance(11)
+    assert queue.receive(max_messages=10) == []
+    assert queue.stats().dlq == 4
+    assert queue.redrive() == 4
+    assert [m.body for m in queue.receive(max_messages=10)] == ["m0", "m1", "m2", "m3"]
+
+
+def test_redriven_messages_are_not_expired_at_once(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("ret", max_receive_count=1, visibility_timeout=10, retention_seconds=100)
+    queue = client.queue("ret", "c")
+    queue.send("x")
+    queue.receive()
+    clock.advance(90)
+    client.sweep()
+    assert queue.stats().dlq == 1
+    clock.advance(50)
+    assert queue.stats().dlq == 1
+    assert queue.redrive() == 1
+    assert [m.body for m in queue.receive()] == ["x"]
+
+
+def test_cancel_removes_a_dlq_message(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("cx", max_receive_count=1, visibility_timeout=10)
+    queue = client.queue("cx", "c")
+    sent = queue.send("x")
+    queue.receive()
+    clock.advance(11)
+    client.sweep()
+    assert queue.cancel(sent.message_id)
+    with pytest.raises(MessageNotFound):
+        queue.get(sent.message_id)
