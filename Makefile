@@ -32,8 +32,11 @@ format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: lint
+test: lint synth
 	$(VENV)/bin/pytest
+
+openapi: install
+	$(PY) -m queue_api.openapi > docs/openapi.json
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache

@@ -35,6 +35,7 @@ from .messages import (
 from .models import Message, QueueStats, ReceivedMessage, SendResult
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
+from .shards import ConflictGauge, ShardPicker, visit
 from .standard import dedup_put, duplicate_of
 from .store import ConditionFailed, Item, TransactionCancelled
 
@@ -52,6 +53,8 @@ class FifoQueue:
         self.queue = settings.name
         self.client = client
         self.claim_conflicts = 0
+        self.picker = ShardPicker(settings.shards)
+        self.gauge = ConflictGauge()
 
     def _group_key(self, group: str) -> dict[str, str]:
         shard = keys.group_shard(group, self.settings.shards)
@@ -59,10 +62,6 @@ class FifoQueue:
 
     def _group_pk(self, shard: int) -> str:
         return keys.group_item_pk(self.queue, self.client, shard)
-
-    def shard_order(self) -> list[int]:
-        start = random.randrange(self.settings.shards)
-        return [(start + step) % self.settings.shards for step in range(self.settings.shards)]
 
     # Send.
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
@@ -156,15 +155,11 @@ class FifoQueue:
 
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
-        got: list[ReceivedMessage] = []
-        for shard in self.shard_order():
-            if len(got) >= want:
-                break
-            got += self._receive_shard(shard, want - len(got), visibility, now)
-        return got
+        return visit(self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, now))
 
-    def _receive_shard(self, shard: int, want: int, visibility: int, now: int) -> list[ReceivedMessage]:
+    def _receive_shard(self, shard: int, want: int, visibility: int, now: int) -> tuple[list[ReceivedMessage], bool]:
         got: list[ReceivedMessage] = []
+        saw_candidates = False
         start = None
         for _ in range(3):
             need = want - len(got)
@@ -173,23 +168,31 @@ class FifoQueue:
                 index=True,
                 sk_condition="gsi1sk <= :hi",
                 values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
-                limit=need + need // 2,
+                limit=self.gauge.window(need),
                 start=start,
             )
+            saw_candidates = saw_candidates or bool(groups)
+            if self.gauge.contended:
+                random.shuffle(groups)
             position = 0
             while len(got) < want and position < len(groups):
                 need = want - len(got)
                 batch = groups[position : position + need]
                 budgets = [need // len(batch) + (1 if i < need % len(batch) else 0) for i in range(len(batch))]
-                outcomes = self.ctx.pool.map(
-                    lambda pair: self._claim_group(pair[0], pair[1], visibility, now), zip(batch, budgets, strict=False)
+                conflicts = self.claim_conflicts
+                outcomes = list(
+                    self.ctx.pool.map(
+                        lambda pair: self._claim_group(pair[0], pair[1], visibility, now),
+                        zip(batch, budgets, strict=True),
+                    )
                 )
+                self.gauge.record(len(batch), self.claim_conflicts - conflicts)
                 for messages in outcomes:
                     got += messages
                 position += len(batch)
             if len(got) >= want or not start:
                 break
-        return got
+        return got, saw_candidates
 
     def _claim_group(self, entry: Item, budget: int, visibility: int, now: int) -> list[ReceivedMessage]:
         """Locks an available group, then takes up to `budget` messages from its head, in order. With a budget

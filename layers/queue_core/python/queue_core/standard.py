@@ -31,6 +31,7 @@ from .messages import (
 from .models import Message, QueueStats, ReceivedMessage, SendResult
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
+from .shards import ConflictGauge, ShardPicker, visit
 from .store import ConditionFailed, Item, TransactionCancelled
 
 _CLAIM_ROUNDS = 3
@@ -49,15 +50,12 @@ class StandardQueue:
         self.queue = settings.name
         self.client = client
         self.claim_conflicts = 0
+        self.picker = ShardPicker(settings.shards)
+        self.gauge = ConflictGauge()
 
     # Keys.
     def _pk(self, shard: int) -> str:
         return keys.message_pk(self.queue, self.client, shard)
-
-    def shard_order(self) -> list[int]:
-        """Every shard once, from a random one, so receivers spread and none is starved."""
-        start = random.randrange(self.settings.shards)
-        return [(start + step) % self.settings.shards for step in range(self.settings.shards)]
 
     # Send.
     def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
@@ -105,15 +103,13 @@ class StandardQueue:
 
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
-        got: list[ReceivedMessage] = []
-        for shard in self.shard_order():
-            if len(got) >= want:
-                break
-            got += self._receive_shard(shard, want - len(got), visibility, order, now)
-        return got
+        return visit(self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, order, now))
 
-    def _receive_shard(self, shard: int, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
+    def _receive_shard(
+        self, shard: int, want: int, visibility: int, order: str, now: int
+    ) -> tuple[list[ReceivedMessage], bool]:
         got: list[ReceivedMessage] = []
+        saw_candidates = False
         start = None
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
@@ -122,15 +118,18 @@ class StandardQueue:
                 index=True,
                 sk_condition="gsi1sk <= :hi",
                 values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
-                limit=need + need // 2,
+                limit=self.gauge.window(need),
                 forward=order == "oldest",
                 start=start,
             )
+            saw_candidates = saw_candidates or bool(items)
             candidates = [item for item in items if not self._housekeep_candidate(item, now)]
+            if self.gauge.contended:
+                random.shuffle(candidates)
             got += self._claim_candidates(candidates, need, visibility, now)
             if len(got) >= want or not start:
                 break
-        return got
+        return got, saw_candidates
 
     def _housekeep_candidate(self, entry: Item, now: int) -> bool:
         """Expired and over-limit entries are dealt with here, where the index shows them; True if handled."""
@@ -149,7 +148,9 @@ class StandardQueue:
         position = 0
         while len(claimed) < need and position < len(candidates):
             batch = candidates[position : position + need - len(claimed)]
+            conflicts = self.claim_conflicts
             outcomes = list(self.ctx.pool.map(lambda item: self._claim(item, visibility, now), batch))
+            self.gauge.record(len(batch), self.claim_conflicts - conflicts)
             claimed += [(position + i, message) for i, message in enumerate(outcomes) if message]
             position += len(batch)
         return [message for _, message in sorted(claimed, key=lambda pair: pair[0])]

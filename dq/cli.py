@@ -1,0 +1,743 @@
+"""The `dq` command line: run the queue locally, manage queues, send, receive and look at messages.
+
+Every command is written once against `targets.Target` and so works the same on the HTTP API (`--endpoint`, the
+local server by default) and on a table through the core (`--table`). Exit codes: 0 ok, 1 error, 2 usage,
+3 nothing found where `--fail-empty` asked for something.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Final
+from urllib.parse import urlsplit
+
+import typer
+from queue_core.limits import MAX_BATCH, MAX_WAIT_SECONDS
+from typer.core import TyperGroup
+
+from . import local_server
+from .batches import numbered_lines, send_lines
+from .output import (
+    Output,
+    message_view,
+    messages_table,
+    queue_view,
+    queues_table,
+    received_lines,
+    relative,
+    report_error,
+    settings_summary,
+    stats_table,
+)
+from .session import Session, UsageProblem
+from .targets import TargetChoice, TargetError
+from .watch import take, watch
+
+EMPTY: Final = 3
+MAX_LISTED_FAILURES: Final = 20
+
+
+class Commands(TyperGroup):
+    """Turns a `TargetError` from any command into its one-line report and exit status 1, in one place."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TargetError as error:
+            report_error(error.code, error.message)
+            raise typer.Exit(1) from None
+
+
+SETTINGS = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(cls=Commands, no_args_is_help=True, add_completion=False, context_settings=SETTINGS)
+queues_app = typer.Typer(no_args_is_help=True, help="Create, list, show and delete queues.")
+dlq_app = typer.Typer(no_args_is_help=True, help="A sub-queue's dead-letter queue: list it, redrive it.")
+app.add_typer(queues_app, name="queues")
+app.add_typer(dlq_app, name="dlq")
+
+QueueOption = Annotated[
+    str | None,
+    typer.Option("--queue", "-q", help="Queue name; default $DQ_QUEUE or the shell's `use`.", show_default=False),
+]
+ClientOption = Annotated[
+    str | None,
+    typer.Option("--client", "-c", help="Client id; default $DQ_CLIENT or the shell's `use`.", show_default=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+FailEmptyOption = Annotated[bool, typer.Option("--fail-empty", help="Exit with status 3 when there is nothing.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation on a terminal.")]
+
+
+def _endpoint(value: str | None) -> str | None:
+    if value is not None:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise typer.BadParameter(f"{value!r} is not an http:// or https:// URL")
+    return value
+
+
+@app.callback()
+def dq(
+    ctx: typer.Context,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            envvar="DQ_ENDPOINT",
+            callback=_endpoint,
+            help="The HTTP API: the local server or a deployed API (SigV4-signed). Default http://127.0.0.1:8080.",
+            show_default=False,
+        ),
+    ] = None,
+    table: Annotated[
+        str | None,
+        typer.Option(envvar="DQ_TABLE", help="Use this DynamoDB table directly, through the core.", show_default=False),
+    ] = None,
+    dynamodb_endpoint: Annotated[
+        str | None,
+        typer.Option(help="With --table: a local DynamoDB's URL.", show_default=False),
+    ] = None,
+) -> None:
+    """A message queue on Amazon DynamoDB: run it locally, manage queues, send and receive."""
+    named = _named_on_command_line(ctx)
+    if endpoint and table:
+        if len(named) == 1:
+            endpoint, table = (endpoint, None) if "endpoint" in named else (None, table)
+        else:
+            raise UsageProblem("give --endpoint or --table, not both")
+    choice = TargetChoice(endpoint, table, dynamodb_endpoint)
+    if isinstance(ctx.obj, Session):
+        if named:
+            ctx.obj = ctx.obj.with_choice(choice)
+    else:
+        ctx.obj = Session(choice)
+
+
+def _named_on_command_line(ctx: typer.Context) -> set[str]:
+    """Which target options the command line gave: they win over the environment (and, in the shell, over the
+    shell's own target for that one line)."""
+    return {
+        name
+        for name in ("endpoint", "table", "dynamodb_endpoint")
+        if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+    }
+
+
+def _session(ctx: typer.Context) -> Session:
+    return ctx.ensure_object(Session)
+
+
+def _confirm(question: str, yes: bool) -> None:
+    """Asks only a person at a terminal; scripts have said what they mean by running the command."""
+    if not yes and sys.stdin.isatty() and not typer.confirm(question):
+        raise typer.Abort()
+
+
+# ---- queues ------------------------------------------------------------------------------------------------
+
+
+@queues_app.command("create")
+def queues_create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Queue name; a name ending in .fifo makes a FIFO queue.")],
+    fifo: Annotated[bool | None, typer.Option("--fifo", help="A FIFO queue.", show_default=False)] = None,
+    visibility_timeout: Annotated[int | None, typer.Option(help="Seconds a received message stays hidden.")] = None,
+    max_receive_count: Annotated[int | None, typer.Option(help="Receives before the DLQ; 0: never.")] = None,
+    retention_seconds: Annotated[int | None, typer.Option(help="Seconds a message is kept.")] = None,
+    delay_seconds: Annotated[int | None, typer.Option(help="Default delay of a new message.")] = None,
+    dedup_window_seconds: Annotated[int | None, typer.Option(help="FIFO: seconds a dedup id is remembered.")] = None,
+    content_based_dedup: Annotated[
+        bool | None, typer.Option("--content-based-dedup", help="FIFO: the body's hash is the dedup id.")
+    ] = None,
+    shards: Annotated[int | None, typer.Option(help="Partitions per client, past 1,000 writes/s.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create a queue; again with the same settings is a no-op.
+
+    Other settings for an existing queue are refused (QueueExists). Settings left out take the API's defaults."""
+    given = {
+        "fifo": fifo,
+        "visibility_timeout": visibility_timeout,
+        "max_receive_count": max_receive_count,
+        "retention_seconds": retention_seconds,
+        "delay_seconds": delay_seconds,
+        "dedup_window_seconds": dedup_window_seconds,
+        "content_based_dedup": content_based_dedup,
+        "shards": shards,
+    }
+    settings, created = _session(ctx).target.create_queue(name, {k: v for k, v in given.items() if v is not None})
+    out = Output(as_json)
+    if as_json:
+        out.document(settings)
+    elif created:
+        out.say(f"created queue {name}: {settings_summary(settings)}")
+    else:
+        out.say(f"queue {name} exists with these settings: {settings_summary(settings)}")
+
+
+@queues_app.command("ls")
+def queues_ls(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List the queues and their settings."""
+    answer = _session(ctx).target.list_queues()
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    elif answer["queues"]:
+        out.show(queues_table(answer["queues"]))
+    else:
+        out.note("no queues; create one with `dq queues create NAME`")
+
+
+@queues_app.command("show")
+def queues_show(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help="Queue name; default --queue.", show_default=False)] = None,
+    queue: QueueOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """A queue's settings and its message figures summed over its clients."""
+    session = _session(ctx)
+    name = session.resolve_queue(name or queue)
+    answer = session.target.get_queue(name)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.show(queue_view(answer, session.target.clients(name)))
+
+
+@queues_app.command("delete")
+def queues_delete(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Queue name.")],
+    yes: YesOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete a queue and every message of every client."""
+    _confirm(f"Delete queue {name} and all its messages?", yes)
+    answer = _session(ctx).target.delete_queue(name)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"deleted queue {name} and its messages")
+
+
+# ---- messages ----------------------------------------------------------------------------------------------
+
+
+def _attributes(pairs: Sequence[str]) -> dict[str, str]:
+    attributes = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key:
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--attribute")
+        attributes[key] = value
+    return attributes
+
+
+def _body(body: str | None, file: Path | None) -> str:
+    if (body is None) == (file is None):
+        raise UsageProblem("give the body as an argument, - for stdin, --file PATH, or --batch FILE.jsonl")
+    if file is not None:
+        return file.read_text(encoding="utf-8")
+    if body == "-":
+        text = sys.stdin.read()
+        return text[:-1] if text.endswith("\n") else text
+    return str(body)
+
+
+@app.command()
+def send(
+    ctx: typer.Context,
+    body: Annotated[
+        str | None, typer.Argument(help="The body; - reads stdin (one trailing newline dropped).", show_default=False)
+    ] = None,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", exists=True, dir_okay=False, help="Read the body from a file, as it is."),
+    ] = None,
+    attribute: Annotated[
+        list[str] | None, typer.Option("--attribute", "-a", help="KEY=VALUE, repeatable.", show_default=False)
+    ] = None,
+    delay: Annotated[int | None, typer.Option(help="Seconds before it can be received.", show_default=False)] = None,
+    group: Annotated[str | None, typer.Option(help="FIFO: the message group.", show_default=False)] = None,
+    dedup_id: Annotated[str | None, typer.Option(help="Deduplication id.", show_default=False)] = None,
+    batch: Annotated[
+        str | None,
+        typer.Option(help="Send every line of a JSON lines file (- for stdin), 25 per request.", show_default=False),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Send one message, or many with --batch.
+
+    The body comes from the argument, stdin (-) or --file. With --batch each line is a message object of the
+    HTTP API: {"body": …, "attributes": {…}, "delay_seconds": …, "group_id": …, "dedup_id": …}."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    out = Output(as_json)
+    if batch is not None:
+        single = [body, file, attribute, delay, group, dedup_id]
+        if any(value for value in single):
+            raise UsageProblem("--batch takes each message from its line; give no body or message options")
+        _send_batch(session, queue, client, batch, out)
+        return
+    message: dict[str, Any] = {"body": _body(body, file)}
+    if attribute:
+        message["attributes"] = _attributes(attribute)
+    for key, value in (("delay_seconds", delay), ("group_id", group), ("dedup_id", dedup_id)):
+        if value is not None:
+            message[key] = value
+    answer = session.target.send(queue, client, message)
+    if as_json:
+        out.document(answer)
+    elif answer.get("duplicate"):
+        out.say(f"duplicate of {answer['message_id']}: its dedup id was seen inside the window, nothing sent")
+    else:
+        out.say(f"sent {answer['message_id']}")
+
+
+def _send_batch(session: Session, queue: str, client: str, source: str, out: Output) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+        except OSError as error:
+            raise typer.BadParameter(f"cannot read {source}: {error.strerror}", param_hint="--batch") from None
+    lines = numbered_lines(text.splitlines())
+    if out.errors.is_terminal:
+        columns = (TextColumn("sending"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=out.errors, transient=True) as progress:
+            task = progress.add_task("send", total=len(lines))
+            report = send_lines(session.target, queue, client, lines, lambda n: progress.advance(task, n))
+    else:
+        report = send_lines(session.target, queue, client, lines)
+    if out.as_json:
+        out.document(report.to_dict())
+    else:
+        failed = len(report.failed)
+        out.say(f"sent {report.sent} of {len(lines)} messages" + (f", {failed} failed" if failed else ""))
+        for failure in report.to_dict()["failed"][:MAX_LISTED_FAILURES]:
+            out.error(failure["code"], f"line {failure['line']}: {failure['message']}")
+        if failed > MAX_LISTED_FAILURES:
+            out.note(f"and {failed - MAX_LISTED_FAILURES} more failed lines")
+    if report.stopped is not None:
+        message = f"{report.stopped.message} (stopped at line {report.stopped_at}; it and later lines were not sent)"
+        if not out.as_json:
+            out.error(report.stopped.code, message)
+    if report.failed or report.stopped is not None:
+        raise typer.Exit(1)
+
+
+@app.command()
+def receive(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    max_messages: Annotated[int, typer.Option("--max", "-n", help="Messages per receive, 1-10.")] = 1,
+    wait: Annotated[
+        int | None, typer.Option("--wait", "-w", help="Long poll: wait up to this many seconds (0-20).")
+    ] = None,
+    visibility: Annotated[
+        int | None, typer.Option(help="Seconds the messages stay hidden; default the queue's.", show_default=False)
+    ] = None,
+    newest: Annotated[bool, typer.Option("--newest", help="Newest first (standard queues).")] = False,
+    delete: Annotated[bool, typer.Option("--delete", help="Delete what was received: read and done.")] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep receiving (20 s long polls) until Ctrl-C.")
+    ] = False,
+    count: Annotated[
+        int | None, typer.Option(help="With --follow: stop after this many messages.", show_default=False)
+    ] = None,
+    fail_empty: FailEmptyOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Receive messages: hidden from other receivers until deleted, released or their visibility ends."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    if follow and fail_empty:
+        raise UsageProblem("--fail-empty is for one receive, not with --follow")
+    if count is not None and not follow:
+        raise UsageProblem("--count is for --follow")
+    request: dict[str, Any] = {"max_messages": max_messages}
+    if wait is not None or follow:
+        request["wait_seconds"] = MAX_WAIT_SECONDS if wait is None else wait
+    if visibility is not None:
+        request["visibility_timeout"] = visibility
+    if newest:
+        request["order"] = "newest"
+    out = Output(as_json)
+    if follow:
+        _follow(session, queue, client, request, delete, count, out)
+        return
+    answer = session.target.receive(queue, client, request)
+    messages = answer["messages"]
+    deleted = _delete_received(session, queue, client, messages) if delete and messages else None
+    if as_json:
+        out.document(answer if deleted is None else {**answer, "deleted": deleted})
+    elif messages:
+        out.lines(received_lines(messages, deleted=delete))
+    else:
+        out.note("no messages")
+    if deleted is not None and deleted["failed"]:
+        _report_failures(out, deleted["failed"], "deleting")
+        raise typer.Exit(1)
+    if fail_empty and not messages:
+        raise typer.Exit(EMPTY)
+
+
+def _delete_received(session: Session, queue: str, client: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return session.target.delete(queue, client, [message["receipt_handle"] for message in messages])
+
+
+def _report_failures(out: Output, failures: list[dict[str, Any]], doing: str) -> None:
+    for failure in failures:
+        out.error(str(failure.get("code")), f"{doing} #{failure.get('index')}: {failure.get('message')}")
+
+
+def _follow(
+    session: Session,
+    queue: str,
+    client: str,
+    request: dict[str, Any],
+    delete: bool,
+    count: int | None,
+    out: Output,
+) -> None:
+    """Long polls back to back, printing each message as it comes (a JSON line each with --json); Ctrl-C or
+    `count` messages end it, with status 0."""
+    received = 0
+    try:
+        while count is None or received < count:
+            ask = dict(request)
+            if count is not None:
+                ask["max_messages"] = min(request["max_messages"], count - received)
+            messages = session.target.receive(queue, client, ask)["messages"]
+            if not messages:
+                continue
+            deleted = _delete_received(session, queue, client, messages) if delete else None
+            received += len(messages)
+            if out.as_json:
+                for message in messages:
+                    out.line(message)
+            else:
+                out.lines(received_lines(messages, deleted=delete))
+            if deleted is not None and deleted["failed"]:
+                _report_failures(out, deleted["failed"], "deleting")
+    except KeyboardInterrupt:
+        out.note(f"stopped after {received} messages")
+
+
+@app.command("delete")
+def delete_messages(
+    ctx: typer.Context,
+    receipt_handles: Annotated[list[str], typer.Argument(help="Receipt handles from `dq receive`.")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete received messages by receipt handle: done with them."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    answer: dict[str, list[dict[str, Any]]] = {"successful": [], "failed": []}
+    for start in range(0, len(receipt_handles), MAX_BATCH):
+        part = session.target.delete(queue, client, receipt_handles[start : start + MAX_BATCH])
+        for key in ("successful", "failed"):
+            answer[key] += [{**entry, "index": entry["index"] + start} for entry in part[key]]
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"deleted {len(answer['successful'])} of {len(receipt_handles)} messages")
+    if answer["failed"]:
+        if not as_json:
+            _report_failures(out, answer["failed"], "receipt handle")
+        raise typer.Exit(1)
+
+
+@app.command()
+def release(
+    ctx: typer.Context,
+    receipt_handle: Annotated[str, typer.Argument(help="Receipt handle from `dq receive`.")],
+    delay: Annotated[
+        int | None,
+        typer.Option(help="Seconds before it is visible again; default a randomized backoff.", show_default=False),
+    ] = None,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Give a received message back (nack) for another receive, now, later, or after a backoff."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    answer = session.target.release(queue, client, receipt_handle, delay)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"released: visible again {relative(answer['visible_at'])}")
+
+
+@app.command()
+def visibility(
+    ctx: typer.Context,
+    receipt_handle: Annotated[str, typer.Argument(help="Receipt handle from `dq receive`.")],
+    seconds: Annotated[int, typer.Argument(help="Hidden for this many seconds from now (0-43200).")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change a received message's visibility timeout: more time to work on it, or 0 to give it back now."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    answer = session.target.change_visibility(queue, client, receipt_handle, seconds)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"visible again {relative(answer['visible_at'])}")
+
+
+@app.command()
+def peek(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many (1-100).")] = 10,
+    fail_empty: FailEmptyOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Look at visible messages, oldest first, without receiving them."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    _list_messages(session.target.peek(queue, client, limit), Output(as_json), fail_empty)
+
+
+def _list_messages(answer: dict[str, Any], out: Output, fail_empty: bool) -> None:
+    if out.as_json:
+        out.document(answer)
+    elif answer["messages"]:
+        out.show(messages_table(answer["messages"]))
+    else:
+        out.note("no messages")
+    if fail_empty and not answer["messages"]:
+        raise typer.Exit(EMPTY)
+
+
+@app.command()
+def get(
+    ctx: typer.Context,
+    message_id: Annotated[str, typer.Argument(help="Message id from `dq send`.")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One message by id, with its state: visible, in_flight, delayed or dlq."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    answer = session.target.get(queue, client, message_id)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.show(message_view(answer))
+
+
+@app.command()
+def cancel(
+    ctx: typer.Context,
+    message_id: Annotated[str, typer.Argument(help="Message id from `dq send`.")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel a message before it is processed, wherever it is (waiting, in flight, in the DLQ)."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    answer = session.target.cancel(queue, client, message_id)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"cancelled {message_id}")
+
+
+@app.command()
+def purge(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    yes: YesOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove every waiting and in-flight message of a sub-queue (its DLQ stays)."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    _confirm(f"Remove every message of {queue}/{client}?", yes)
+    answer = session.target.purge(queue, client)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"purged {answer['purged']} messages from {queue}/{client}")
+
+
+@app.command("move-to-dlq")
+def move_to_dlq(
+    ctx: typer.Context,
+    message_id: Annotated[str, typer.Argument(help="Message id of a waiting message.")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Mark a waiting message as invalid: it goes to the DLQ now, whatever its receive count (--table only)."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    answer = session.target.move_to_dlq(queue, client, message_id)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"moved {message_id} to the DLQ")
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: Annotated[
+        str | None, typer.Option("--client", "-c", help="One client; default every client.", show_default=False)
+    ] = None,
+    watch_: Annotated[bool, typer.Option("--watch", "-w", help="A live view, refreshed until Ctrl-C.")] = False,
+    interval: Annotated[float, typer.Option(help="With --watch: seconds between refreshes.")] = 2.0,
+    count: Annotated[
+        int | None, typer.Option(help="With --watch: stop after this many refreshes.", show_default=False)
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Depth, in flight, delayed, DLQ and oldest age, per client of a queue.
+
+    Depth is the visible messages. Per-client rows need --table (the HTTP API does not list a queue's clients);
+    over HTTP the queue's sum is shown, or one client's figures with --client."""
+    session = _session(ctx)
+    queue = session.resolve_queue(queue)
+    out = Output(as_json)
+    if watch_:
+        if interval <= 0:
+            raise typer.BadParameter("must be more than 0", param_hint="--interval")
+        try:
+            watch(session.target, queue, client, out, interval, count)
+        except KeyboardInterrupt:
+            out.note("stopped")
+        return
+    if count is not None:
+        raise UsageProblem("--count is for --watch")
+    snapshot = take(session.target, queue, client)
+    if as_json:
+        out.document(snapshot.total if client else snapshot.to_dict())
+    else:
+        out.show(stats_table(snapshot.rows(), title=queue))
+
+
+# ---- dead-letter queue -------------------------------------------------------------------------------------
+
+
+@dlq_app.command("ls")
+def dlq_ls(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many (1-100).")] = 10,
+    fail_empty: FailEmptyOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List the messages in a sub-queue's DLQ."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    _list_messages(session.target.dlq_list(queue, client, limit), Output(as_json), fail_empty)
+
+
+@dlq_app.command("redrive")
+def dlq_redrive(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    max_messages: Annotated[
+        int | None, typer.Option("--max", "-n", help="At most this many, oldest first.", show_default=False)
+    ] = None,
+    message_id: Annotated[
+        list[str] | None, typer.Option("--id", help="Only this message, repeatable.", show_default=False)
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Move DLQ messages back to the queue with their receive counts reset: all, the oldest --max, or --id."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    answer = session.target.redrive(queue, client, max_messages, message_id or None)
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        out.say(f"redrove {answer['redriven']} messages from the DLQ of {queue}/{client}")
+
+
+# ---- local server and shell --------------------------------------------------------------------------------
+
+
+@app.command()
+def local(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = local_server.DEFAULT_PORT,
+    dynamodb_endpoint: Annotated[
+        str | None,
+        typer.Option(help="Use this DynamoDB instead of the embedded one.", envvar="AWS_ENDPOINT_URL_DYNAMODB"),
+    ] = None,
+    table: Annotated[str, typer.Option(help="Table name.")] = local_server.DEFAULT_TABLE,
+    sweep_interval: Annotated[
+        float, typer.Option(help="Seconds between sweeps; 0: never.")
+    ] = local_server.DEFAULT_SWEEP_INTERVAL,
+) -> None:
+    """Serve the HTTP API on 127.0.0.1 with an embedded DynamoDB and the sweeper on its schedule."""
+    try:
+        local_server.serve(port, dynamodb_endpoint or None, table, sweep_interval)
+    except local_server.LocalServerError as error:
+        typer.echo(f"dq local: {error}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def shell(ctx: typer.Context) -> None:
+    """An interactive dq with history, Tab completion and `use QUEUE CLIENT`.
+
+    Each line is a dq command without the `dq`. Without a terminal it runs the lines of stdin, so it can be
+    scripted."""
+    from .shell import Shell
+
+    interactive = Shell(_session(ctx), typer.main.get_command(app), run_line)
+    status = interactive.interact() if sys.stdin.isatty() else interactive.run_lines(sys.stdin)
+    raise typer.Exit(status)
+
+
+def run_line(words: list[str], session: Session) -> int:
+    """One shell line through the same command tree as the command line; its exit status."""
+    try:
+        status = app(args=words, prog_name="dq", standalone_mode=False, obj=session)
+    except typer.TyperException as error:
+        report_error("UsageError", error.format_message())
+        return error.exit_code
+    except typer.Abort:
+        return 1
+    return status if isinstance(status, int) else 0
+
+
+def main() -> None:
+    app(prog_name="dq")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""`dq local`: the whole HTTP API on http://127.0.0.1:8080, backed by an embedded DynamoDB, no AWS account.
+
+Each request becomes the API Gateway REST proxy event the deployed API would send, goes to the real handler of
+the function that owns the route (in a Lambda-like environment, see `environments`), and the handler's proxy
+answer goes back as HTTP. The sweeper's handler runs on its schedule in a background thread, as EventBridge
+Scheduler would run it. The server binds to the loopback interface only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final, TextIO
+from urllib.parse import urlsplit
+
+from . import routes
+from .environments import FUNCTIONS_DIR, EnvironmentPool, InvocationError
+from .proxy import http_answer, proxy_event
+
+HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8080
+DEFAULT_TABLE: Final = "dynamo-queue-local"
+DEFAULT_SWEEP_INTERVAL: Final = 60.0
+# API Gateway refuses payloads over 10 MB before any function runs.
+MAX_PAYLOAD_BYTES: Final = 10 * 1024 * 1024
+DEMO_QUEUE: Final = "demo"
+DEMO_CLIENT: Final = "me"
+
+
+class LocalServerError(Exception):
+    """The server cannot start; the message is one line meant for the user."""
+
+
+def function_environment(table: str, dynamodb_endpoint: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment variables the functions get: the table, the endpoint, a region, and fake credentials
+    when none are configured (any credentials work against a local DynamoDB). Quiet logs and no EMF output
+    unless asked for, so the console shows one line per request."""
+    base = os.environ if base is None else base
+    region = base.get("AWS_REGION") or base.get("AWS_DEFAULT_REGION") or "us-east-1"
+    environ = {
+        "TABLE_NAME": table,
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint,
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": base.get("POWERTOOLS_LOG_LEVEL") or base.get("LOG_LEVEL") or "WARNING",
+        "POWERTOOLS_METRICS_DISABLED": base.get("POWERTOOLS_METRICS_DISABLED", "true"),
+    }
+    configured = base.get("AWS_PROFILE") or (base.get("AWS_ACCESS_KEY_ID") and base.get("AWS_SECRET_ACCESS_KEY"))
+    if not configured:
+        environ.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+    return environ
+
+
+class LocalServer:
+    """The local API: start(), then requests are served until stop(). Usable as a context manager."""
+
+    def __init__(
+        self,
+        port: int = DEFAULT_PORT,
+        dynamodb_endpoint: str | None = None,
+        table: str = DEFAULT_TABLE,
+        sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+        log: TextIO | None = None,
+    ) -> None:
+        self.port = port
+        self.dynamodb_endpoint = dynamodb_endpoint
+        self.table = table
+        self.sweep_interval = sweep_interval
+        self.log = log
+        self._log_lock = threading.Lock()
+        self._http: ThreadingHTTPServer | None = None
+        self._dynamodb: Any = None
+        self._pool: EnvironmentPool | None = None
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def start(self) -> LocalServer:
+        """Binds the port first (a taken port fails fast), then starts DynamoDB, the table, the functions'
+        first environments, the HTTP server and the sweeper schedule."""
+        missing = [name for name in routes.FUNCTIONS if not (FUNCTIONS_DIR / name / "handler.py").is_file()]
+        if missing:
+            raise LocalServerError(f"no handler for {', '.join(missing)} under {FUNCTIONS_DIR}: run from a checkout")
+        self._http = _bind(self.port, self)
+        self.port = self._http.server_address[1]
+        try:
+            if self.dynamodb_endpoint is None:
+                from .embedded_dynamodb import EmbeddedDynamoDB
+
+                self._dynamodb = EmbeddedDynamoDB()
+                self.dynamodb_endpoint = self._dynamodb.start()
+            environ = function_environment(self.table, self.dynamodb_endpoint)
+            _create_table(self.table, environ)
+            self._pool = EnvironmentPool(environ)
+            self._pool.warm(routes.FUNCTIONS)
+        except BaseException:
+            self.stop()
+            raise
+        self._spawn(self._http.serve_forever, "dq-http")
+        if self.sweep_interval > 0:
+            self._spawn(self._sweep_on_schedule, "dq-sweeper")
+        return self
+
+    def _spawn(self, target: Any, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._http is not None:
+            if any(thread.name == "dq-http" for thread in self._threads):
+                self._http.shutdown()
+            self._http.server_close()
+        if self._pool is not None:
+            self._pool.close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self._dynamodb is not None:
+            self._dynamodb.stop()
+            self._dynamodb = None
+
+    def wait(self, timeout: float) -> bool:
+        """Blocks up to `timeout` seconds; True once the server is stopping."""
+        return self._stopping.wait(timeout)
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def invoke(self, function: str, event: Any) -> Any:
+        """Runs `event` through `function`'s handler, as Lambda would."""
+        if self._pool is None:
+            raise LocalServerError("the server is not started")
+        return self._pool.invoke(function, event)
+
+    def _sweep_on_schedule(self) -> None:
+        while not self._stopping.wait(self.sweep_interval):
+            started = time.monotonic()
+            try:
+                report = self.invoke("visibility_sweeper", {"action": "sweep"})
+            except InvocationError as error:
+                self.write_log(f"sweep failed: {error.message}")
+                continue
+            elapsed = (time.monotonic() - started) * 1000
+            if "error" in report:
+                self.write_log(f"sweep failed: {report['error'].get('message')}")
+                continue
+            self.write_log(
+                f"sweep {report.get('sub_queues', 0)} sub-queues: {report.get('moved_to_dlq', 0)} to DLQ, "
+                f"{report.get('expired_deleted', 0)} expired, {report.get('groups_freed', 0)} groups freed "
+                f"{elapsed:.0f} ms"
+            )
+
+    def write_log(self, line: str) -> None:
+        if self.log is None:
+            return
+        with self._log_lock:
+            self.log.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+            self.log.flush()
+
+    def banner(self) -> str:
+        """What `serve` prints on start: where it listens, and three commands that work as printed."""
+        sub_queue = f"{self.url}/queues/{DEMO_QUEUE}/clients/{DEMO_CLIENT}"
+        json_header = "-H 'Content-Type: application/json'"
+        backend = "embedded moto at" if self._dynamodb is not None else "at"
+        return "\n".join(
+            [
+                f"dq local: the queue API on {self.url} (DynamoDB: {backend} {self.dynamodb_endpoint}, "
+                f"table {self.table})",
+                "Try:",
+                f"  curl -s -X PUT {self.url}/queues/{DEMO_QUEUE}",
+                f'  curl -s -X POST {sub_queue}/messages {json_header} -d \'{{"body": "hello"}}\'',
+                f"  curl -s -X POST {sub_queue}/receive {json_header} -d '{{\"wait_seconds\": 5}}'",
+                "Ctrl-C stops.",
+                "",
+            ]
+        )
+
+
+def _bind(port: int, server: LocalServer) -> ThreadingHTTPServer:
+    try:
+        http = ThreadingHTTPServer((HOST, port), _handler_class(server))
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise LocalServerError(f"port {port} on {HOST} is already in use; choose another with --port") from None
+        raise LocalServerError(f"cannot listen on {HOST}:{port}: {error.strerror}") from None
+    http.daemon_threads = True
+    return http
+
+
+def _create_table(table: str, environ: Mapping[str, str]) -> None:
+    """Idempotent. Short timeouts: an unreachable endpoint should fail the start in seconds, not minutes."""
+    import boto3
+    from botocore.config import Config
+    from queue_core import QueueClient
+
+    dynamodb = boto3.client(
+        "dynamodb",
+        config=Config(connect_timeout=5, read_timeout=30, retries={"max_attempts": 2}),
+        endpoint_url=environ["AWS_ENDPOINT_URL_DYNAMODB"],
+        region_name=environ["AWS_REGION"],
+        aws_access_key_id=environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY") or os.environ.get("AWS_SECRET_ACCESS_KEY"),
+    )
+    try:
+        QueueClient(table, dynamodb=dynamodb).create_table()
+    except Exception as error:
+        raise LocalServerError(
+            f"cannot create table {table!r} at {environ['AWS_ENDPOINT_URL_DYNAMODB']}: {error}"
+        ) from None
+
+
+def _handler_class(server: LocalServer) -> type[BaseHTTPRequestHandler]:
+    class RequestHandler(BaseHTTPRequestHandler):
+        """Every method of every path goes to `_serve`; routing is the route table's and the handlers' job."""
+
+        protocol_version = "HTTP/1.1"
+        server_version = "dq-local"
+
+        def _serve(self) -> None:
+            started = time.monotonic()
+            split = urlsplit(self.path)
+            match = routes.match(self.command, split.path)
+            try:
+                status, headers, body = self._answer(split.path, split.query, match)
+            except Exception as error:
+                server.write_log(f"{self.command} {self.path} failed in the local server: {error!r}")
+                self.close_connection = True
+                status, headers, body = _error(500, "InternalError", "the local server failed; see its log")
+            self.send_response(status)
+            for name, value in headers:
+                if name.lower() not in ("content-length", "connection"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            elapsed = (time.monotonic() - started) * 1000
+            server.write_log(f"{self.command} {self.path} {status} {elapsed:.0f} ms {match.function}")
+
+        def _answer(self, path: str, query: str, match: routes.Match) -> tuple[int, list[tuple[str, str]], bytes]:
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                self.close_connection = True
+                return _error(411, "ValidationError", "send the body with a Content-Length, not chunked")
+            length_header = self.headers.get("Content-Length") or "0"
+            if not length_header.isdigit():
+                self.close_connection = True
+                return _error(400, "ValidationError", "Content-Length must be a number of bytes")
+            length = int(length_header)
+            if length > MAX_PAYLOAD_BYTES:
+                self.close_connection = True
+                return _error(413, "MessageTooLarge", f"request body over {MAX_PAYLOAD_BYTES} bytes")
+            body = self.rfile.read(length) if length > 0 else b""
+            event = proxy_event(self.command, path, query, self.headers.items(), body, match, self.client_address[0])
+            try:
+                return http_answer(server.invoke(match.function, event))
+            except InvocationError as error:
+                server.write_log(error.message)
+                return _error(error.status, "InternalError", "the function failed; the details are in the log")
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silenced: `_serve` writes one line per request with the function that served it."""
+
+    return RequestHandler
+
+
+def _error(status: int, code: str, message: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    return status, [("Content-Type", "application/json")], body
+
+
+def serve(
+    port: int = DEFAULT_PORT,
+    dynamodb_endpoint: str | None = None,
+    table: str = DEFAULT_TABLE,
+    sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+) -> None:
+    """Serves until Ctrl-C, printing the banner and one line per request. Raises `LocalServerError` when it
+    cannot start (the port is taken, DynamoDB is unreachable)."""
+    server = LocalServer(port, dynamodb_endpoint, table, sweep_interval, log=sys.stdout)
+    try:
+        server.start()
+        sys.stdout.write(server.banner())
+        sys.stdout.flush()
+        while not server.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        sys.stdout.write("stopping\n")
+    finally:
+        server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dq local", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port on 127.0.0.1 (default 8080)")
+    parser.add_argument(
+        "--dynamodb-endpoint",
+        default=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"),
+        help="use this DynamoDB instead of the embedded one (default: $AWS_ENDPOINT_URL_DYNAMODB)",
+    )
+    parser.add_argument("--table", default=DEFAULT_TABLE, help=f"table name (default {DEFAULT_TABLE})")
+    parser.add_argument(
+        "--sweep-interval", type=float, default=DEFAULT_SWEEP_INTERVAL, help="seconds between sweeps; 0: never"
+    )
+    options = parser.parse_args(argv)
+    try:
+        serve(options.port, options.dynamodb_endpoint, options.table, options.sweep_interval)
+    except LocalServerError as error:
+        sys.stderr.write(f"dq local: {error}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

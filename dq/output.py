@@ -1,0 +1,259 @@
+"""How `dq` shows answers: Rich tables for people, plain JSON for scripts, one line on stderr for errors.
+
+JSON is written straight to stdout, never through Rich, so it is never wrapped, coloured or cropped whatever the
+terminal's width. Human output goes through Rich, which drops colours by itself when stdout is not a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+SPARK_BLOCKS: Final = "▁▂▃▄▅▆▇█"
+BODY_PREVIEW: Final = 60
+STAT_COLUMNS: Final = (
+    ("visible", "depth"),
+    ("in_flight", "in flight"),
+    ("delayed", "delayed"),
+    ("dlq", "DLQ"),
+)
+
+
+class Output:
+    """One command's output channel: `--json` picks JSON, otherwise Rich renders for people."""
+
+    def __init__(self, as_json: bool = False) -> None:
+        self.as_json = as_json
+        self.console = Console(highlight=False)
+        self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def document(self, data: Any) -> None:
+        """One JSON document: the whole answer of a command."""
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    def line(self, data: Any) -> None:
+        """One JSON line of a stream (`receive --follow`, `stats --watch`), flushed so a pipe sees it at once."""
+        sys.stdout.write(json.dumps(data, separators=(",", ":"), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    def show(self, *renderables: RenderableType) -> None:
+        self.console.print(*renderables)
+
+    def say(self, text: str | Text) -> None:
+        """One line of prose on stdout, never wrapped."""
+        self.console.print(text, soft_wrap=True)
+
+    def lines(self, lines: Sequence[str | Text]) -> None:
+        for text in lines:
+            self.say(text)
+
+    def note(self, text: str) -> None:
+        """Commentary that is not the answer (`no messages`), on stderr so stdout stays the answer."""
+        self.errors.print(Text(text, style="dim"))
+
+    def error(self, code: str, message: str) -> None:
+        self.errors.print(error_text(code, message))
+
+
+def error_text(code: str, message: str) -> Text:
+    return Text.assemble(("error:", "bold red"), " ", (code, "red"), f": {message}")
+
+
+def report_error(code: str, message: str) -> None:
+    """The one-line error every failed command ends with: `error: QueueNotFound: queue 'x' does not exist`."""
+    Console(stderr=True, highlight=False, soft_wrap=True).print(error_text(code, message))
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """Unicode blocks scaled from zero to the largest value, so an empty queue reads as a flat bottom line."""
+    top = max(values, default=0)
+    if top <= 0:
+        return SPARK_BLOCKS[0] * len(values)
+    last = len(SPARK_BLOCKS) - 1
+    return "".join(SPARK_BLOCKS[min(last, max(0, round(value / top * last)))] for value in values)
+
+
+def duration(seconds: float | None) -> str:
+    """`45 s`, `12 min`, `3 h`, `4 d`: the largest unit that keeps the number whole."""
+    if seconds is None:
+        return "-"
+    whole = int(seconds)
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if whole >= size and whole % size == 0:
+            return f"{whole // size} {unit}"
+    return f"{whole} s"
+
+
+def relative(epoch_ms: int | None, now_ms: int | None = None) -> str:
+    """`3 s ago` or `in 12 s`, rounded to the second: what a person reads off a time stamp."""
+    if epoch_ms is None:
+        return "-"
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    seconds = round((epoch_ms - now_ms) / 1000)
+    if seconds == 0:
+        return "now"
+    span = _span(abs(seconds))
+    return f"in {span}" if seconds > 0 else f"{span} ago"
+
+
+def _span(seconds: int) -> str:
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def _attributes(attributes: Mapping[str, str] | None) -> str:
+    return ", ".join(f"{key}={value}" for key, value in (attributes or {}).items())
+
+
+def _preview(body: str) -> str:
+    flat = " ".join(body.split())
+    return flat if len(flat) <= BODY_PREVIEW else flat[: BODY_PREVIEW - 1] + "…"
+
+
+def queue_kind(queue: Mapping[str, Any]) -> str:
+    return "FIFO" if queue.get("fifo") else "standard"
+
+
+def settings_summary(queue: Mapping[str, Any]) -> str:
+    """The settings in one phrase: `standard, visibility 30 s, 5 receives before the DLQ, 1 shard`."""
+    receives = queue.get("max_receive_count", 0)
+    parts = [
+        queue_kind(queue),
+        f"visibility {duration(queue.get('visibility_timeout'))}",
+        f"{receives} receives before the DLQ" if receives else "no DLQ",
+        f"retention {duration(queue.get('retention_seconds'))}",
+    ]
+    if queue.get("delay_seconds"):
+        parts.append(f"delay {duration(queue['delay_seconds'])}")
+    if queue.get("fifo"):
+        parts.append(f"dedup window {duration(queue.get('dedup_window_seconds'))}")
+        if queue.get("content_based_dedup"):
+            parts.append("content-based dedup")
+    shards = queue.get("shards", 1)
+    parts.append(f"{shards} shard" + ("" if shards == 1 else "s"))
+    return ", ".join(parts)
+
+
+def queues_table(queues: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table(box=None, header_style="bold")
+    for heading in ("queue", "type", "visibility", "max receives", "retention", "delay", "shards", "created"):
+        table.add_column(heading, justify="right" if heading in ("max receives", "shards") else "left")
+    for queue in queues:
+        table.add_row(
+            Text(str(queue["name"]), style="bold cyan"),
+            queue_kind(queue),
+            duration(queue.get("visibility_timeout")),
+            str(queue.get("max_receive_count")),
+            duration(queue.get("retention_seconds")),
+            duration(queue.get("delay_seconds")),
+            str(queue.get("shards")),
+            relative(queue.get("created_at")),
+        )
+    return table
+
+
+def queue_view(queue: Mapping[str, Any], clients: Sequence[str] | None) -> RenderableType:
+    """A queue's settings, its figures summed over its clients, and the clients when the target lists them."""
+    table = Table(box=None, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("queue", Text(str(queue["name"]), style="bold cyan"))
+    table.add_row("settings", settings_summary(queue))
+    table.add_row("created", relative(queue.get("created_at")))
+    stats = queue.get("stats") or {}
+    figures = ", ".join(f"{label} {stats.get(key, 0)}" for key, label in STAT_COLUMNS)
+    table.add_row("messages", f"{figures}, oldest {duration(stats.get('oldest_age_seconds'))}")
+    if clients is not None:
+        table.add_row("clients", ", ".join(clients) or "none yet")
+    return table
+
+
+def received_lines(messages: Sequence[Mapping[str, Any]], deleted: bool = False) -> list[Text]:
+    """Each message as a few lines: its id and facts, the body, and the receipt handle needed to delete, release
+    or extend it (unless it was deleted already). Printed unwrapped, so a handle is copied whole."""
+    lines: list[Text] = []
+    for message in messages:
+        facts = [f"receive {message.get('receive_count')}", f"sent {relative(message.get('sent_at'))}"]
+        if message.get("group_id"):
+            facts.append(f"group {message['group_id']}")
+        if message.get("attributes"):
+            facts.append(_attributes(message["attributes"]))
+        if deleted:
+            facts.append("deleted")
+        lines.append(Text.assemble((str(message["message_id"]), "bold cyan"), "  ", (" · ".join(facts), "dim")))
+        lines.append(Text(str(message.get("body", ""))))
+        if not deleted:
+            lines.append(Text.assemble(("receipt ", "dim"), str(message.get("receipt_handle", ""))))
+    return lines
+
+
+def messages_table(messages: Sequence[Mapping[str, Any]]) -> Table:
+    """Messages looked at without claiming them (peek, the DLQ)."""
+    table = Table(box=None, header_style="bold")
+    for heading in ("message id", "state", "body", "attributes", "receives", "sent"):
+        table.add_column(heading, justify="right" if heading == "receives" else "left")
+    for message in messages:
+        table.add_row(
+            Text(str(message["message_id"]), style="cyan"),
+            str(message.get("state", "")),
+            _preview(str(message.get("body", ""))),
+            _attributes(message.get("attributes")),
+            str(message.get("receive_count", 0)),
+            relative(message.get("sent_at")),
+        )
+    return table
+
+
+def message_view(message: Mapping[str, Any]) -> Table:
+    table = Table(box=None, show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("message id", Text(str(message["message_id"]), style="bold cyan"))
+    table.add_row("state", str(message.get("state")))
+    table.add_row("body", Text(str(message.get("body", ""))))
+    if message.get("attributes"):
+        table.add_row("attributes", _attributes(message["attributes"]))
+    if message.get("group_id"):
+        table.add_row("group", str(message["group_id"]))
+    table.add_row("receives", str(message.get("receive_count", 0)))
+    table.add_row("sent", relative(message.get("sent_at")))
+    if message.get("first_received_at"):
+        table.add_row("first received", relative(message["first_received_at"]))
+    if message.get("visible_at") is not None:
+        table.add_row("visible", relative(message["visible_at"]))
+    table.add_row("expires", relative(message.get("expires_at")))
+    return table
+
+
+def stats_table(
+    rows: Sequence[tuple[str, Mapping[str, Any]]], trends: Mapping[str, Sequence[int]] | None = None, title: str = ""
+) -> Table:
+    """One row per client (and a total), with a sparkline of each row's depth when there is a history."""
+    table = Table(box=None, header_style="bold", title=title or None, title_justify="left", title_style="bold")
+    table.add_column("client")
+    for _, label in STAT_COLUMNS:
+        table.add_column(label, justify="right")
+    table.add_column("oldest", justify="right")
+    if trends is not None:
+        table.add_column("depth trend")
+    for name, stats in rows:
+        cells: list[RenderableType] = [Text(name, style="bold" if name == "total" else "cyan")]
+        for key, _ in STAT_COLUMNS:
+            value = stats.get(key, 0)
+            style = "red" if key == "dlq" and value else ""
+            cells.append(Text(f"{value}{'+' if stats.get('approximate') else ''}", style=style))
+        cells.append(duration(stats.get("oldest_age_seconds")))
+        if trends is not None:
+            cells.append(Text(sparkline(trends.get(name, ())), style="green"))
+        table.add_row(*cells)
+    return table

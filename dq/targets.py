@@ -1,0 +1,407 @@
+"""Where `dq` sends its work: the HTTP API (the local server or a deployed API) or a table through the core.
+
+Both targets answer with the HTTP API's JSON shapes, and both fail with one exception type, `TargetError`, that
+carries the API's error code and message. Commands are written once against `Target` and never learn which one
+they talk to, so every command behaves the same way on both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+from urllib.error import HTTPError, URLError
+from urllib.parse import quote, urlencode, urlsplit
+
+from . import signing
+
+Json = dict[str, Any]
+# The answer's status, headers and body; an error status is an answer, not an exception.
+Transport = Callable[[urllib.request.Request, float], tuple[int, Mapping[str, str], bytes]]
+
+LOCAL_ENDPOINT: Final = "http://127.0.0.1:8080"
+REQUEST_TIMEOUT_SECONDS: Final = 30.0
+_MESSAGE_KEYS: Final = frozenset({"body", "attributes", "delay_seconds", "group_id", "dedup_id"})
+
+
+class TargetError(Exception):
+    """A refused or failed request: the API's `code` and `message`, or the same shape for a transport failure
+    (`ConnectionError`, `Timeout`, `NoCredentials`, …) so that every failure prints the same way."""
+
+    def __init__(self, code: str, message: str, status: int | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = " ".join(message.split())
+        self.status = status
+
+
+class Target(Protocol):
+    """The queue operations of the HTTP API; each returns that route's JSON answer."""
+
+    name: str
+
+    def create_queue(self, queue: str, settings: Mapping[str, Any]) -> tuple[Json, bool]:
+        """The queue's settings and whether this call created it."""
+
+    def list_queues(self) -> Json: ...
+
+    def get_queue(self, queue: str) -> Json: ...
+
+    def delete_queue(self, queue: str) -> Json: ...
+
+    def clients(self, queue: str) -> list[str] | None:
+        """The queue's clients, or None when the target cannot list them (the HTTP API has no such route)."""
+
+    def send(self, queue: str, client: str, message: Mapping[str, Any]) -> Json: ...
+
+    def send_batch(self, queue: str, client: str, messages: Sequence[Mapping[str, Any]]) -> Json: ...
+
+    def receive(self, queue: str, client: str, request: Mapping[str, Any]) -> Json: ...
+
+    def delete(self, queue: str, client: str, receipt_handles: Sequence[str]) -> Json: ...
+
+    def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json: ...
+
+    def release(self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None) -> Json: ...
+
+    def peek(self, queue: str, client: str, limit: int) -> Json: ...
+
+    def get(self, queue: str, client: str, message_id: str) -> Json: ...
+
+    def cancel(self, queue: str, client: str, message_id: str) -> Json: ...
+
+    def purge(self, queue: str, client: str) -> Json: ...
+
+    def stats(self, queue: str, client: str) -> Json: ...
+
+    def dlq_list(self, queue: str, client: str, limit: int) -> Json: ...
+
+    def redrive(self, queue: str, client: str, max_messages: int | None, message_ids: list[str] | None) -> Json: ...
+
+    def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json: ...
+
+
+def _urlopen(request: urllib.request.Request, timeout: float) -> tuple[int, Mapping[str, str], bytes]:
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, dict(response.headers.items()), response.read()
+    except HTTPError as error:
+        with error:
+            return error.code, dict(error.headers.items()), error.read()
+
+
+class HttpTarget:
+    """The HTTP API at `endpoint` (with a stage path for a deployed API). Requests to API Gateway hosts are
+    SigV4-signed with the caller's credentials; the local server's are sent as they are."""
+
+    def __init__(self, endpoint: str, transport: Transport | None = None, credentials: Any = None) -> None:
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TargetError("ValidationError", f"endpoint {endpoint!r} is not an http:// or https:// URL")
+        self.name = endpoint.rstrip("/")
+        self._transport = transport or _urlopen
+        self._region = signing.execute_api_region(parts.hostname)
+        self._credentials = credentials
+
+    def _sub_queue(self, queue: str, client: str) -> str:
+        return f"/queues/{_segment(queue)}/clients/{_segment(client)}"
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+        timeout: float = REQUEST_TIMEOUT_SECONDS,
+    ) -> tuple[int, Json]:
+        url = self.name + path + (f"?{urlencode(query)}" if query else "")
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self._region is not None:
+            headers = signing.signed_headers(method, url, headers, data, self._region, self._signing_credentials())
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            status, answer_headers, raw = self._transport(request, timeout)
+        except TimeoutError:
+            raise TargetError("Timeout", f"{self.name} did not answer within {timeout:.0f} s") from None
+        except URLError as error:
+            raise TargetError("ConnectionError", f"cannot reach {self.name}: {_reason(error)}") from None
+        except OSError as error:
+            raise TargetError("ConnectionError", f"cannot reach {self.name}: {error.strerror or error}") from None
+        answer = _json_object(raw)
+        if status >= 400:
+            raise _http_error(status, answer_headers, answer, raw)
+        if answer is None:
+            raise TargetError("InvalidResponse", f"{method} {path} answered {status} without a JSON object", status)
+        return status, answer
+
+    def _signing_credentials(self) -> Any:
+        credentials = self._credentials or signing.caller_credentials()
+        if credentials is None:
+            raise TargetError(
+                "NoCredentials",
+                f"no AWS credentials to sign requests to {self.name}: configure a profile or set AWS_ACCESS_KEY_ID",
+            )
+        return credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
+
+    def create_queue(self, queue: str, settings: Mapping[str, Any]) -> tuple[Json, bool]:
+        status, answer = self._call("PUT", f"/queues/{_segment(queue)}", dict(settings))
+        return answer, status == 201
+
+    def list_queues(self) -> Json:
+        return self._call("GET", "/queues")[1]
+
+    def get_queue(self, queue: str) -> Json:
+        return self._call("GET", f"/queues/{_segment(queue)}")[1]
+
+    def delete_queue(self, queue: str) -> Json:
+        return self._call("DELETE", f"/queues/{_segment(queue)}")[1]
+
+    def clients(self, queue: str) -> list[str] | None:
+        return None
+
+    def send(self, queue: str, client: str, message: Mapping[str, Any]) -> Json:
+        return self._call("POST", f"{self._sub_queue(queue, client)}/messages", dict(message))[1]
+
+    def send_batch(self, queue: str, client: str, messages: Sequence[Mapping[str, Any]]) -> Json:
+        body = {"messages": [dict(message) for message in messages]}
+        return self._call("POST", f"{self._sub_queue(queue, client)}/messages", body)[1]
+
+    def receive(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
+        timeout = REQUEST_TIMEOUT_SECONDS + float(request.get("wait_seconds") or 0)
+        return self._call("POST", f"{self._sub_queue(queue, client)}/receive", dict(request), timeout=timeout)[1]
+
+    def delete(self, queue: str, client: str, receipt_handles: Sequence[str]) -> Json:
+        body = {"receipt_handles": list(receipt_handles)}
+        return self._call("POST", f"{self._sub_queue(queue, client)}/delete", body)[1]
+
+    def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json:
+        body = {"receipt_handle": receipt_handle, "visibility_timeout": visibility_timeout}
+        return self._call("POST", f"{self._sub_queue(queue, client)}/visibility", body)[1]
+
+    def release(self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None) -> Json:
+        body = {"receipt_handle": receipt_handle, "delay_seconds": delay_seconds}
+        return self._call("POST", f"{self._sub_queue(queue, client)}/release", body)[1]
+
+    def peek(self, queue: str, client: str, limit: int) -> Json:
+        return self._call("GET", f"{self._sub_queue(queue, client)}/messages", query={"limit": limit})[1]
+
+    def get(self, queue: str, client: str, message_id: str) -> Json:
+        return self._call("GET", f"{self._sub_queue(queue, client)}/messages/{_segment(message_id)}")[1]
+
+    def cancel(self, queue: str, client: str, message_id: str) -> Json:
+        return self._call("DELETE", f"{self._sub_queue(queue, client)}/messages/{_segment(message_id)}")[1]
+
+    def purge(self, queue: str, client: str) -> Json:
+        return self._call("DELETE", f"{self._sub_queue(queue, client)}/messages")[1]
+
+    def stats(self, queue: str, client: str) -> Json:
+        return self._call("GET", f"{self._sub_queue(queue, client)}/stats")[1]
+
+    def dlq_list(self, queue: str, client: str, limit: int) -> Json:
+        return self._call("GET", f"{self._sub_queue(queue, client)}/dlq", query={"limit": limit})[1]
+
+    def redrive(self, queue: str, client: str, max_messages: int | None, message_ids: list[str] | None) -> Json:
+        body = {"max_messages": max_messages, "message_ids": message_ids}
+        return self._call("POST", f"{self._sub_queue(queue, client)}/dlq/redrive", body)[1]
+
+    def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
+        raise TargetError("NotAvailable", "move-to-dlq is not available over the HTTP API; use --table")
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _reason(error: URLError) -> str:
+    reason = error.reason
+    if isinstance(reason, OSError):
+        return reason.strerror or str(reason)
+    return str(reason)
+
+
+def _json_object(raw: bytes) -> Json | None:
+    try:
+        answer = json.loads(raw or b"null")
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _http_error(status: int, headers: Mapping[str, str], answer: Json | None, raw: bytes) -> TargetError:
+    """The API's own error, or API Gateway's (`{"message": …}` with its type in `x-amzn-ErrorType`, as when a
+    signature is refused), or the status line when the body says nothing."""
+    error = (answer or {}).get("error")
+    if isinstance(error, dict) and error.get("code"):
+        return TargetError(str(error["code"]), str(error.get("message", "")), status)
+    lowered = {name.lower(): value for name, value in headers.items()}
+    code = lowered.get("x-amzn-errortype", "").split(":", 1)[0] or f"HTTP{status}"
+    message = (answer or {}).get("message") or (answer or {}).get("Message")
+    if not message:
+        message = raw.decode("utf-8", errors="replace").strip()[:200] or f"the API answered {status}"
+    return TargetError(code, str(message), status)
+
+
+@dataclass
+class CoreTarget:
+    """A table through `queue_core`, in this process: no API in between, so it also offers what the API does not
+    (the clients of a queue, moving a message to the DLQ). `dynamodb` is a boto3 client to use instead of one
+    built from the environment."""
+
+    table: str
+    dynamodb: Any = None
+    dynamodb_endpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        self.name = f"table {self.table}"
+        self._core: Any = None
+        # The core logs unexpected DynamoDB errors; the CLI reports them itself, on one line.
+        logging.getLogger("queue_core").addHandler(logging.NullHandler())
+
+    @property
+    def core(self) -> Any:
+        if self._core is None:
+            from queue_core import QueueClient
+
+            with _core_errors():
+                self._core = QueueClient(self.table, dynamodb=self.dynamodb or self._build_dynamodb())
+        return self._core
+
+    def _build_dynamodb(self) -> Any:
+        """Retries like the core's own client; a local endpoint needs some region, and any will do."""
+        import boto3
+        from botocore.config import Config
+
+        session = boto3.session.Session()
+        region = session.region_name or ("us-east-1" if self.dynamodb_endpoint else None)
+        if region is None:
+            raise TargetError("NoRegion", "no AWS region for the table: set AWS_REGION or a profile's region")
+        config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
+        return session.client("dynamodb", region_name=region, endpoint_url=self.dynamodb_endpoint, config=config)
+
+    def _sub_queue(self, queue: str, client: str) -> Any:
+        return self.core.queue(queue, client)
+
+    def create_queue(self, queue: str, settings: Mapping[str, Any]) -> tuple[Json, bool]:
+        with _core_errors():
+            created = self.core.create_queue(queue, **settings)
+            return created.to_dict(), created.created
+
+    def list_queues(self) -> Json:
+        with _core_errors():
+            return {"queues": [settings.to_dict() for settings in self.core.list_queues()]}
+
+    def get_queue(self, queue: str) -> Json:
+        with _core_errors():
+            return {**self.core.get_queue(queue).to_dict(), "stats": self.core.queue_stats(queue).to_dict()}
+
+    def delete_queue(self, queue: str) -> Json:
+        with _core_errors():
+            self.core.delete_queue(queue)
+            return {"deleted": True}
+
+    def clients(self, queue: str) -> list[str] | None:
+        with _core_errors():
+            return list(self.core.clients(queue))
+
+    def send(self, queue: str, client: str, message: Mapping[str, Any]) -> Json:
+        unknown = set(message) - _MESSAGE_KEYS
+        with _core_errors():
+            if unknown:
+                from queue_core import ValidationError
+
+                raise ValidationError(f"unknown message fields: {', '.join(sorted(unknown))}")
+            result = self._sub_queue(queue, client).send(**message).to_dict()
+            return {**result, "successful": [{"index": 0, **result}], "failed": []}
+
+    def send_batch(self, queue: str, client: str, messages: Sequence[Mapping[str, Any]]) -> Json:
+        with _core_errors():
+            return self._sub_queue(queue, client).send_batch([dict(message) for message in messages]).to_dict()
+
+    def receive(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
+        with _core_errors():
+            received = self._sub_queue(queue, client).receive(**request)
+            return {"messages": [message.to_dict() for message in received]}
+
+    def delete(self, queue: str, client: str, receipt_handles: Sequence[str]) -> Json:
+        with _core_errors():
+            return self._sub_queue(queue, client).delete_batch(list(receipt_handles)).to_dict()
+
+    def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json:
+        with _core_errors():
+            return {"visible_at": self._sub_queue(queue, client).change_visibility(receipt_handle, visibility_timeout)}
+
+    def release(self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None) -> Json:
+        with _core_errors():
+            return {"visible_at": self._sub_queue(queue, client).release(receipt_handle, delay_seconds)}
+
+    def peek(self, queue: str, client: str, limit: int) -> Json:
+        with _core_errors():
+            return {"messages": [message.to_dict() for message in self._sub_queue(queue, client).peek(limit)]}
+
+    def get(self, queue: str, client: str, message_id: str) -> Json:
+        with _core_errors():
+            return self._sub_queue(queue, client).get(message_id).to_dict()
+
+    def cancel(self, queue: str, client: str, message_id: str) -> Json:
+        with _core_errors():
+            return {"deleted": self._sub_queue(queue, client).cancel(message_id)}
+
+    def purge(self, queue: str, client: str) -> Json:
+        with _core_errors():
+            return {"purged": self._sub_queue(queue, client).purge()}
+
+    def stats(self, queue: str, client: str) -> Json:
+        with _core_errors():
+            return self._sub_queue(queue, client).stats().to_dict()
+
+    def dlq_list(self, queue: str, client: str, limit: int) -> Json:
+        with _core_errors():
+            return {"messages": [message.to_dict() for message in self._sub_queue(queue, client).dlq_list(limit)]}
+
+    def redrive(self, queue: str, client: str, max_messages: int | None, message_ids: list[str] | None) -> Json:
+        with _core_errors():
+            return {"redriven": self._sub_queue(queue, client).redrive(max_messages, message_ids)}
+
+    def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
+        with _core_errors():
+            return {"moved_to_dlq": self._sub_queue(queue, client).move_to_dlq(message_id)}
+
+
+@contextlib.contextmanager
+def _core_errors() -> Iterator[None]:
+    """The core's errors as `TargetError`. Its 5xx messages hide internals from API callers; the operator at
+    this terminal owns the table, so the DynamoDB error behind them is added."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from queue_core import QueueError
+
+    try:
+        yield
+    except QueueError as error:
+        message = error.message
+        cause = error.__cause__
+        if error.status >= 429 and cause is not None:
+            message = f"{message} ({cause})"
+        raise TargetError(error.code, message, error.status) from None
+    except (BotoCoreError, ClientError) as error:
+        raise TargetError("AWSError", str(error)) from None
+
+
+@dataclass(frozen=True)
+class TargetChoice:
+    """What the user asked for: an endpoint or a table (never both); nothing means the local server."""
+
+    endpoint: str | None = None
+    table: str | None = None
+    dynamodb_endpoint: str | None = None
+
+    def open(self) -> Target:
+        if self.table:
+            return CoreTarget(self.table, dynamodb_endpoint=self.dynamodb_endpoint)
+        return HttpTarget(self.endpoint or LOCAL_ENDPOINT)

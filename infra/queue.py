@@ -1,0 +1,127 @@
+"""`DynamoQueue`: the whole queue (table, layer, functions, API, schedule, monitoring) as one construct."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_scheduler as scheduler
+from constructs import Construct
+
+from infra.api import ROUTES, Access, build_api
+from infra.functions import ARCHITECTURE, RUNTIME, build_functions
+from infra.layer import build_layer
+from infra.monitoring import Monitoring
+from infra.permissions import check_name, grant_tenant_table_access
+from infra.props import DynamoQueueProps
+from infra.schedule import build_sweeper_schedule
+from infra.table import build_table
+
+
+class DynamoQueue(Construct):
+    """A multi-tenant message queue on one DynamoDB table, reachable by HTTP, Lambda invoke and the layer.
+
+    The grant methods are how other principals get in: HTTP callers get `execute-api:Invoke` on exactly the
+    routes (and, for a tenant, the `(queue, client)` paths) they need; Lambda callers get `lambda:InvokeFunction`
+    on one function; code using the core library directly gets table actions confined by
+    `dynamodb:LeadingKeys` to one sub-queue.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: DynamoQueueProps | None = None) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props or DynamoQueueProps()
+        self.table: dynamodb.Table = build_table(self, self.props)
+        self.layer: lambda_.LayerVersion = build_layer(
+            self,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            install_dependencies=self.props.layer_dependencies,
+        )
+        self.functions: Mapping[str, lambda_.Function] = build_functions(
+            self, table=self.table, layer=self.layer, props=self.props
+        )
+        self.api: apigateway.RestApi = build_api(self, functions=self.functions, props=self.props)
+        self.sweeper_schedule: scheduler.Schedule = build_sweeper_schedule(self, sweeper=self.sweeper, props=self.props)
+        self.monitoring = Monitoring(
+            self, "Monitoring", table=self.table, functions=self.functions, api=self.api, props=self.props
+        )
+
+    @property
+    def producer(self) -> lambda_.Function:
+        return self.functions["producer"]
+
+    @property
+    def poller(self) -> lambda_.Function:
+        return self.functions["poller"]
+
+    @property
+    def dlq_redriver(self) -> lambda_.Function:
+        return self.functions["dlq_redriver"]
+
+    @property
+    def sweeper(self) -> lambda_.Function:
+        return self.functions["visibility_sweeper"]
+
+    def grant_send(self, grantee: iam.IGrantable, queue: str = "*", client: str = "*") -> iam.Grant:
+        """HTTP: send (one or a batch) to `(queue, client)`."""
+        return self._grant_routes(grantee, {Access.SEND}, queue, client)
+
+    def grant_consume(self, grantee: iam.IGrantable, queue: str = "*", client: str = "*") -> iam.Grant:
+        """HTTP: receive, delete, change visibility, release, peek, get, cancel and stats on `(queue, client)`."""
+        return self._grant_routes(grantee, {Access.CONSUME}, queue, client)
+
+    def grant_admin(self, grantee: iam.IGrantable, queue: str = "*", client: str = "*") -> iam.Grant:
+        """HTTP: every route on `(queue, client)`, including queue settings, purge and the DLQ.
+
+        Listing all queues is a route of no queue: it is granted only with `queue="*"`, so an administrator
+        of one queue does not learn the names of the others.
+        """
+        return self._grant_routes(grantee, set(Access), queue, client)
+
+    def grant_invoke_producer(self, grantee: iam.IGrantable) -> iam.Grant:
+        return self.producer.grant_invoke(grantee)
+
+    def grant_invoke_poller(self, grantee: iam.IGrantable) -> iam.Grant:
+        return self.poller.grant_invoke(grantee)
+
+    def grant_invoke_dlq_redriver(self, grantee: iam.IGrantable) -> iam.Grant:
+        return self.dlq_redriver.grant_invoke(grantee)
+
+    def grant_invoke_sweeper(self, grantee: iam.IGrantable) -> iam.Grant:
+        return self.sweeper.grant_invoke(grantee)
+
+    def grant_library_access(self, grantee: iam.IGrantable, queue: str, client: str) -> list[iam.Grant]:
+        """Direct table access for a function that attaches `layer` and works on one sub-queue.
+
+        Lambda invoke carries no caller identity to the functions, so it cannot be confined to a tenant;
+        this grant can, which makes it the way to give a tenant's own function its sub-queue and nothing else.
+        """
+        return grant_tenant_table_access(grantee, self.table, queue, client)
+
+    def execute_api_arns(self, access: Iterable[Access], queue: str = "*", client: str = "*") -> list[str]:
+        """The `execute-api` ARNs of the routes of `access`, with `{q}`, `{c}` filled in and `{id}` open."""
+        check_name("queue", queue)
+        check_name("client", client)
+        wanted = set(access)
+        stage = self.api.deployment_stage.stage_name
+        arns: list[str] = []
+        for route in ROUTES:
+            if route.access not in wanted and route.access is not Access.DESCRIBE:
+                continue
+            if "{q}" not in route.path and queue != "*" and route.access is not Access.DESCRIBE:
+                continue
+            path = route.path.replace("{q}", queue).replace("{c}", client).replace("{id}", "*")
+            arn = self.api.arn_for_execute_api(route.method, path, stage)
+            if arn not in arns:
+                arns.append(arn)
+        return arns
+
+    def _grant_routes(self, grantee: iam.IGrantable, access: set[Access], queue: str, client: str) -> iam.Grant:
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["execute-api:Invoke"],
+            resource_arns=self.execute_api_arns(access, queue, client),
+        )

@@ -1,0 +1,65 @@
+"""The queue's one table, built from the core's own definition so the library and the stack cannot drift."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+from queue_core.table import TTL_ATTRIBUTE, table_definition
+
+from infra.props import DynamoQueueProps
+
+_ATTRIBUTE_TYPES: Final = {
+    "S": dynamodb.AttributeType.STRING,
+    "N": dynamodb.AttributeType.NUMBER,
+    "B": dynamodb.AttributeType.BINARY,
+}
+_PROJECTIONS: Final = {
+    "ALL": dynamodb.ProjectionType.ALL,
+    "KEYS_ONLY": dynamodb.ProjectionType.KEYS_ONLY,
+    "INCLUDE": dynamodb.ProjectionType.INCLUDE,
+}
+
+
+def build_table(scope: Construct, props: DynamoQueueProps) -> dynamodb.Table:
+    """On-demand, point-in-time recoverable, encrypted, deletion-protected unless the props say otherwise.
+
+    Keys, attribute types and every index come from `queue_core.table.table_definition()`, the same
+    arguments `QueueClient.create_table()` sends: a change of the data model changes both.
+    """
+    definition = table_definition(props.table_name or "unused")
+    table = dynamodb.Table(
+        scope,
+        "Table",
+        table_name=props.table_name,
+        partition_key=_key(definition, definition["KeySchema"], "HASH"),
+        sort_key=_key(definition, definition["KeySchema"], "RANGE"),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        time_to_live_attribute=TTL_ATTRIBUTE,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        encryption=props.table_encryption,
+        deletion_protection=props.deletion_protection,
+        removal_policy=props.removal_policy,
+    )
+    for index in definition.get("GlobalSecondaryIndexes", []):
+        projection = index["Projection"]
+        table.add_global_secondary_index(
+            index_name=index["IndexName"],
+            partition_key=_key(definition, index["KeySchema"], "HASH"),
+            sort_key=_key(definition, index["KeySchema"], "RANGE"),
+            projection_type=_PROJECTIONS[projection["ProjectionType"]],
+            non_key_attributes=projection.get("NonKeyAttributes"),
+        )
+    return table
+
+
+def _key(definition: dict[str, Any], schema: list[dict[str, str]], key_type: str) -> dynamodb.Attribute | None:
+    """One key of a key schema, typed from the definition's attribute list; None when the schema has no such key."""
+    names = [item["AttributeName"] for item in schema if item["KeyType"] == key_type]
+    if not names:
+        return None
+    types = {item["AttributeName"]: item["AttributeType"] for item in definition["AttributeDefinitions"]}
+    return dynamodb.Attribute(name=names[0], type=_ATTRIBUTE_TYPES[types[names[0]]])

@@ -1,0 +1,328 @@
+"""Pydantic models of every request body and every answer, shared by the HTTP routes and the invoke actions.
+
+Requests refuse unknown fields and take numbers and booleans strictly, so that a typo or a quoted number is a
+400 instead of a silent default. Answers let extra fields through, so a field the core adds reaches the caller
+instead of vanishing. Ranges come from `queue_core.limits`; the core checks them again, so these models are the
+documentation and the first line of defence, never the only one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
+from queue_core import limits
+
+QUEUE_NAME_PATTERN: Final = r"^([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$"
+CLIENT_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,80}$"
+MAX_MESSAGE_ID: Final = 400
+
+QueueName = Annotated[
+    str,
+    StringConstraints(pattern=QUEUE_NAME_PATTERN),
+    Field(description="1-80 characters of A-Za-z0-9_-; a FIFO queue's name may end in .fifo"),
+]
+ClientId = Annotated[
+    str, StringConstraints(pattern=CLIENT_ID_PATTERN), Field(description="1-80 characters of A-Za-z0-9_-")
+]
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_MESSAGE_ID)]
+ReceiptHandle = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _int(low: int, high: int | None = None, description: str | None = None) -> Any:
+    """A strict integer field: JSON `30` is accepted, `"30"`, `30.5` and `true` are not."""
+    return Field(strict=True, ge=low, le=high, description=description)
+
+
+VisibilitySeconds = Annotated[int, _int(0, limits.MAX_VISIBILITY_SECONDS)]
+DelaySeconds = Annotated[int, _int(0, limits.MAX_DELAY_SECONDS)]
+StrictBool = Annotated[bool, Field(strict=True)]
+
+
+class Request(BaseModel):
+    """Base of every request: unknown fields are refused, so a misspelt option never falls back to a default."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class Answer(BaseModel):
+    """Base of every answer: fields beyond the documented ones pass through unchanged."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+# Queues.
+
+
+class CreateQueueRequest(Request):
+    """Settings of a new queue; every field is optional. Creating an existing queue with the same settings is
+    idempotent, with other settings a 409."""
+
+    fifo: StrictBool = False
+    visibility_timeout: VisibilitySeconds = limits.DEFAULT_VISIBILITY_SECONDS
+    max_receive_count: Annotated[int, _int(0, limits.MAX_RECEIVE_COUNT, "receives before the DLQ; 0: never")] = (
+        limits.DEFAULT_MAX_RECEIVE_COUNT
+    )
+    retention_seconds: Annotated[int, _int(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS)] = (
+        limits.DEFAULT_RETENTION_SECONDS
+    )
+    delay_seconds: DelaySeconds = limits.DEFAULT_DELAY_SECONDS
+    dedup_window_seconds: Annotated[int, _int(0, limits.MAX_DEDUP_WINDOW_SECONDS)] = limits.DEFAULT_DEDUP_WINDOW_SECONDS
+    content_based_dedup: StrictBool = False
+    shards: Annotated[int, _int(1, limits.MAX_SHARDS)] = 1
+
+
+class QueueStatsAnswer(Answer):
+    visible: int
+    in_flight: int
+    delayed: int
+    dlq: int
+    oldest_age_seconds: int | None = Field(description="age of the oldest waiting message; null when empty")
+    approximate: bool = Field(False, description="a figure reached the scan limit and is a lower bound")
+
+
+class QueueSettingsAnswer(Answer):
+    name: str
+    fifo: bool
+    visibility_timeout: int
+    max_receive_count: int
+    retention_seconds: int
+    delay_seconds: int
+    dedup_window_seconds: int
+    content_based_dedup: bool
+    shards: int
+    created_at: int = Field(description="epoch milliseconds")
+
+
+class QueueDescription(QueueSettingsAnswer):
+    stats: QueueStatsAnswer = Field(description="summed over the queue's clients")
+
+
+class QueueList(Answer):
+    queues: list[QueueSettingsAnswer]
+
+
+class Deleted(Answer):
+    deleted: bool
+
+
+# Sending.
+
+
+class SendMessageRequest(Request):
+    body: Annotated[str, Field(min_length=1, description=f"at most {limits.MAX_BODY_BYTES} bytes of UTF-8")]
+    attributes: Annotated[dict[str, str] | None, Field(max_length=limits.MAX_ATTRIBUTES)] = None
+    delay_seconds: Annotated[int | None, _int(0, limits.MAX_DELAY_SECONDS, "null: the queue's delay")] = None
+    group_id: Annotated[
+        str | None, Field(min_length=1, max_length=limits.MAX_GROUP_ID, description="required on FIFO queues")
+    ] = None
+    dedup_id: Annotated[str | None, Field(min_length=1, max_length=limits.MAX_DEDUP_ID)] = None
+
+
+class SendBatchRequest(Request):
+    messages: Annotated[list[SendMessageRequest], Field(min_length=1, max_length=limits.MAX_BATCH)]
+
+
+def _send_kind(value: Any) -> str:
+    """A body with `messages` is a batch; anything else is one message (and fails as one when malformed)."""
+    if isinstance(value, dict):
+        return "batch" if "messages" in value else "single"
+    return "batch" if isinstance(value, SendBatchRequest) else "single"
+
+
+SendRequest = Annotated[
+    Annotated[SendMessageRequest, Tag("single")] | Annotated[SendBatchRequest, Tag("batch")],
+    Discriminator(_send_kind),
+]
+
+
+class SendEntryResult(Answer):
+    index: int
+    message_id: str
+    sequence: str
+    duplicate: bool = Field(False, description="a dedup id seen inside the window: nothing was written")
+
+
+class EntryFailure(Answer):
+    index: int
+    code: str
+    message: str
+
+
+class SendBatchAnswer(Answer):
+    successful: list[SendEntryResult]
+    failed: list[EntryFailure]
+
+
+class SendMessageAnswer(SendBatchAnswer):
+    """A single message's answer: the batch shape of one entry, with its id also at the top level."""
+
+    message_id: str
+    sequence: str
+    duplicate: bool = False
+
+
+# Receiving and settling.
+
+
+class ReceiveRequest(Request):
+    max_messages: Annotated[int, _int(1, limits.MAX_RECEIVE)] = 1
+    visibility_timeout: Annotated[
+        int | None, _int(0, limits.MAX_VISIBILITY_SECONDS, "null: the queue's visibility timeout")
+    ] = None
+    wait_seconds: Annotated[int, _int(0, limits.MAX_WAIT_SECONDS, "long poll: wait this long for a message")] = 0
+    order: Literal["oldest", "newest"] = "oldest"
+
+
+class ReceivedMessageAnswer(Answer):
+    message_id: str
+    receipt_handle: str
+    body: str
+    attributes: dict[str, str]
+    group_id: str | None
+    sequence: str
+    receive_count: int
+    sent_at: int
+    first_received_at: int | None
+
+
+class ReceiveAnswer(Answer):
+    messages: list[ReceivedMessageAnswer]
+
+
+class DeleteRequest(Request):
+    """A malformed or stale handle fails on its own, in `failed`; the others are still deleted."""
+
+    receipt_handles: Annotated[list[str], Field(min_length=1, max_length=limits.MAX_BATCH)]
+
+
+class DeleteEntryResult(Answer):
+    index: int
+
+
+class DeleteAnswer(Answer):
+    successful: list[DeleteEntryResult]
+    failed: list[EntryFailure]
+
+
+class VisibilityRequest(Request):
+    receipt_handle: ReceiptHandle
+    visibility_timeout: VisibilitySeconds
+
+
+class ReleaseRequest(Request):
+    receipt_handle: ReceiptHandle
+    delay_seconds: Annotated[
+        int | None, _int(0, limits.MAX_VISIBILITY_SECONDS, "null: randomized exponential backoff by receive count")
+    ] = None
+
+
+class VisibleAt(Answer):
+    visible_at: int = Field(description="epoch milliseconds")
+
+
+# Looking at messages.
+
+
+class ListRequest(Request):
+    """The `limit` of a peek or a DLQ listing, for invoke events (HTTP takes it from the query string)."""
+
+    limit: Annotated[int, _int(1, limits.MAX_PEEK)] = 10
+
+
+class MessageAnswer(Answer):
+    message_id: str
+    body: str
+    attributes: dict[str, str]
+    group_id: str | None
+    sequence: str
+    receive_count: int
+    sent_at: int
+    first_received_at: int | None
+    state: Literal["visible", "in_flight", "delayed", "dlq"]
+    visible_at: int | None
+    expires_at: int
+
+
+class MessageList(Answer):
+    messages: list[MessageAnswer]
+
+
+class Purged(Answer):
+    purged: int
+
+
+class RedriveRequest(Request):
+    max_messages: Annotated[int | None, _int(1, None, "null: all of them")] = None
+    message_ids: Annotated[
+        list[MessageId] | None, Field(min_length=1, max_length=limits.MAX_PEEK, description="null: oldest first")
+    ] = None
+
+
+class Redriven(Answer):
+    redriven: int
+
+
+# The sweeper.
+
+
+class SweepRequest(Request):
+    budget_seconds: Annotated[
+        float | None, Field(gt=0, description="stop after this long; capped by the function's remaining time")
+    ] = None
+
+
+class QueueDepth(Answer):
+    queue: str
+    client: str
+    visible: int
+    in_flight: int
+    delayed: int
+    dlq: int
+    oldest_age_seconds: int | None
+
+
+class SweepAnswer(Answer):
+    sub_queues: int
+    moved_to_dlq: int
+    expired_deleted: int
+    groups_freed: int
+    items_read: int
+    complete: bool = Field(description="false when the budget ran out with work left")
+    cursor: str | None
+    depths: list[QueueDepth]
+
+
+# Errors.
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="ValidationError, QueueNotFound, MessageNotFound, QueueExists, ...")
+    message: str
+
+
+class ErrorAnswer(BaseModel):
+    error: ErrorDetail
+
+
+class InvokeErrorAnswer(ErrorAnswer):
+    status: int = Field(description="the HTTP status the same error has over HTTP")
+
+
+# Addresses of invoke events: the path parameters of the matching HTTP route.
+
+
+class NoAddress(Request):
+    pass
+
+
+class QueueAddress(Request):
+    queue: QueueName
+
+
+class SubQueueAddress(QueueAddress):
+    client: ClientId
+
+
+class MessageAddress(SubQueueAddress):
+    message_id: MessageId

@@ -1,0 +1,66 @@
+"""The OpenAPI document of the whole HTTP API, generated from the routes and models of every function.
+
+Each function serves only its own routes, so the document comes from a resolver that registers all of them.
+Powertools documents its own 422 and response-validation shapes; this API answers every error as
+`{"error": {"code", "message"}}` with 400 for validation, so those are replaced by the real ones.
+
+Regenerate the committed copy with `python -m queue_api.openapi > docs/openapi.json`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any, Final
+
+TITLE: Final = "DynamoQueue"
+API_VERSION: Final = "1.0"
+DESCRIPTION: Final = (
+    "A message queue on Amazon DynamoDB with isolated (queue, client) sub-queues, FIFO groups, visibility "
+    "timeouts, a dead-letter queue, delay, deduplication, peek, get and cancel by id. Deployed behind API "
+    "Gateway with IAM (SigV4) authorization; the same operations are Lambda invoke actions named by each "
+    'operationId. Errors are always {"error": {"code", "message"}}.'
+)
+_POWERTOOLS_ERROR_SCHEMAS: Final = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
+
+
+def documentation_app() -> Any:
+    """A resolver with every function's routes, built only to describe them."""
+    from . import dlq, docs, messages, queues
+    from .resolver import build_resolver
+
+    return build_resolver(queues.router, messages.router, dlq.router, docs.router)
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    schema = documentation_app().get_openapi_schema(title=TITLE, version=API_VERSION, description=DESCRIPTION)
+    return _with_error_answers(schema.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _with_error_answers(document: dict[str, Any]) -> dict[str, Any]:
+    error_schema = {"$ref": "#/components/schemas/ErrorAnswer"}
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.get("responses", {})
+            responses.pop("422", None)
+            internal = responses.setdefault("500", {})
+            internal["description"] = "InternalError"
+            internal["content"] = {"application/json": {"schema": error_schema}}
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in _POWERTOOLS_ERROR_SCHEMAS:
+        schemas.pop(name, None)
+    return document
+
+
+def document_json() -> str:
+    return json.dumps(document(), indent=2) + "\n"
+
+
+def main() -> None:
+    sys.stdout.write(document_json())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The visibility sweeper's one operation: run the core's sweep inside the function's time and publish depths.
+
+The sweep stops between sub-queues when its budget is spent, so the budget is the function's remaining time less
+a margin for the sub-queue in progress and for publishing; an unfinished sweep resumes on the next schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+
+from .core_client import queue_client
+from .invoke import Action
+from .models import NoAddress, SweepAnswer, SweepRequest
+from .observability import NAMESPACE, count, tracer
+
+MIN_MARGIN_SECONDS: Final = 2.0
+MARGIN_SHARE: Final = 0.2
+MIN_BUDGET_SECONDS: Final = 1.0
+
+# Per (queue, client) figure: report key, metric name, unit.
+DEPTH_METRICS: Final = (
+    ("visible", "VisibleMessages", MetricUnit.Count),
+    ("in_flight", "InFlightMessages", MetricUnit.Count),
+    ("delayed", "DelayedMessages", MetricUnit.Count),
+    ("dlq", "DlqDepth", MetricUnit.Count),
+    ("oldest_age_seconds", "OldestMessageAgeSeconds", MetricUnit.Seconds),
+)
+
+
+def budget_seconds(request: SweepRequest, context: Any) -> float | None:
+    """The smaller of the asked budget and the function's remaining time less a margin; None: no limit."""
+    budgets = [request.budget_seconds] if request.budget_seconds else []
+    remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(remaining_ms):
+        remaining = remaining_ms() / 1000
+        budgets.append(max(MIN_BUDGET_SECONDS, remaining - max(MIN_MARGIN_SECONDS, MARGIN_SHARE * remaining)))
+    return min(budgets) if budgets else None
+
+
+@tracer.capture_method(capture_response=False)
+def sweep(_address: NoAddress, request: SweepRequest, context: Any) -> SweepAnswer:
+    report = queue_client().sweep(budget_seconds=budget_seconds(request, context))
+    count("MessagesMovedToDlq", report.moved_to_dlq)
+    publish_depths(report.depths)
+    return SweepAnswer.model_validate(report.to_dict())
+
+
+def publish_depths(depths: Iterable[Mapping[str, Any]]) -> None:
+    """One EMF record per (queue, client) with dimensions `queue` and `client`, and one without dimensions for
+    the totals an alarm watches: DLQ depth summed, oldest message age the maximum."""
+    dlq_total, oldest = 0, None
+    for depth in depths:
+        per_queue = _metrics()
+        per_queue.add_dimension(name="queue", value=str(depth["queue"]))
+        per_queue.add_dimension(name="client", value=str(depth["client"]))
+        for key, name, unit in DEPTH_METRICS:
+            if depth.get(key) is not None:
+                per_queue.add_metric(name=name, unit=unit, value=depth[key])
+        per_queue.flush_metrics()
+        dlq_total += depth.get("dlq") or 0
+        age = depth.get("oldest_age_seconds")
+        if age is not None:
+            oldest = age if oldest is None else max(oldest, age)
+    totals = _metrics()
+    totals.add_metric(name="DlqDepth", unit=MetricUnit.Count, value=dlq_total)
+    if oldest is not None:
+        totals.add_metric(name="OldestMessageAgeSeconds", unit=MetricUnit.Seconds, value=oldest)
+    totals.flush_metrics()
+
+
+def _metrics() -> EphemeralMetrics:
+    """A metrics set of its own (not the function's shared one), with no service dimension, so each record
+    carries exactly the dimensions given."""
+    return EphemeralMetrics(namespace=NAMESPACE, service="")
+
+
+ACTIONS = {"sweep": Action(run=sweep, request=SweepRequest)}

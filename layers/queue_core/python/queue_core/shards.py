@@ -1,0 +1,83 @@
+"""Which shards a receiver visits, and in what order.
+
+Receivers start at a random shard, so that they spread over a sharded queue, and skip for a moment the shards they
+just found empty, so that a queue with many shards and little traffic does not pay one query per empty shard on
+every receive. A receive that found nothing elsewhere still visits the skipped shards before it returns empty, so a
+hint can make a receive cheaper but never makes it miss a visible message.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+EMPTY_SHARD_SECONDS: Final = 1.0
+
+
+class ShardPicker:
+    def __init__(self, shards: int) -> None:
+        self.shards = shards
+        self._lock = threading.Lock()
+        self._empty_until: dict[int, float] = {}
+
+    def order(self) -> tuple[list[int], list[int]]:
+        """(shards to visit first, from a random one; shards found empty lately, visited only if needed)."""
+        start = random.randrange(self.shards)
+        ring = [(start + step) % self.shards for step in range(self.shards)]
+        now = time.monotonic()
+        with self._lock:
+            quiet = {shard for shard, until in self._empty_until.items() if until > now}
+        return [s for s in ring if s not in quiet], [s for s in ring if s in quiet]
+
+    def found(self, shard: int, anything: bool) -> None:
+        with self._lock:
+            if anything:
+                self._empty_until.pop(shard, None)
+            else:
+                self._empty_until[shard] = time.monotonic() + EMPTY_SHARD_SECONDS
+
+
+class ConflictGauge:
+    """How hard receivers of this sub-queue fight over the same messages (a moving average of lost claims per
+    claim). While it is low, a receive claims the head in order; when it rises, receives read a wider window and
+    claim at random inside it, so concurrent consumers stop landing on the same items."""
+
+    WIDEN: Final = 8
+    WEIGHT: Final = 0.3
+
+    def __init__(self) -> None:
+        self.level = 0.0
+
+    def window(self, need: int) -> int:
+        return need + need // 2 + int(self.level * self.WIDEN * need)
+
+    def record(self, attempts: int, lost: int) -> None:
+        if attempts:
+            self.level = (1 - self.WEIGHT) * self.level + self.WEIGHT * (lost / attempts)
+
+    @property
+    def contended(self) -> bool:
+        return self.level > 0.02
+
+
+ShardReceive = Callable[[int, int], tuple[list[Any], bool]]
+
+
+def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[Any]:
+    """Receives shard by shard until `want` are found; the quiet shards only when nothing was found elsewhere.
+    `receive_shard(shard, need)` returns what it claimed and whether the shard had any candidate at all."""
+    got: list[Any] = []
+    first, quiet = picker.order()
+    for shards in (first, quiet):
+        if got:
+            break
+        for shard in shards:
+            if len(got) >= want:
+                break
+            found, saw_candidates = receive_shard(shard, want - len(got))
+            picker.found(shard, saw_candidates)
+            got += found
+    return got

@@ -1,0 +1,185 @@
+"""Grants confine a tenant: HTTP callers to their own (queue, client) paths, library users to their own keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_iam as iam
+
+from infra.queue import DynamoQueue
+from tests.infra.synth import cdk_context
+
+SUB_QUEUE = "queues/orders/clients/tenant-a"
+
+
+class GrantsStack(cdk.Stack):
+    """A queue and one role per kind of caller, each given one grant."""
+
+    def __init__(self, scope: cdk.App) -> None:
+        super().__init__(scope, "Grants")
+        self.queue = DynamoQueue(self, "Queue")
+        self.roles: dict[str, iam.Role] = {}
+        grants = {
+            "sender": lambda role: self.queue.grant_send(role, queue="orders", client="tenant-a"),
+            "consumer": lambda role: self.queue.grant_consume(role, queue="orders", client="tenant-a"),
+            "queue_admin": lambda role: self.queue.grant_admin(role, queue="orders"),
+            "admin": lambda role: self.queue.grant_admin(role),
+            "invoker": lambda role: self.queue.grant_invoke_poller(role),
+            "library": lambda role: self.queue.grant_library_access(role, queue="orders", client="tenant-a"),
+        }
+        for name, grant in grants.items():
+            role = iam.Role(self, name, assumed_by=iam.AccountRootPrincipal())
+            grant(role)
+            self.roles[name] = role
+
+
+@pytest.fixture(scope="module")
+def grants(tmp_path_factory: pytest.TempPathFactory) -> tuple[GrantsStack, dict[str, Any]]:
+    outdir: Path = tmp_path_factory.mktemp("grants.out")
+    app = cdk.App(outdir=str(outdir), context=cdk_context())
+    stack = GrantsStack(app)
+    template = app.synth().get_stack_by_name(stack.stack_name).template
+    return stack, template
+
+
+def _statements(grants: tuple[GrantsStack, dict[str, Any]], role_name: str) -> list[dict[str, Any]]:
+    stack, template = grants
+    role_id = stack.resolve(stack.get_logical_id(stack.roles[role_name].node.default_child))
+    (policy,) = [
+        resource["Properties"]["PolicyDocument"]["Statement"]
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]
+    ]
+    return policy
+
+
+def _render(value: Any) -> str:
+    """An ARN as text: `{"Ref": X}` becomes `<X>`, joins are joined."""
+    if isinstance(value, str):
+        return value
+    if "Ref" in value:
+        return f"<{value['Ref']}>"
+    if "Fn::GetAtt" in value:
+        return "<{}.{}>".format(*value["Fn::GetAtt"])
+    separator, parts = value["Fn::Join"]
+    return separator.join(_render(part) for part in parts)
+
+
+def _invoke_paths(grants: tuple[GrantsStack, dict[str, Any]], role_name: str) -> set[str]:
+    """`METHOD /path` of every execute-api ARN the role may invoke."""
+    (statement,) = _statements(grants, role_name)
+    assert statement["Action"] == "execute-api:Invoke"
+    resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+    paths = set()
+    for resource in resources:
+        arn = _render(resource)
+        assert arn.startswith("arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<QueueApi")
+        _, stage, method, path = arn.split("/", 3)
+        assert stage.startswith("<QueueApiDeploymentStagev1")
+        paths.add(f"{method} /{path}")
+    return paths
+
+
+def test_sender_may_only_send_to_its_own_sub_queue(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
+    assert _invoke_paths(grants, "sender") == {f"POST /{SUB_QUEUE}/messages", "GET /openapi.json"}
+
+
+def test_consumer_may_only_consume_its_own_sub_queue(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
+    assert _invoke_paths(grants, "consumer") == {
+        f"POST /{SUB_QUEUE}/receive",
+        f"POST /{SUB_QUEUE}/delete",
+        f"POST /{SUB_QUEUE}/visibility",
+        f"POST /{SUB_QUEUE}/release",
+        f"GET /{SUB_QUEUE}/messages",
+        f"GET /{SUB_QUEUE}/messages/*",
+        f"DELETE /{SUB_QUEUE}/messages/*",
+        f"GET /{SUB_QUEUE}/stats",
+        "GET /openapi.json",
+    }
+
+
+def test_queue_admin_manages_one_queue_without_listing_the_others(
+    grants: tuple[GrantsStack, dict[str, Any]],
+) -> None:
+    paths = _invoke_paths(grants, "queue_admin")
+    assert {"PUT /queues/orders", "GET /queues/orders", "DELETE /queues/orders"} <= paths
+    assert {
+        "DELETE /queues/orders/clients/*/messages",
+        "GET /queues/orders/clients/*/dlq",
+        "POST /queues/orders/clients/*/dlq/redrive",
+    } <= paths
+    assert "GET /queues" not in paths
+    assert all(
+        path.startswith(
+            (
+                "GET /openapi.json",
+                "PUT /queues/orders",
+                "GET /queues/orders",
+                "DELETE /queues/orders",
+                "POST /queues/orders",
+            )
+        )
+        for path in paths
+    )
+
+
+def test_admin_of_everything_may_list_queues(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
+    paths = _invoke_paths(grants, "admin")
+    assert "GET /queues" in paths
+    assert len(paths) == 17
+
+
+def test_invoke_grant_names_one_function(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
+    stack, _ = grants
+    poller_id = stack.resolve(stack.get_logical_id(stack.queue.poller.node.default_child))
+    (statement,) = _statements(grants, "invoker")
+    assert statement["Action"] == "lambda:InvokeFunction"
+    assert {_render(resource) for resource in statement["Resource"]} == {f"<{poller_id}.Arn>", f"<{poller_id}.Arn>:*"}
+
+
+def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
+    stack, _ = grants
+    table_id = stack.resolve(stack.get_logical_id(stack.queue.table.node.default_child))
+    statements = _statements(grants, "library")
+    by_keys = {
+        tuple(statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]): statement
+        for statement in statements
+    }
+
+    assert set(by_keys) == {
+        (
+            "M#orders#tenant-a#*",
+            "D#orders#tenant-a#*",
+            "F#orders#tenant-a#*",
+            "G#orders#tenant-a#*",
+            "X#orders#tenant-a#*",
+            "C#orders",
+        ),
+        ("REGISTRY",),
+    }
+    assert by_keys[("REGISTRY",)]["Action"] == "dynamodb:GetItem"
+    for statement in statements:
+        assert set(statement["Condition"]) == {"ForAllValues:StringLike"}
+        assert {_render(resource) for resource in statement["Resource"]} == {
+            f"<{table_id}.Arn>",
+            f"<{table_id}.Arn>/index/gsi1",
+        }
+        assert "dynamodb:Scan" not in statement["Action"]
+
+
+@pytest.mark.parametrize(
+    ("queue", "client"),
+    [("orders*", "a"), ("orders", "tenant-*"), ("a/b", "c"), ("", "c"), ("orders", "a.fifo"), ("q#x", "c")],
+)
+def test_grants_refuse_names_that_could_widen_them(
+    grants: tuple[GrantsStack, dict[str, Any]], queue: str, client: str
+) -> None:
+    stack, _ = grants
+    role = stack.roles["sender"]
+    with pytest.raises(ValueError, match="must be"):
+        stack.queue.grant_send(role, queue=queue, client=client)
+    with pytest.raises(ValueError, match="must be"):
+        stack.queue.grant_library_access(role, queue=queue, client=client)

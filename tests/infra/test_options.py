@@ -1,0 +1,89 @@
+"""Deployment settings from CDK context (`cdk deploy -c dynamo-queue:<field>=<value>`) reach the resources."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_logs as logs
+
+from infra.props import DynamoQueueProps
+from tests.infra.synth import Synthesized, cdk_context, synthesize
+
+OPTIONS = {
+    "dynamo-queue:removal_policy": "DESTROY",
+    "dynamo-queue:deletion_protection": "false",
+    "dynamo-queue:sweeper_interval_minutes": "5",
+    "dynamo-queue:sweeper_reserved_concurrency": "0",
+    "dynamo-queue:alarm_email": "ops@example.com",
+    "dynamo-queue:log_retention": "ONE_WEEK",
+    "dynamo-queue:api_throttle_rate_limit": "50",
+}
+
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize(tmp_path_factory.mktemp("options.out"), **OPTIONS)
+
+
+def test_context_values_are_converted_to_the_props_types() -> None:
+    app = cdk.App(context=cdk_context(**OPTIONS))
+    props = DynamoQueueProps.from_context(app.node)
+
+    assert props.removal_policy is cdk.RemovalPolicy.DESTROY
+    assert props.deletion_protection is False
+    assert props.sweeper_interval_minutes == 5
+    assert props.alarm_email == "ops@example.com"
+    assert props.log_retention is logs.RetentionDays.ONE_WEEK
+    assert props.api_throttle_rate_limit == 50.0
+
+
+def test_unknown_context_fields_are_refused() -> None:
+    app = cdk.App(context={"dynamo-queue": {"sweeper_rate": 5}})
+    with pytest.raises(ValueError, match="not a DynamoQueueProps field"):
+        DynamoQueueProps.from_context(app.node)
+
+
+def test_a_development_table_can_be_destroyed(configured: Synthesized) -> None:
+    (table,) = configured.of_type("AWS::DynamoDB::Table").values()
+    assert table["DeletionPolicy"] == "Delete"
+    assert table["Properties"]["DeletionProtectionEnabled"] is False
+
+
+def test_sweeper_interval_and_concurrency_follow_the_props(configured: Synthesized) -> None:
+    (schedule,) = configured.of_type("AWS::Scheduler::Schedule").values()
+    sweeper = configured.resource(configured.stack.queue.sweeper)
+    assert schedule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
+    assert "ReservedConcurrentExecutions" not in sweeper["Properties"]
+
+
+def test_alarm_email_gets_an_encrypted_topic_that_every_alarm_notifies(configured: Synthesized) -> None:
+    (topic_id,) = configured.of_type("AWS::SNS::Topic")
+    (subscription,) = configured.of_type("AWS::SNS::Subscription").values()
+    topic = configured.resources[topic_id]["Properties"]
+    alarms = configured.of_type("AWS::CloudWatch::Alarm").values()
+
+    assert "KmsMasterKeyId" in topic
+    assert subscription["Properties"]["Protocol"] == "email"
+    assert subscription["Properties"]["Endpoint"] == "ops@example.com"
+    assert all(alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms)
+
+
+def test_log_retention_and_throttling_follow_the_props(configured: Synthesized) -> None:
+    retentions = {
+        group["Properties"]["RetentionInDays"] for group in configured.of_type("AWS::Logs::LogGroup").values()
+    }
+    (stage,) = configured.of_type("AWS::ApiGateway::Stage").values()
+    assert retentions == {7}
+    assert stage["Properties"]["MethodSettings"][0]["ThrottlingRateLimit"] == 50
+
+
+def test_invalid_props_are_refused_before_synth() -> None:
+    with pytest.raises(ValueError, match="sweeper_interval_minutes"):
+        DynamoQueueProps(sweeper_interval_minutes=0)
+    with pytest.raises(ValueError, match="log_level"):
+        DynamoQueueProps(log_level="LOUD")
+
+
+def test_optional_resources_pass_cdk_nag_too(configured: Synthesized) -> None:
+    (report,) = configured.validation_report()["pluginReports"]
+    assert report["violations"] == []
