@@ -57,6 +57,12 @@ class QueueClient:
         wanted = QueueSettings.validated(name, self._ctx.now_ms(), **settings)
         return self._ctx.registry.create(wanted)
 
+    def update_queue(self, name: str, **changes: Any) -> QueueSettings:
+        """Changes a live queue's settings (not `fifo` nor `content_based_dedup`). A new `shards` loses nothing:
+        receivers keep visiting the old layout's shards for as long as its messages may live, and FIFO groups
+        move to their new shard only once empty, after every process has the new settings, so order holds."""
+        return self._ctx.registry.update(validation.queue_name(name), self._ctx.now_ms(), **changes)
+
     def get_queue(self, name: str) -> QueueSettings:
         return self._ctx.registry.get(validation.queue_name(name), fresh=True)
 

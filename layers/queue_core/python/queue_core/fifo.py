@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import keys, limits
@@ -53,12 +54,20 @@ class FifoQueue:
         self.queue = settings.name
         self.client = client
         self.claim_conflicts = 0
-        self.picker = ShardPicker(settings.shards)
+        self.picker = ShardPicker(settings.read_shards)
         self.gauge = ConflictGauge()
 
-    def _group_key(self, group: str) -> dict[str, str]:
-        shard = keys.group_shard(group, self.settings.shards)
+    def _group_key(self, group: str, shard: int | None = None, now: int = 0) -> dict[str, str]:
+        """The group item's key: at a known shard (from an index entry or a receipt), else where the group is
+        placed now."""
+        if shard is None:
+            shard = keys.group_shard(group, self.settings.placement_shards(now or self.ctx.now_ms()))
         return {"pk": keys.group_item_pk(self.queue, self.client, shard), "sk": group}
+
+    def _old_group_keys(self, group: str, now: int) -> list[dict[str, str]]:
+        current = self._group_key(group, now=now)
+        olds = [self._group_key(group, keys.group_shard(group, shards)) for shards in self.settings.old_layouts(now)]
+        return [key for key in olds if key != current]
 
     def _group_pk(self, shard: int) -> str:
         return keys.group_item_pk(self.queue, self.client, shard)
@@ -84,23 +93,33 @@ class FifoQueue:
     ) -> dict[int, SendResult]:
         """Appends entries to a group's tail in one transaction (with `extra` actions, e.g. DLQ deletes).
 
-        The expected last sequence is a guess (0, for a new group); a wrong guess fails the condition, the old
-        group item tells the right one and the transaction is tried again: no read before the write."""
+        The expected last sequence starts as a guess (a new group); a wrong guess fails the condition, the group
+        item as it was tells the right one and the transaction is tried again: no read before the write. After a
+        change of `shards`, the group stays where it is while it has messages and moves once it is empty."""
         results: dict[int, SendResult] = {}
         pending = list(entries)
         extra = list(extra)
-        expected = 0
+        placement = self._placement(group, now)
+        expected: int | None = None
         for _ in range(_SEND_ATTEMPTS):
             if not pending:
                 return results
-            actions, refs = self._append_actions(group, pending, expected, now)
+            actions, refs = self._append_actions(group, pending, expected, now, placement)
             try:
-                self.ctx.store.transact(actions + extra)
+                self.ctx.store.transact(actions + placement.moves + extra)
             except TransactionCancelled as cancelled:
                 code, old = cancelled.reasons[0]
+                moved_meanwhile = any(
+                    reason == "ConditionalCheckFailed"
+                    for reason, _ in cancelled.reasons[len(actions) : len(actions) + len(placement.moves)]
+                )
+                if (code == "ConditionalCheckFailed" and old and old.get("moved")) or moved_meanwhile:
+                    placement, expected = self._placement(group, now), None
+                    continue
                 if code == "ConditionalCheckFailed":
-                    expected = int((old or {}).get("last_seq", 0))
-                if any(code == "ConditionalCheckFailed" for code, _ in cancelled.reasons[len(actions) :]):
+                    expected = int((old or {}).get("last_seq", 0)) if old else None
+                extra_reasons = cancelled.reasons[len(actions) + len(placement.moves) :]
+                if any(reason == "ConditionalCheckFailed" for reason, _ in extra_reasons):
                     raise Throttled("the messages to move changed meanwhile; retry") from None
                 for position in cancelled.failed():
                     entry = _dedup_owner(actions, pending, position)
@@ -112,34 +131,59 @@ class FifoQueue:
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
+    def _placement(self, group: str, now: int) -> _Placement:
+        """Where a send goes. Without a recent change of `shards`: the group's shard, no read. After one: the old
+        place while the group is active there (one read of the old places), else the new place, moving the
+        group's sequence along and marking the old items moved, so no late send can revive them."""
+        current = self._group_key(group, now=now)
+        olds = self._old_group_keys(group, now)
+        if not olds:
+            return _Placement(current, True)
+        found = [item for item in self.ctx.store.batch_get(olds) if not item.get("moved")]
+        active = [item for item in found if "gsi1sk" in item]
+        if active:
+            return _Placement({"pk": active[0]["pk"], "sk": group}, False)
+        moves = [
+            {"Update": {"Key": {"pk": item["pk"], "sk": group}, "Update": "SET moved = :one",
+                        "Condition": "attribute_not_exists(gsi1sk)", "Values": {":one": 1}}}
+            for item in found
+        ]  # fmt: skip
+        base = max((int(item.get("last_seq", 0)) for item in found), default=0)
+        return _Placement(current, True, base, moves)
+
     def _append_actions(
-        self, group: str, entries: list[Entry], expected: int, now: int
+        self, group: str, entries: list[Entry], expected: int | None, now: int, placement: _Placement
     ) -> tuple[list[dict[str, Any]], list[tuple[Entry, MessageRef]]]:
+        """The group update (its condition fences the sequence) and a put per message, with dedup items."""
         first_visible = now + entries[0].delay_seconds * 1000
         retention = self.settings.retention_seconds
+        last = placement.base if expected is None else expected
+        condition = "attribute_not_exists(last_seq)" if expected is None else "last_seq = :expected"
+        if not placement.current:
+            condition += " AND attribute_not_exists(moved)"
         group_update = {
             "Update": {
-                "Key": self._group_key(group),
+                "Key": placement.key,
                 "Update": "SET last_seq = :new, gsi1pk = :gpk, gsi1sk = if_not_exists(gsi1sk, :gsk), "
                 "available_at = if_not_exists(available_at, :avail), group_id = :g, expires_at = :gexp "
-                "ADD msg_count :n",
-                "Condition": "attribute_not_exists(last_seq)" if expected == 0 else "last_seq = :expected",
+                "ADD msg_count :n" + (" REMOVE moved" if placement.current else ""),
+                "Condition": condition,
                 "Values": {
-                    ":new": expected + len(entries),
-                    ":gpk": self._group_key(group)["pk"],
+                    ":new": last + len(entries),
+                    ":gpk": placement.key["pk"],
                     ":gsk": f"{fixed_ms(first_visible)}#{group}",
                     ":avail": first_visible,
                     ":g": group,
                     ":gexp": now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
                     ":n": len(entries),
-                    **({":expected": expected} if expected else {}),
+                    **({":expected": expected} if expected is not None else {}),
                 },
             }
         }
         actions: list[dict[str, Any]] = [group_update]
         refs = []
         for offset, entry in enumerate(entries, start=1):
-            ref = MessageRef(shard=0, sequence=keys.group_seq(expected + offset), group=group)
+            ref = MessageRef(shard=0, sequence=keys.group_seq(last + offset), group=group)
             if entry.dedup_id is not None:
                 actions.append(dedup_put(self, entry.dedup_id, ref, now))
             item = new_item(
@@ -213,7 +257,7 @@ class FifoQueue:
         heads, more, _ = self.ctx.store.query(
             keys.group_messages_pk(self.queue, self.client, group), limit=budget + 1, consistent=True
         )
-        taken, next_head = self._take_heads(group, token, heads, budget, now)
+        taken, next_head = self._take_heads(key, token, heads, budget, now)
         if not taken:
             if next_head is not None:
                 self.finish_group(key, token, max(now, int(next_head["visible_at"])))
@@ -238,21 +282,22 @@ class FifoQueue:
                 int(item["receive_count"]),
                 held=len(marked),
                 last_seq=last_seq,
+                group_shard=int(key["pk"].rsplit("#", 1)[1]),
             )
             messages.append(received(item, ref, receipt.encode(self.settings.secret)))
         return messages
 
     def _take_heads(
-        self, group: str, token: str, heads: list[Item], budget: int, now: int
+        self, group_key: dict[str, str], token: str, heads: list[Item], budget: int, now: int
     ) -> tuple[list[Item], Item | None]:
         """The messages to deliver, and the first one left behind (None when none is)."""
         taken: list[Item] = []
         limit = self.settings.max_receive_count
         for item in heads:
             if is_expired(item, now):
-                self._remove_expired(item, group, token, now)
+                self._remove_expired(item, group_key, now)
             elif limit and int(item["receive_count"]) >= limit:
-                self.move_to_dlq(item, group, token, now)
+                self.move_to_dlq(item, group_key, token, now)
             elif int(item["visible_at"]) > now or len(taken) >= budget:
                 return taken, item
             else:
@@ -331,7 +376,7 @@ class FifoQueue:
 
     def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int) -> None:
         """One held message is done; the last one done unlocks the group."""
-        key = self._group_key(ref.group or "")
+        key = self._group_key(ref.group or "", receipt.group_shard)
         if receipt.held <= 1:
             self.finish_group(key, receipt.token, available_at, receipt.last_seq if removed else "", removed)
             return
@@ -350,7 +395,7 @@ class FifoQueue:
 
     def change_visibility(self, receipt: Receipt, visible_at: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
-        key = self._group_key(ref.group or "")
+        key = self._group_key(ref.group or "", receipt.group_shard)
         try:
             self.ctx.store.update(
                 key,
@@ -364,30 +409,31 @@ class FifoQueue:
         return visible_at
 
     # Housekeeping.
-    def _remove_expired(self, item: Item, group: str, token: str, now: int) -> None:
+    def _remove_expired(self, item: Item, group_key: dict[str, str], now: int) -> None:
         try:
             self.ctx.store.delete(
                 {"pk": item["pk"], "sk": item["sk"]}, condition="expires_at <= :nows", values={":nows": now // 1000}
             )
         except ConditionFailed:
             return
-        self._count_removed(group, 1)
+        self._count_removed(group_key, 1)
 
-    def _count_removed(self, group: str, removed: int) -> None:
+    def _count_removed(self, group_key: dict[str, str], removed: int) -> bool:
         try:
             self.ctx.store.update(
-                self._group_key(group),
+                group_key,
                 "ADD msg_count :dec",
                 {":dec": -removed},
-                condition="attribute_exists(pk)",
+                condition="attribute_exists(pk) AND attribute_not_exists(moved)",
                 returns="NONE",
             )
         except ConditionFailed:
-            return
+            return False
+        return True
 
-    def move_to_dlq(self, item: Item, group: str, token: str, now: int) -> bool:
+    def move_to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
         """Atomically out of the group and into the DLQ; the group then moves on to its next message."""
-        ref = MessageRef(shard=0, sequence=item["sk"], group=group)
+        ref = MessageRef(shard=0, sequence=item["sk"], group=group_key["sk"])
         dlq = moved_item(
             item,
             ref.dlq_key(self.queue, self.client),
@@ -410,7 +456,7 @@ class FifoQueue:
                     {"Put": {"Item": dlq, "Condition": "attribute_not_exists(pk)"}},
                     {
                         "Update": {
-                            "Key": self._group_key(group),
+                            "Key": group_key,
                             "Update": "ADD msg_count :dec",
                             "Condition": "tok = :tok",
                             "Values": {":dec": -1, ":tok": token},
@@ -454,7 +500,11 @@ class FifoQueue:
 
     # Looking without claiming.
     def get_keys(self, ref: MessageRef) -> list[dict[str, str]]:
-        return [ref.live_key(self.queue, self.client), self._group_key(ref.group or "")]
+        """The message and every place its group item may be (more than one only after a change of `shards`)."""
+        group = ref.group or ""
+        now = self.ctx.now_ms()
+        return [ref.live_key(self.queue, self.client), self._group_key(group, now=now),
+                *self._old_group_keys(group, now)]  # fmt: skip
 
     def state(self, item: Item, now: int, group_item: Item | None = None) -> str:
         if int(item["visible_at"]) > now:
@@ -470,7 +520,7 @@ class FifoQueue:
 
     def peek(self, limit: int, now: int) -> list[Message]:
         found: list[Message] = []
-        for shard in range(self.settings.shards):
+        for shard in range(self.settings.read_shards):
             groups = self.ctx.store.query_all(
                 self._group_pk(shard),
                 index=True,
@@ -497,7 +547,9 @@ class FifoQueue:
         old = self.ctx.store.delete(ref.live_key(self.queue, self.client))
         if old is None:
             return False
-        self._count_removed(ref.group or "", 1)
+        for group_key in self.get_keys(ref)[1:]:
+            if self._count_removed(group_key, 1):
+                break
         return not is_expired(old, now)
 
     def group_items(self, shard: int, max_items: int | None = None) -> Iterable[Item]:
@@ -506,7 +558,7 @@ class FifoQueue:
     def purge(self) -> int:
         """Empties every group and takes it out of the index, unless a send landed meanwhile."""
         purged = 0
-        for shard in range(self.settings.shards):
+        for shard in range(self.settings.read_shards):
             for group_item in list(self.group_items(shard)):
                 group = group_item["sk"]
                 purged += self.ctx.store.delete_partition(keys.group_messages_pk(self.queue, self.client, group))
@@ -526,7 +578,7 @@ class FifoQueue:
         """From the group items alone (one per group, never the messages): a locked group counts one message
         in flight, the rest of its backlog as visible."""
         total = QueueStats()
-        for shard in range(self.settings.shards):
+        for shard in range(self.settings.read_shards):
             visible = in_flight = delayed = read = 0
             for group in self.group_items(shard, max_items=limits.STATS_SCAN_LIMIT):
                 read += 1
@@ -547,7 +599,7 @@ class FifoQueue:
     def oldest_age(self, now: int) -> int | None:
         """The age of the oldest head among the groups that wait (bounded: at most 25 groups' heads read)."""
         oldest: int | None = None
-        for shard in range(self.settings.shards):
+        for shard in range(self.settings.read_shards):
             for group in list(self.group_items(shard, max_items=25)):
                 if "gsi1sk" not in group:
                     continue
@@ -563,12 +615,22 @@ class FifoQueue:
     def free_stuck_groups(self, now: int) -> int:
         """Groups whose lock expired (a consumer crashed) get their head tidied and are unlocked."""
         freed = 0
-        for shard in range(self.settings.shards):
+        for shard in range(self.settings.read_shards):
             for group in list(self.group_items(shard)):
                 if group.get("tok") and "gsi1sk" in group and int(group["available_at"]) <= now:
                     self._claim_group(group, 0, 30, now)
                     freed += 1
         return freed
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """The group item a send updates; `current` is False for an old place the group is still active at."""
+
+    key: dict[str, str]
+    current: bool
+    base: int = 0
+    moves: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _dedup_owner(actions: list[dict[str, Any]], entries: list[Entry], position: int) -> Entry | None:

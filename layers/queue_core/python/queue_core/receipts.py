@@ -35,6 +35,7 @@ class Receipt:
     # saw no message after the held ones (empty string otherwise).
     held: int = 1
     last_seq: str = ""
+    group_shard: int = 0
 
     def encode(self, secret: str) -> str:
         fields = [
@@ -46,6 +47,7 @@ class Receipt:
             str(self.receive_count),
             str(self.held),
             self.last_seq,
+            str(self.group_shard),
         ]
         payload = "|".join(fields).encode()
         return _b64(payload) + "." + _b64(_mac(secret, payload))
@@ -63,10 +65,10 @@ class Receipt:
             raise ValidationError(
                 "receipt_handle is not valid for this queue (forged, altered or from a queue that was re-created)"
             )
-        version, queue, client, message_id, token, count, held, last_seq = payload.decode().split("|")
+        version, queue, client, message_id, token, count, held, last_seq, group_shard = payload.decode().split("|")
         if version != _VERSION:
             raise ValidationError("receipt_handle has an unknown version")
-        return cls(queue, client, message_id, token, int(count), int(held), last_seq)
+        return cls(queue, client, message_id, token, int(count), int(held), last_seq, int(group_shard))
 
     def check_owner(self, queue: str, client: str) -> None:
         if (self.queue, self.client) != (queue, client):

@@ -40,6 +40,19 @@ class Registry:
         self._remember(settings)
         return settings
 
+    def update(self, name: str, now_ms: int, **changes: Any) -> QueueSettings:
+        """Applies changes if nobody changed the queue meanwhile (a condition on the stored settings)."""
+        current = self.get(name, fresh=True)
+        wanted = current.updated(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000), **changes)
+        item = {**keys.registry_key(name), **wanted.to_item()}
+        try:
+            self._store.put(item, condition="attribute_exists(pk) AND shards = :shards AND retention_seconds = :r",
+                            values={":shards": current.shards, ":r": current.retention_seconds})  # fmt: skip
+        except ConditionFailed:
+            raise QueueExists(f"queue {name!r} changed meanwhile; read it again and retry") from None
+        self._remember(wanted)
+        return wanted
+
     def get(self, name: str, fresh: bool = False) -> QueueSettings:
         with self._lock:
             cached = self._cache.get(name)
@@ -85,7 +98,3 @@ class Registry:
     def _remember(self, settings: QueueSettings) -> None:
         with self._lock:
             self._cache[settings.name] = (time.monotonic(), settings)
-
-    @staticmethod
-    def settings_options(options: dict[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in options.items() if value is not None}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from . import limits, validation
@@ -24,6 +24,10 @@ class QueueSettings:
     created_at: int = 0
     # Signs receipt handles so a forged one is told from a stale one; never leaves the core.
     secret: str = field(default="", repr=False, compare=False)
+    # Earlier shard counts, each with the time (ms) until which items may still live under it, and the time from
+    # which FIFO groups are placed by the current count (after every process's cached settings have caught up).
+    shard_history: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+    placement_from: int = field(default=0, compare=False)
     created: bool = field(default=False, compare=False)
 
     SETTING_NAMES = (
@@ -64,18 +68,54 @@ class QueueSettings:
             created=True,
         )
 
+    UPDATABLE = ("visibility_timeout", "max_receive_count", "retention_seconds", "delay_seconds",
+                 "dedup_window_seconds", "shards")  # fmt: skip
+
+    @property
+    def read_shards(self) -> int:
+        """Receivers, peek, stats and purge visit this many shards: every layout messages may still live under."""
+        return max([self.shards, *(shards for shards, _ in self.shard_history)])
+
+    def placement_shards(self, now_ms: int) -> int:
+        """The shard count FIFO groups are placed by: the previous one until every process has the new one."""
+        if self.shard_history and now_ms < self.placement_from:
+            return self.shard_history[-1][0]
+        return self.shards
+
+    def old_layouts(self, now_ms: int) -> list[int]:
+        """Earlier shard counts under which a FIFO group item may still live."""
+        current = self.placement_shards(now_ms)
+        return sorted({shards for shards, until in self.shard_history if until > now_ms and shards != current})
+
+    def updated(self, now_ms: int, cache_ms: int, **changes: Any) -> QueueSettings:
+        """These settings with `changes` applied (validated); a new shard count keeps the old one in the history
+        for as long as its items may live."""
+        fixed = set(changes) - set(self.UPDATABLE)
+        if fixed:
+            raise ValidationError(f"these settings cannot change on a live queue: {', '.join(sorted(fixed))}")
+        options = {key: getattr(self, key) for key in self.SETTING_NAMES} | changes
+        fresh = QueueSettings.validated(self.name, self.created_at, **options)
+        history, placement_from = self.shard_history, self.placement_from
+        if fresh.shards != self.shards:
+            lifetime = 2 * max(self.retention_seconds, fresh.retention_seconds) + limits.MAX_DEDUP_WINDOW_SECONDS
+            live = tuple((shards, until) for shards, until in history if until > now_ms)
+            history = (*live, (self.shards, now_ms + lifetime * 1000))[-8:]
+            placement_from = now_ms + 2 * cache_ms + 20_000
+        return replace(fresh, secret=self.secret, shard_history=history, placement_from=placement_from, created=False)
+
     def same_settings(self, other: QueueSettings) -> bool:
         return all(getattr(self, key) == getattr(other, key) for key in self.SETTING_NAMES)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.pop("secret")
-        data.pop("created")
+        for internal in ("secret", "created", "shard_history", "placement_from"):
+            data.pop(internal)
         return data
 
     def to_item(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("created")
+        data["shard_history"] = [list(entry) for entry in self.shard_history]
         return data
 
     @classmethod
@@ -92,6 +132,8 @@ class QueueSettings:
             shards=int(item["shards"]),
             created_at=int(item["created_at"]),
             secret=str(item["secret"]),
+            shard_history=tuple((int(shards), int(until)) for shards, until in item.get("shard_history", [])),
+            placement_from=int(item.get("placement_from", 0)),
         )
 
 

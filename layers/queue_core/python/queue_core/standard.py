@@ -50,7 +50,7 @@ class StandardQueue:
         self.queue = settings.name
         self.client = client
         self.claim_conflicts = 0
-        self.picker = ShardPicker(settings.shards)
+        self.picker = ShardPicker(settings.read_shards)
         self.gauge = ConflictGauge()
 
     # Keys.
@@ -294,7 +294,7 @@ class StandardQueue:
 
     def peek(self, limit: int, now: int) -> list[Message]:
         found: list[Message] = []
-        for shard in range(self.settings.shards):
+        for shard in range(self.settings.read_shards):
             entries = self.ctx.store.query_all(
                 self._pk(shard),
                 index=True,
@@ -321,12 +321,12 @@ class StandardQueue:
         return old is not None and not is_expired(old, now)
 
     def purge(self) -> int:
-        return sum(self.ctx.store.delete_partition(self._pk(shard)) for shard in range(self.settings.shards))
+        return sum(self.ctx.store.delete_partition(self._pk(shard)) for shard in range(self.settings.read_shards))
 
     def stats(self, now: int) -> QueueStats:
         """Reads the shard's index entries (small: keys, expiry, flag), at most `STATS_SCAN_LIMIT` per shard."""
         total = QueueStats()
-        for shard in range(self.settings.shards):
+        for shard in range(self.settings.read_shards):
             counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
             oldest: int | None = None
             read = 0

@@ -232,13 +232,15 @@ class SubQueue:
         now = self._now()
         live_key, dlq_key = ref.live_key(self.queue, self.client), ref.dlq_key(self.queue, self.client)
         found = {(item["pk"], item["sk"]): item for item in self._ctx.store.batch_get([*engine.get_keys(ref), dlq_key])}
-        live = found.get((live_key["pk"], live_key["sk"]))
+        live = found.pop((live_key["pk"], live_key["sk"]), None)
+        dead = found.pop((dlq_key["pk"], dlq_key["sk"]), None)
         if live and not is_expired(live, now):
             if isinstance(engine, FifoQueue):
-                group_key = engine.get_keys(ref)[1]
-                return looked_at(live, ref, engine.state(live, now, found.get((group_key["pk"], group_key["sk"]))))
+                holders = [
+                    group for group in found.values() if group.get("tok") and group.get("tok") == live.get("tok")
+                ]
+                return looked_at(live, ref, engine.state(live, now, holders[0] if holders else None))
             return looked_at(live, ref, engine.state(live, now))
-        dead = found.get((dlq_key["pk"], dlq_key["sk"]))
         if dead and not is_expired(dead, now):
             return looked_at(dead, ref, DLQ)
         raise MessageNotFound(f"message {message_id!r} not found")
@@ -270,7 +272,7 @@ class SubQueue:
     # Dead-letter queue.
     def _dlq_pks(self) -> list[str]:
         settings = self.settings
-        shards = 1 if settings.fifo else settings.shards
+        shards = 1 if settings.fifo else settings.read_shards
         return [keys.dlq_pk(self.queue, self.client, shard) for shard in range(shards)]
 
     def dlq_items(self, now: int, max_items: int | None = None) -> Iterator[Item]:
@@ -345,5 +347,5 @@ class SubQueue:
         for pk in keys.dedup_pks(self.queue, self.client):
             self._ctx.store.delete_partition(pk)
         if isinstance(engine, FifoQueue):
-            for shard in range(engine.settings.shards):
+            for shard in range(engine.settings.read_shards):
                 self._ctx.store.delete_partition(keys.group_item_pk(self.queue, self.client, shard))

@@ -65,7 +65,7 @@ class Sweeper:
 
     def _sweep_standard(self, engine: StandardQueue, now: int, report: SweepReport) -> None:
         limit = engine.settings.max_receive_count
-        for shard in range(engine.settings.shards):
+        for shard in range(engine.settings.read_shards):
             entries = list(self._ctx.store.query_all(engine._pk(shard), index=True, max_items=limits.STATS_SCAN_LIMIT))
             report.items_read += len(entries)
             for entry in entries:
