@@ -13,10 +13,10 @@ $(PY):
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
 
 $(STAMP): $(PY) requirements.txt requirements-dev.txt pyproject.toml
-	$(PIP) install --quiet --upgrade pip 2>/dev/null
-	$(PIP) install --quiet -r requirements-dev.txt 2>&1 | grep -v "is ignored: it is neither" || true
-	$(PIP) install --quiet --no-deps -e . 2>&1 | grep -v "is ignored: it is neither" || true
-	$(PY) -c "import queue_core, moto, aws_lambda_powertools, aws_cdk"
+	$(PIP) install --quiet --upgrade pip > $(VENV)/install.log 2>&1 || true
+	$(PIP) install --quiet -r requirements-dev.txt >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	$(PIP) install --quiet --no-deps -e . >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	$(PY) -c "import queue_core, queue_api, dq, moto, aws_lambda_powertools, aws_cdk"
 	touch $(STAMP)
 
 install: $(STAMP)

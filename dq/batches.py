@@ -19,6 +19,8 @@ from queue_core.limits import MAX_BATCH
 from .targets import Target, TargetError
 
 BATCH_SIZE: Final = MAX_BATCH
+# Per-entry codes that say nothing about the line: every later batch would fail the same way.
+_NOT_THE_LINES: Final = frozenset({"QueueNotFound"})
 
 
 @dataclass
@@ -118,8 +120,11 @@ def _send(
         for number, message in batch:
             _send_one(target, queue, client, number, message, report)
         return
+    failed = answer.get("failed", [])
+    if len(failed) == len(batch) and all(failure.get("code") in _NOT_THE_LINES for failure in failed):
+        raise _Stopped(TargetError(str(failed[0]["code"]), str(failed[0].get("message")), 404), batch[0][0])
     report.sent += len(answer.get("successful", []))
-    for failure in answer.get("failed", []):
+    for failure in failed:
         report.fail(batch[failure["index"]][0], str(failure.get("code")), str(failure.get("message")))
 
 

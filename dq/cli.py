@@ -100,12 +100,16 @@ def dq(
     ] = None,
 ) -> None:
     """A message queue on Amazon DynamoDB: run it locally, manage queues, send and receive."""
+    if ctx.invoked_subcommand == "local":
+        return
     named = _named_on_command_line(ctx)
     if endpoint and table:
         if len(named) == 1:
             endpoint, table = (endpoint, None) if "endpoint" in named else (None, table)
         else:
             raise UsageProblem("give --endpoint or --table, not both")
+    if dynamodb_endpoint and not table:
+        raise UsageProblem("--dynamodb-endpoint is for --table: the HTTP API has its own DynamoDB")
     choice = TargetChoice(endpoint, table, dynamodb_endpoint)
     if isinstance(ctx.obj, Session):
         if named:
@@ -241,7 +245,10 @@ def _body(body: str | None, file: Path | None) -> str:
     if (body is None) == (file is None):
         raise UsageProblem("give the body as an argument, - for stdin, --file PATH, or --batch FILE.jsonl")
     if file is not None:
-        return file.read_text(encoding="utf-8")
+        try:
+            return file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise typer.BadParameter(f"{file} is not UTF-8 text; a body is text", param_hint="--file") from None
     if body == "-":
         text = sys.stdin.read()
         return text[:-1] if text.endswith("\n") else text

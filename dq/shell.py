@@ -12,11 +12,11 @@ import os
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-import click
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from typer.core import TyperGroup
 
 from .output import Output
 from .session import Session
@@ -75,7 +75,7 @@ class Names:
 class DqCompleter(Completer):
     """Commands and subcommands, their options, and queue and client names where one is expected."""
 
-    def __init__(self, root: click.Group, names: Names, session: Session) -> None:
+    def __init__(self, root: TyperGroup, names: Names, session: Session) -> None:
         self._root = root
         self._names = names
         self._session = session
@@ -94,7 +94,7 @@ class DqCompleter(Completer):
     def candidates(self, words: list[str], current: str) -> list[str]:
         """What may come after `words`, the complete words before the cursor."""
         if not words:
-            return [*self._root.list_commands(click.Context(self._root)), *BUILTINS]
+            return [*self._root.commands, *BUILTINS]
         if words[-1] in QUEUE_OPTIONS:
             return self._names.queues()
         if words[-1] in CLIENT_OPTIONS:
@@ -106,20 +106,20 @@ class DqCompleter(Completer):
             return []
         if current.startswith("-"):
             return [name for parameter in command.params for name in parameter.opts if name.startswith("--")]
-        if isinstance(command, click.Group) and len(path) == len(words):
-            return command.list_commands(click.Context(command))
+        if isinstance(command, TyperGroup) and len(path) == len(words):
+            return list(command.commands)
         if tuple(path) in QUEUE_ARGUMENT and len(words) == len(path):
             return self._names.queues()
         return []
 
-    def _command(self, words: list[str]) -> tuple[list[str], click.Command | None]:
+    def _command(self, words: list[str]) -> tuple[list[str], Any]:
         """The deepest command the words name, and the words that named it."""
-        command: click.Command = self._root
+        command: Any = self._root
         path: list[str] = []
         for word in words:
-            if not isinstance(command, click.Group):
+            if not isinstance(command, TyperGroup):
                 break
-            sub = command.get_command(click.Context(command), word)
+            sub = command.commands.get(word)
             if sub is None:
                 break
             command = sub
@@ -135,7 +135,7 @@ def _option_value(words: list[str], options: tuple[str, ...]) -> str | None:
 
 
 class Shell:
-    def __init__(self, session: Session, root: click.Group, run: Runner) -> None:
+    def __init__(self, session: Session, root: TyperGroup, run: Runner) -> None:
         self.session = session
         self.root = root
         self.run = run

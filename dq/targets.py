@@ -12,7 +12,7 @@ import json
 import logging
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode, urlsplit
@@ -257,6 +257,7 @@ class CoreTarget:
     table: str
     dynamodb: Any = None
     dynamodb_endpoint: str | None = None
+    name: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.name = f"table {self.table}"
@@ -274,16 +275,26 @@ class CoreTarget:
         return self._core
 
     def _build_dynamodb(self) -> Any:
-        """Retries like the core's own client; a local endpoint needs some region, and any will do."""
+        """Retries like the core's own client. A local endpoint takes any region and any credentials, so it
+        gets some when none are configured, as the local server's functions do. boto3's default session is
+        reused, so its loaded service model is too."""
         import boto3
+        import botocore.session
         from botocore.config import Config
+        from botocore.exceptions import NoRegionError
 
-        session = boto3.session.Session()
-        region = session.region_name or ("us-east-1" if self.dynamodb_endpoint else None)
-        if region is None:
-            raise TargetError("NoRegion", "no AWS region for the table: set AWS_REGION or a profile's region")
         config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=30)
-        return session.client("dynamodb", region_name=region, endpoint_url=self.dynamodb_endpoint, config=config)
+        options: dict[str, Any] = {"endpoint_url": self.dynamodb_endpoint, "config": config}
+        if self.dynamodb_endpoint and botocore.session.get_session().get_credentials() is None:
+            options.update(aws_access_key_id="local", aws_secret_access_key="local")
+        try:
+            return boto3.client("dynamodb", **options)
+        except NoRegionError:
+            if not self.dynamodb_endpoint:
+                raise TargetError(
+                    "NoRegion", "no AWS region for the table: set AWS_REGION or a profile's region"
+                ) from None
+            return boto3.client("dynamodb", region_name="us-east-1", **options)
 
     def _sub_queue(self, queue: str, client: str) -> Any:
         return self.core.queue(queue, client)
@@ -376,16 +387,21 @@ class CoreTarget:
 
 @contextlib.contextmanager
 def _core_errors() -> Iterator[None]:
-    """The core's errors as `TargetError`. Its 5xx messages hide internals from API callers; the operator at
-    this terminal owns the table, so the DynamoDB error behind them is added."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    """The core's errors as `TargetError`. The core reports any failure to reach DynamoDB as `Throttled` and
+    hides internals from API callers; the operator at this terminal owns the table, so missing credentials and
+    an unreachable endpoint are named, and the DynamoDB error behind any other failure is added."""
+    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
     from queue_core import QueueError
 
     try:
         yield
     except QueueError as error:
-        message = error.message
         cause = error.__cause__
+        if isinstance(cause, NoCredentialsError):
+            raise TargetError("NoCredentials", "no AWS credentials for DynamoDB: configure a profile") from None
+        if isinstance(cause, EndpointConnectionError):
+            raise TargetError("ConnectionError", f"cannot reach DynamoDB: {cause}") from None
+        message = error.message
         if error.status >= 429 and cause is not None:
             message = f"{message} ({cause})"
         raise TargetError(error.code, message, error.status) from None
