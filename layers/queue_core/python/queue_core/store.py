@@ -16,7 +16,16 @@ from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    HTTPClientError,
+    NoCredentialsError,
+    NoRegionError,
+)
+from botocore.exceptions import (
+    ConnectionError as BotoConnectionError,
+)
 
 from .errors import InternalError, Throttled
 from .table import INDEX_NAME
@@ -38,6 +47,9 @@ _THROTTLES = frozenset(
         "TransactionInProgressException",
     }
 )
+# Network failures: the request may or may not have been applied, so they are reported as "retry later",
+# never as a failed condition.
+_UNREACHABLE = (BotoConnectionError, HTTPClientError)
 _BATCH_RETRIES = 8
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -85,8 +97,10 @@ def _raise_mapped(error: Exception) -> None:
         code = error.response.get("Error", {}).get("Code", "")
         if code in _THROTTLES:
             raise Throttled("DynamoDB is throttling or unavailable; retry later") from error
-    elif isinstance(error, BotoCoreError):
+    elif isinstance(error, _UNREACHABLE):
         raise Throttled("DynamoDB could not be reached; retry later") from error
+    elif isinstance(error, NoCredentialsError | NoRegionError):
+        raise InternalError("DynamoDB credentials or region are not configured") from error
     logger.exception("unexpected DynamoDB error")
     raise InternalError("internal error") from error
 
