@@ -52,7 +52,7 @@ class Commands(TyperGroup):
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(cls=Commands, no_args_is_help=True, add_completion=False, context_settings=SETTINGS)
-queues_app = typer.Typer(no_args_is_help=True, help="Create, list, show and delete queues.")
+queues_app = typer.Typer(no_args_is_help=True, help="Create, list, show, update and delete queues.")
 dlq_app = typer.Typer(no_args_is_help=True, help="A sub-queue's dead-letter queue: list it, redrive it.")
 app.add_typer(queues_app, name="queues")
 app.add_typer(dlq_app, name="dlq")
@@ -209,6 +209,43 @@ def queues_show(
         out.document(answer)
     else:
         out.show(queue_view(answer, session.target.clients(name)))
+
+
+@queues_app.command("update")
+def queues_update(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Queue name.")],
+    visibility_timeout: Annotated[int | None, typer.Option(help="Seconds a received message stays hidden.")] = None,
+    max_receive_count: Annotated[int | None, typer.Option(help="Receives before the DLQ; 0: never.")] = None,
+    retention_seconds: Annotated[int | None, typer.Option(help="Seconds a message is kept.")] = None,
+    delay_seconds: Annotated[int | None, typer.Option(help="Default delay of a new message.")] = None,
+    dedup_window_seconds: Annotated[int | None, typer.Option(help="FIFO: seconds a dedup id is remembered.")] = None,
+    shards: Annotated[
+        int | None, typer.Option(help="Partitions per client; messages already sent are not lost.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Change a live queue's settings; those not given keep their values.
+
+    Whether a queue is FIFO and content-based dedup are fixed when it is created."""
+    given = {
+        "visibility_timeout": visibility_timeout,
+        "max_receive_count": max_receive_count,
+        "retention_seconds": retention_seconds,
+        "delay_seconds": delay_seconds,
+        "dedup_window_seconds": dedup_window_seconds,
+        "shards": shards,
+    }
+    changes = {key: value for key, value in given.items() if value is not None}
+    if not changes:
+        options = ", ".join(f"--{key.replace('_', '-')}" for key in given)
+        raise UsageProblem(f"nothing to change: give at least one of {options}")
+    settings = _session(ctx).target.update_queue(name, changes)
+    out = Output(as_json)
+    if as_json:
+        out.document(settings)
+    else:
+        out.say(f"updated queue {name}: {settings_summary(settings)}")
 
 
 @queues_app.command("delete")
@@ -603,7 +640,7 @@ def move_to_dlq(
     client: ClientOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Mark a waiting message as invalid: it goes to the DLQ now, whatever its receive count (--table only)."""
+    """Mark a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
     session = _session(ctx)
     queue, client = session.resolve_queue(queue), session.resolve_client(client)
     answer = session.target.move_to_dlq(queue, client, message_id)
@@ -628,10 +665,9 @@ def stats(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Depth, in flight, delayed, DLQ and oldest age, per client of a queue.
+    """Depth, in flight, delayed, DLQ and oldest age, per client of a queue and in total.
 
-    Depth is the visible messages. Per-client rows need --table (the HTTP API does not list a queue's clients);
-    over HTTP the queue's sum is shown, or one client's figures with --client."""
+    Depth is the visible messages. With --client, that one client's figures."""
     session = _session(ctx)
     queue = session.resolve_queue(queue)
     out = Output(as_json)

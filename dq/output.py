@@ -162,8 +162,8 @@ def queues_table(queues: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
-def queue_view(queue: Mapping[str, Any], clients: Sequence[str] | None) -> RenderableType:
-    """A queue's settings, its figures summed over its clients, and the clients when the target lists them."""
+def queue_view(queue: Mapping[str, Any], clients: Sequence[str]) -> RenderableType:
+    """A queue's settings, its figures summed over its clients, and the clients."""
     table = Table(box=None, show_header=False)
     table.add_column(style="bold")
     table.add_column()
@@ -173,8 +173,7 @@ def queue_view(queue: Mapping[str, Any], clients: Sequence[str] | None) -> Rende
     stats = queue.get("stats") or {}
     figures = ", ".join(f"{label} {stats.get(key, 0)}" for key, label in STAT_COLUMNS)
     table.add_row("messages", f"{figures}, oldest {duration(stats.get('oldest_age_seconds'))}")
-    if clients is not None:
-        table.add_row("clients", ", ".join(clients) or "none yet")
+    table.add_row("clients", ", ".join(clients) or "none yet")
     return table
 
 

@@ -26,6 +26,8 @@ ROUTES: Final = (
     Route("PUT", "/queues/{q}", "producer"),
     Route("GET", "/queues/{q}", "producer"),
     Route("DELETE", "/queues/{q}", "producer"),
+    Route("PATCH", "/queues/{q}", "producer"),
+    Route("GET", "/queues/{q}/clients", "producer"),
     Route("POST", f"{SUB_QUEUE}/messages", "producer"),
     Route("POST", f"{SUB_QUEUE}/receive", "poller"),
     Route("POST", f"{SUB_QUEUE}/delete", "poller"),
@@ -38,6 +40,7 @@ ROUTES: Final = (
     Route("GET", f"{SUB_QUEUE}/stats", "poller"),
     Route("GET", f"{SUB_QUEUE}/dlq", "dlq_redriver"),
     Route("POST", f"{SUB_QUEUE}/dlq/redrive", "dlq_redriver"),
+    Route("POST", f"{SUB_QUEUE}/messages/{{id}}/dlq", "dlq_redriver"),
 )
 # Where a request no route matches goes: its resolver answers the API's 404 error.
 FALLBACK_FUNCTION: Final = "producer"

@@ -30,7 +30,7 @@ NOT_IN_SHELL: Final = {
 QUEUE_OPTIONS: Final = ("-q", "--queue")
 CLIENT_OPTIONS: Final = ("-c", "--client")
 # Subcommands whose first argument is a queue name.
-QUEUE_ARGUMENT: Final = {("queues", "show"), ("queues", "delete")}
+QUEUE_ARGUMENT: Final = {("queues", "show"), ("queues", "update"), ("queues", "delete")}
 
 # Runs one command line (the words after `dq`) on the session; returns its exit status.
 Runner = Callable[[list[str], Session], int]
@@ -62,7 +62,7 @@ class Names:
             return []
         if queue not in self._clients:
             try:
-                self._clients[queue] = self._session.target.clients(queue) or []
+                self._clients[queue] = self._session.target.clients(queue)
             except TargetError:
                 self._clients[queue] = []
         return self._clients[queue]

@@ -51,10 +51,13 @@ class Target(Protocol):
 
     def get_queue(self, queue: str) -> Json: ...
 
+    def update_queue(self, queue: str, changes: Mapping[str, Any]) -> Json:
+        """The queue's settings after `changes` (the updatable settings only)."""
+
     def delete_queue(self, queue: str) -> Json: ...
 
-    def clients(self, queue: str) -> list[str] | None:
-        """The queue's clients, or None when the target cannot list them (the HTTP API has no such route)."""
+    def clients(self, queue: str) -> list[str]:
+        """The ids of the clients that have sent to the queue."""
 
     def send(self, queue: str, client: str, message: Mapping[str, Any]) -> Json: ...
 
@@ -160,11 +163,14 @@ class HttpTarget:
     def get_queue(self, queue: str) -> Json:
         return self._call("GET", f"/queues/{_segment(queue)}")[1]
 
+    def update_queue(self, queue: str, changes: Mapping[str, Any]) -> Json:
+        return self._call("PATCH", f"/queues/{_segment(queue)}", dict(changes))[1]
+
     def delete_queue(self, queue: str) -> Json:
         return self._call("DELETE", f"/queues/{_segment(queue)}")[1]
 
-    def clients(self, queue: str) -> list[str] | None:
-        return None
+    def clients(self, queue: str) -> list[str]:
+        return list(self._call("GET", f"/queues/{_segment(queue)}/clients")[1]["clients"])
 
     def send(self, queue: str, client: str, message: Mapping[str, Any]) -> Json:
         return self._call("POST", f"{self._sub_queue(queue, client)}/messages", dict(message))[1]
@@ -212,7 +218,7 @@ class HttpTarget:
         return self._call("POST", f"{self._sub_queue(queue, client)}/dlq/redrive", body)[1]
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
-        raise TargetError("NotAvailable", "move-to-dlq is not available over the HTTP API; use --table")
+        return self._call("POST", f"{self._sub_queue(queue, client)}/messages/{_segment(message_id)}/dlq")[1]
 
 
 def _segment(value: str) -> str:
@@ -250,9 +256,8 @@ def _http_error(status: int, headers: Mapping[str, str], answer: Json | None, ra
 
 @dataclass
 class CoreTarget:
-    """A table through `queue_core`, in this process: no API in between, so it also offers what the API does not
-    (the clients of a queue, moving a message to the DLQ). `dynamodb` is a boto3 client to use instead of one
-    built from the environment."""
+    """A table through `queue_core`, in this process, with no API in between. `dynamodb` is a boto3 client to use
+    instead of one built from the environment."""
 
     table: str
     dynamodb: Any = None
@@ -312,12 +317,16 @@ class CoreTarget:
         with _core_errors():
             return {**self.core.get_queue(queue).to_dict(), "stats": self.core.queue_stats(queue).to_dict()}
 
+    def update_queue(self, queue: str, changes: Mapping[str, Any]) -> Json:
+        with _core_errors():
+            return self.core.update_queue(queue, **changes).to_dict()
+
     def delete_queue(self, queue: str) -> Json:
         with _core_errors():
             self.core.delete_queue(queue)
             return {"deleted": True}
 
-    def clients(self, queue: str) -> list[str] | None:
+    def clients(self, queue: str) -> list[str]:
         with _core_errors():
             return list(self.core.clients(queue))
 
@@ -382,7 +391,7 @@ class CoreTarget:
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
         with _core_errors():
-            return {"moved_to_dlq": self._sub_queue(queue, client).move_to_dlq(message_id)}
+            return {"moved": self._sub_queue(queue, client).move_to_dlq(message_id)}
 
 
 @contextlib.contextmanager

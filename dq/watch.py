@@ -1,7 +1,7 @@
 """`dq stats`: a queue's figures per client, once or as a live view with a depth sparkline per row.
 
-Per-client figures need the queue's clients. The core lists them; the HTTP API does not, so over HTTP a queue
-shows one row summed over its clients (`GET /queues/{q}`), and one client's row when `--client` names it.
+Both targets list a queue's clients (over HTTP `GET /queues/{q}/clients`), so each client gets its own row and
+the total is their sum; `--client` shows one client's row.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from .output import Output, stats_table
 from .targets import Json, Target
 
 TREND_POINTS: Final = 40
-ALL_CLIENTS: Final = "all clients"
 TOTAL: Final = "total"
 
 
@@ -39,16 +38,14 @@ def summed(figures: Iterable[Mapping[str, Any]]) -> Json:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A queue's figures at one moment: the total, and per client when they are known (else None)."""
+    """A queue's figures at one moment: per client, and their total."""
 
     queue: str
     at: int
     total: Json
-    clients: dict[str, Json] | None
+    clients: dict[str, Json]
 
     def rows(self) -> list[tuple[str, Json]]:
-        if self.clients is None:
-            return [(ALL_CLIENTS, self.total)]
         rows = list(self.clients.items())
         return rows if len(rows) == 1 else [*rows, (TOTAL, self.total)]
 
@@ -57,15 +54,13 @@ class Snapshot:
 
 
 def take(target: Target, queue: str, client: str | None = None) -> Snapshot:
-    """One client's figures, each listed client's and their sum, or the API's sum when clients are unknown."""
+    """One client's figures, or each of the queue's clients' and their sum: one call for the client list, then
+    one per client."""
     now = int(time.time() * 1000)
     if client is not None:
         stats = target.stats(queue, client)
         return Snapshot(queue, now, stats, {client: stats})
-    names = target.clients(queue)
-    if names is None:
-        return Snapshot(queue, now, target.get_queue(queue)["stats"], None)
-    per_client = {name: target.stats(queue, name) for name in names}
+    per_client = {name: target.stats(queue, name) for name in target.clients(queue)}
     return Snapshot(queue, now, summed(per_client.values()), per_client)
 
 

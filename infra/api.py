@@ -53,6 +53,8 @@ ROUTES: Final = (
     Route("PUT", "/queues/{q}", "producer", Access.ADMIN),
     Route("GET", "/queues/{q}", "producer", Access.ADMIN),
     Route("DELETE", "/queues/{q}", "producer", Access.ADMIN),
+    Route("PATCH", "/queues/{q}", "producer", Access.ADMIN),
+    Route("GET", "/queues/{q}/clients", "producer", Access.ADMIN),
     Route("POST", f"{SUB_QUEUE}/messages", "producer", Access.SEND, body_model="SendRequest"),
     Route("POST", f"{SUB_QUEUE}/receive", "poller", Access.CONSUME),
     Route("POST", f"{SUB_QUEUE}/delete", "poller", Access.CONSUME, body_model="DeleteRequest"),
@@ -65,6 +67,7 @@ ROUTES: Final = (
     Route("GET", f"{SUB_QUEUE}/stats", "poller", Access.CONSUME),
     Route("GET", f"{SUB_QUEUE}/dlq", "dlq_redriver", Access.ADMIN, query=("limit",)),
     Route("POST", f"{SUB_QUEUE}/dlq/redrive", "dlq_redriver", Access.ADMIN),
+    Route("POST", f"{SUB_QUEUE}/messages/{{id}}/dlq", "dlq_redriver", Access.ADMIN),
 )
 
 _STRING: Final = apigateway.JsonSchema(type=apigateway.JsonSchemaType.STRING)

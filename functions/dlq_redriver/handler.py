@@ -1,4 +1,5 @@
-"""DLQ redriver: lists a sub-queue's dead-letter queue and moves messages back from it.
+"""DLQ redriver: lists a sub-queue's dead-letter queue, moves messages back from it, and moves a waiting message
+into it when an operator marks it invalid.
 
 Reached through API Gateway (REST proxy events), by direct invoke (`{"action": "redrive", ...}`) and by a
 schedule whose input is such an invoke event.

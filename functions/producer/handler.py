@@ -1,4 +1,5 @@
-"""Producer: creates, describes, lists and deletes queues and sends messages; serves `GET /openapi.json`.
+"""Producer: creates, describes, lists, updates and deletes queues, lists a queue's clients and sends messages;
+serves `GET /openapi.json`.
 
 Reached through API Gateway (REST proxy events) and by direct invoke (`{"action": "send", ...}`).
 """

@@ -42,6 +42,52 @@ def test_queue_lifecycle_create_list_show_delete(cli: Cli) -> None:
     assert (gone.exit_code, gone.stderr) == (1, f"error: QueueNotFound: queue '{name}' does not exist\n")
 
 
+def test_update_changes_a_live_queues_settings(cli: Cli) -> None:
+    queue = cli.queue(visibility_timeout=30)
+    message_id = cli.json("send", "kept", "-q", queue, "-c", "a")["message_id"]
+    updated = cli.json(
+        "queues",
+        "update",
+        queue,
+        "--visibility-timeout",
+        "90",
+        "--max-receive-count",
+        "2",
+        "--retention-seconds",
+        "7200",
+        "--delay-seconds",
+        "0",
+        "--dedup-window-seconds",
+        "600",
+        "--shards",
+        "4",
+    )
+    assert {key: updated[key] for key in ("name", "visibility_timeout", "max_receive_count", "shards")} == {
+        "name": queue,
+        "visibility_timeout": 90,
+        "max_receive_count": 2,
+        "shards": 4,
+    }
+    assert (updated["retention_seconds"], updated["delay_seconds"], updated["dedup_window_seconds"]) == (7200, 0, 600)
+    assert cli.json("queues", "show", queue)["shards"] == 4
+    [received] = cli.json("receive", "-q", queue, "-c", "a")["messages"]
+    assert received["message_id"] == message_id, "resharding loses nothing"
+
+    human = cli.run("queues", "update", queue, "--shards", "2")
+    assert human.exit_code == 0 and human.stdout.startswith(f"updated queue {queue}: ") and "2 shards" in human.stdout
+
+
+def test_update_refuses_nothing_to_change_bad_values_and_unknown_queues(cli: Cli) -> None:
+    queue = cli.queue()
+    nothing = cli.run("queues", "update", queue)
+    assert nothing.exit_code == 2 and "nothing to change" in nothing.output
+    assert cli.run("queues", "update", queue, "--fifo").exit_code == 2
+    bad = cli.run("queues", "update", queue, "--shards", "0")
+    assert bad.exit_code == 1 and bad.stderr.startswith("error: ValidationError: ") and "shards" in bad.stderr
+    missing = cli.run("queues", "update", "never-made", "--shards", "2")
+    assert (missing.exit_code, missing.stderr) == (1, "error: QueueNotFound: queue 'never-made' does not exist\n")
+
+
 def test_create_takes_every_setting_as_an_option(cli: Cli) -> None:
     created = cli.json(
         "queues",
@@ -161,18 +207,21 @@ def test_dlq_list_and_redrive(cli: Cli) -> None:
     assert (back["message_id"], back["receive_count"]) == (message_id, 1)
 
 
-def test_move_to_dlq_goes_through_the_core_and_is_refused_over_http(cli: Cli) -> None:
+def test_move_to_dlq_marks_a_waiting_message_invalid(cli: Cli) -> None:
     queue = cli.queue()
     message_id = cli.json("send", "invalid", "-q", queue, "-c", "a")["message_id"]
-    result = cli.run("move-to-dlq", message_id, "-q", queue, "-c", "a", "--json")
-    if cli.kind == "core":
-        assert result.exit_code == 0 and json.loads(result.stdout) == {"moved_to_dlq": True}
-        assert [message["message_id"] for message in cli.json("dlq", "ls", "-q", queue, "-c", "a")["messages"]] == [
-            message_id
-        ]
-    else:
-        assert result.exit_code == 1
-        assert result.stderr == "error: NotAvailable: move-to-dlq is not available over the HTTP API; use --table\n"
+    assert cli.json("move-to-dlq", message_id, "-q", queue, "-c", "a") == {"moved": True}
+    [dead] = cli.json("dlq", "ls", "-q", queue, "-c", "a")["messages"]
+    assert (dead["message_id"], dead["state"]) == (message_id, "dlq")
+
+    again = cli.run("move-to-dlq", message_id, "-q", queue, "-c", "a")
+    assert again.exit_code == 1 and again.stderr.startswith("error: MessageNotFound: ")
+    in_flight = cli.json("send", "being worked on", "-q", queue, "-c", "a")["message_id"]
+    cli.json("receive", "-q", queue, "-c", "a")
+    refused = cli.run("move-to-dlq", in_flight, "-q", queue, "-c", "a")
+    assert refused.exit_code == 1 and refused.stderr.startswith("error: ValidationError: ")
+    human = cli.run("move-to-dlq", cli.json("send", "x", "-q", queue, "-c", "b")["message_id"], "-q", queue, "-c", "b")
+    assert human.exit_code == 0 and human.stdout.startswith("moved ") and human.stdout.endswith(" to the DLQ\n")
 
 
 def test_fifo_group_and_dedup_id(cli: Cli) -> None:
@@ -207,21 +256,22 @@ def test_receive_follow_streams_json_lines_until_its_count(cli: Cli) -> None:
     assert all("receipt_handle" in line for line in lines)
 
 
-def test_stats_of_a_queue_per_client_where_the_target_lists_clients(cli: Cli) -> None:
+def test_stats_of_a_queue_per_client(cli: Cli) -> None:
     queue = cli.queue()
     for client, count in (("a", 2), ("b", 1)):
         for n in range(count):
             cli.json("send", f"m{n}", "-q", queue, "-c", client)
     stats = cli.json("stats", "-q", queue)
     assert (stats["queue"], stats["total"]["visible"]) == (queue, 3)
-    if cli.kind == "core":
-        assert {client: figures["visible"] for client, figures in stats["clients"].items()} == {"a": 2, "b": 1}
-    else:
-        assert stats["clients"] is None, "the HTTP API has no client list: the sum only"
+    assert {client: figures["visible"] for client, figures in stats["clients"].items()} == {"a": 2, "b": 1}
     assert cli.json("stats", "-q", queue, "-c", "b")["visible"] == 1
 
     table = cli.run("stats", "-q", queue)
-    assert table.exit_code == 0 and ("total" in table.stdout if cli.kind == "core" else "all clients" in table.stdout)
+    assert table.exit_code == 0
+    rows = {line.split()[0]: line.split()[1] for line in table.stdout.splitlines()[2:] if line.strip()}
+    assert rows == {"a": "2", "b": "1", "total": "3"}
+    shown = cli.run("queues", "show", queue)
+    assert shown.exit_code == 0 and "a, b" in shown.stdout
 
 
 def test_stats_watch_refreshes_count_times(cli: Cli) -> None:

@@ -88,7 +88,7 @@ def _complete(text: str, session: Session | None = None) -> list[str]:
 
 def test_tab_completes_commands_subcommands_options_and_names() -> None:
     assert _complete("qu") == ["queues", "quit"]
-    assert _complete("queues ") == ["create", "delete", "ls", "show"]
+    assert _complete("queues ") == ["create", "delete", "ls", "show", "update"]
     assert _complete("dlq re") == ["redrive"]
     assert _complete("receive --fo") == ["--follow"]
     assert _complete("peek -q ord") == ["orders", "orders.fifo"]
@@ -96,4 +96,5 @@ def test_tab_completes_commands_subcommands_options_and_names() -> None:
     assert _complete("use orders ") == ["tenant-a", "tenant-b"]
     assert _complete("send -q orders -c tenant-") == ["tenant-a", "tenant-b"]
     assert _complete("queues show ") == ["billing", "orders", "orders.fifo"]
+    assert _complete("queues update ord") == ["orders", "orders.fifo"]
     assert _complete("receive -c ", Session(queue="orders")) == ["tenant-a", "tenant-b"]

@@ -118,6 +118,72 @@ def test_list_get_and_delete_queues(core: QueueClient) -> None:
     assert error_of(call(producer, "DELETE", "/queues/a")) == (404, "QueueNotFound")
 
 
+def test_patch_changes_only_the_settings_given(core: QueueClient) -> None:
+    created = call(producer, "PUT", "/queues/orders", {"visibility_timeout": 30, "delay_seconds": 5}).body
+    answer = call(producer, "PATCH", "/queues/orders", {"visibility_timeout": 90, "max_receive_count": 2})
+    assert answer.status == 200 and set(answer.body) == SETTINGS_KEYS
+    assert answer.body == {**created, "visibility_timeout": 90, "max_receive_count": 2}
+    assert core.get_queue("orders").visibility_timeout == 90
+    assert call(producer, "GET", "/queues/orders").body["max_receive_count"] == 2
+
+
+def test_patch_without_changes_answers_the_settings_as_they_are() -> None:
+    created = call(producer, "PUT", "/queues/orders").body
+    assert call(producer, "PATCH", "/queues/orders").body == created
+    assert call(producer, "PATCH", "/queues/orders", {}).body == created
+
+
+def test_patching_shards_on_a_live_queue_loses_no_message(core: QueueClient) -> None:
+    call(producer, "PUT", "/queues/orders")
+    before = {core.queue("orders", "c1").send(f"before {n}").message_id for n in range(5)}
+    answer = call(producer, "PATCH", "/queues/orders", {"shards": 4})
+    assert (answer.status, answer.body["shards"]) == (200, 4)
+    after = {core.queue("orders", "c1").send(f"after {n}").message_id for n in range(5)}
+    received = core.queue("orders", "c1").receive(max_messages=10)
+    received += core.queue("orders", "c1").receive(max_messages=10)
+    assert {message.message_id for message in received} == before | after
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"fifo": True}, "fifo cannot change on a live queue"),
+        ({"content_based_dedup": True, "shards": 2}, "content_based_dedup cannot change on a live queue"),
+        ({"fifo": False, "content_based_dedup": False}, "fifo and content_based_dedup cannot change"),
+        ({"visibilty_timeout": 30}, "visibilty_timeout"),
+        ({"name": "other"}, "name"),
+        ({"shards": "2"}, "shards"),
+        ({"shards": 0}, "shards"),
+        ({"retention_seconds": 59}, "retention_seconds"),
+        ({"delay_seconds": True}, "delay_seconds"),
+    ],
+)
+def test_patch_refuses_fixed_settings_unknown_fields_and_bad_values(body: dict, named: str) -> None:
+    created = call(producer, "PUT", "/queues/orders").body
+    answer = call(producer, "PATCH", "/queues/orders", body)
+    assert error_of(answer) == (400, "ValidationError")
+    assert named in answer.body["error"]["message"]
+    assert call(producer, "GET", "/queues/orders").body.items() >= created.items(), "nothing changed"
+
+
+def test_patching_a_missing_queue_is_a_404() -> None:
+    assert error_of(call(producer, "PATCH", "/queues/nowhere", {"shards": 2})) == (404, "QueueNotFound")
+
+
+def test_clients_lists_who_has_sent_to_the_queue(core: QueueClient) -> None:
+    call(producer, "PUT", "/queues/orders")
+    assert call(producer, "GET", "/queues/orders/clients").body == {"clients": []}
+    for client in ("tenant-b", "tenant-a", "tenant-b"):
+        call(producer, "POST", f"/queues/orders/clients/{client}/messages", {"body": "x"})
+    answer = call(producer, "GET", "/queues/orders/clients")
+    assert (answer.status, answer.body) == (200, {"clients": ["tenant-a", "tenant-b"]})
+
+
+def test_clients_of_a_missing_queue_or_a_bad_name() -> None:
+    assert error_of(call(producer, "GET", "/queues/nowhere/clients")) == (404, "QueueNotFound")
+    assert error_of(call(producer, "GET", "/queues/bad%20name/clients")) == (400, "ValidationError")
+
+
 # Sending.
 
 
@@ -223,7 +289,7 @@ def test_sending_publishes_messages_sent(orders: None, capsys: pytest.CaptureFix
 
 def test_unknown_routes_and_methods_are_a_404_with_the_error_shape() -> None:
     assert error_of(call(producer, "GET", "/nothing/here")) == (404, "NotFound")
-    assert error_of(call(producer, "PATCH", "/queues/orders")) == (404, "NotFound")
+    assert error_of(call(producer, "POST", "/queues/orders")) == (404, "NotFound")
 
 
 def test_openapi_json_is_the_whole_document() -> None:
@@ -280,6 +346,9 @@ def test_invoke_actions_answer_the_http_json(core: QueueClient) -> None:
 
     described = invoke(producer, {"action": "get_queue", "queue": "orders"})
     assert described["stats"]["visible"] == 3
+    assert invoke(producer, {"action": "list_clients", "queue": "orders"}) == {"clients": ["c1"]}
+    updated = invoke(producer, {"action": "update_queue", "queue": "orders", "shards": 2, "delay_seconds": 10})
+    assert updated == {**created, "shards": 2, "delay_seconds": 10}
     assert [queue["name"] for queue in invoke(producer, {"action": "list_queues"})["queues"]] == ["orders"]
     assert invoke(producer, {"action": "delete_queue", "queue": "orders"}) == {"deleted": True}
     assert core.list_queues() == []
@@ -296,6 +365,12 @@ def test_invoke_actions_answer_the_http_json(core: QueueClient) -> None:
         ({"action": "create_queue", "queue": "q", "fifo": "yes"}, 400, "ValidationError", "fifo"),
         ({"action": "send", "queue": "q", "client": "c", "body": "x", "extra": 1}, 400, "ValidationError", "extra"),
         ({"action": "get_queue", "queue": "missing"}, 404, "QueueNotFound", "missing"),
+        ({"action": "list_clients", "queue": "missing"}, 404, "QueueNotFound", "missing"),
+        ({"action": "list_clients"}, 400, "ValidationError", "queue"),
+        ({"action": "update_queue", "queue": "missing", "shards": 2}, 404, "QueueNotFound", "missing"),
+        ({"action": "update_queue", "queue": "q", "fifo": True}, 400, "ValidationError", "fifo cannot change"),
+        ({"action": "update_queue", "queue": "q", "colour": "red"}, 400, "ValidationError", "colour"),
+        ({"action": "update_queue", "queue": "q", "shards": "2"}, 400, "ValidationError", "shards"),
     ],
 )
 def test_invoke_errors_carry_the_http_status(event: object, status: int, code: str, hint: str) -> None:

@@ -16,6 +16,8 @@ EXPECTED_ROUTES = {
     ("PUT", "/queues/{q}"): "producer",
     ("GET", "/queues/{q}"): "producer",
     ("DELETE", "/queues/{q}"): "producer",
+    ("PATCH", "/queues/{q}"): "producer",
+    ("GET", "/queues/{q}/clients"): "producer",
     ("GET", "/queues"): "producer",
     ("POST", f"{SUB_QUEUE}/messages"): "producer",
     ("GET", "/openapi.json"): "producer",
@@ -30,6 +32,7 @@ EXPECTED_ROUTES = {
     ("GET", f"{SUB_QUEUE}/stats"): "poller",
     ("GET", f"{SUB_QUEUE}/dlq"): "dlq_redriver",
     ("POST", f"{SUB_QUEUE}/dlq/redrive"): "dlq_redriver",
+    ("POST", f"{SUB_QUEUE}/messages/{{id}}/dlq"): "dlq_redriver",
 }
 REQUIRED_BODIES = {
     ("POST", f"{SUB_QUEUE}/messages"),

@@ -105,11 +105,18 @@ def test_queue_admin_manages_one_queue_without_listing_the_others(
     grants: tuple[GrantsStack, dict[str, Any]],
 ) -> None:
     paths = _invoke_paths(grants, "queue_admin")
-    assert {"PUT /queues/orders", "GET /queues/orders", "DELETE /queues/orders"} <= paths
+    assert {
+        "PUT /queues/orders",
+        "GET /queues/orders",
+        "PATCH /queues/orders",
+        "DELETE /queues/orders",
+        "GET /queues/orders/clients",
+    } <= paths
     assert {
         "DELETE /queues/orders/clients/*/messages",
         "GET /queues/orders/clients/*/dlq",
         "POST /queues/orders/clients/*/dlq/redrive",
+        "POST /queues/orders/clients/*/messages/*/dlq",
     } <= paths
     assert "GET /queues" not in paths
     assert all(
@@ -118,6 +125,7 @@ def test_queue_admin_manages_one_queue_without_listing_the_others(
                 "GET /openapi.json",
                 "PUT /queues/orders",
                 "GET /queues/orders",
+                "PATCH /queues/orders",
                 "DELETE /queues/orders",
                 "POST /queues/orders",
             )
@@ -129,7 +137,7 @@ def test_queue_admin_manages_one_queue_without_listing_the_others(
 def test_admin_of_everything_may_list_queues(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
     paths = _invoke_paths(grants, "admin")
     assert "GET /queues" in paths
-    assert len(paths) == 17
+    assert len(paths) == 20
 
 
 def test_invoke_grant_names_one_function(grants: tuple[GrantsStack, dict[str, Any]]) -> None:

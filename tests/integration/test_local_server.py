@@ -102,6 +102,25 @@ def test_the_scheduled_sweep_moves_a_failing_message_to_the_dlq_and_redrive_brin
     assert back["message_id"] == message_id and back["receive_count"] == 1
 
 
+def test_an_operator_lists_clients_reshards_and_moves_an_invalid_message_to_the_dlq(server: LocalServer) -> None:
+    call(server, "PUT", "/queues/operated")
+    invalid = call(server, "POST", "/queues/operated/clients/c1/messages", {"body": "invalid"})[1]["message_id"]
+    call(server, "POST", "/queues/operated/clients/c2/messages", {"body": "fine"})
+    assert call(server, "GET", "/queues/operated/clients") == (200, {"clients": ["c1", "c2"]})
+
+    status, settings = call(server, "PATCH", "/queues/operated", {"shards": 3, "visibility_timeout": 45})
+    assert (status, settings["shards"], settings["visibility_timeout"]) == (200, 3, 45)
+    status, refused = call(server, "PATCH", "/queues/operated", {"fifo": True})
+    assert status == 400 and "fifo cannot change" in refused["error"]["message"]
+
+    assert call(server, "POST", f"/queues/operated/clients/c1/messages/{invalid}/dlq") == (200, {"moved": True})
+    [dead] = call(server, "GET", "/queues/operated/clients/c1/dlq")[1]["messages"]
+    assert dead["message_id"] == invalid
+    assert call(server, "POST", "/queues/operated/clients/c1/receive")[1] == {"messages": []}
+    [fine] = call(server, "POST", "/queues/operated/clients/c2/receive")[1]["messages"]
+    assert fine["body"] == "fine"
+
+
 def test_a_long_poll_returns_as_soon_as_another_client_sends(server: LocalServer) -> None:
     call(server, "PUT", "/queues/waiting")
     results: list[tuple[float, Any]] = []
@@ -177,13 +196,19 @@ def test_errors_have_the_contract_shape(
 
 def test_openapi_document_is_served(server: LocalServer) -> None:
     status, document = call(server, "GET", "/openapi.json")
-    assert status == 200 and document["openapi"].startswith("3.") and len(document["paths"]) == 12
+    assert status == 200 and document["openapi"].startswith("3.") and len(document["paths"]) == 14
 
 
 def test_each_request_is_logged_on_one_line(server: LocalServer) -> None:
     call(server, "GET", "/queues")
-    lines = server.log.getvalue().splitlines()
-    assert any(line.endswith("producer") and " GET /queues 200 " in line for line in lines)
+    # The line is written once the answer is sent, so the caller may read the answer first.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        lines = server.log.getvalue().splitlines()
+        if any(line.endswith("producer") and " GET /queues 200 " in line for line in lines):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"no log line for GET /queues in {lines[-5:]}")
 
 
 def test_the_banner_commands_work_as_printed(server: LocalServer) -> None:

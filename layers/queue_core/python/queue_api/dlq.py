@@ -1,4 +1,5 @@
-"""The DLQ redriver's operations: list a sub-queue's dead-letter queue and move messages back from it.
+"""The DLQ redriver's operations: list a sub-queue's dead-letter queue, move messages back from it, and move a
+waiting message into it by hand.
 
 A schedule can run `redrive` as an invoke action (`{"action": "redrive", "queue", "client", "max_messages"}`)
 to drain a DLQ at a steady rate.
@@ -12,9 +13,18 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from .core_client import queue_client
-from .http import ClientPath, LimitQuery, QueuePath, documented_responses
+from .http import ClientPath, LimitQuery, MessageIdPath, QueuePath, documented_responses
 from .invoke import Action
-from .models import ListRequest, MessageList, Redriven, RedriveRequest, SubQueueAddress
+from .models import (
+    ListRequest,
+    MessageAddress,
+    MessageList,
+    Moved,
+    NoAddress,
+    Redriven,
+    RedriveRequest,
+    SubQueueAddress,
+)
 from .observability import count, tracer
 
 TAG = "Dead-letter queue"
@@ -34,6 +44,15 @@ def redrive(address: SubQueueAddress, request: RedriveRequest) -> Redriven:
     moved = queue_client().queue(address.queue, address.client).redrive(**request.model_dump())
     count("MessagesRedriven", moved)
     return Redriven(redriven=moved)
+
+
+@tracer.capture_method(capture_response=False)
+def move_to_dlq(address: MessageAddress, _request: NoAddress) -> Moved:
+    """An operator marks a waiting message invalid: it moves to the DLQ now, whatever its receive count, in one
+    transaction. An in-flight or FIFO message is refused (400): its receiver or its receive limit decides."""
+    moved = queue_client().queue(address.queue, address.client).move_to_dlq(address.message_id)
+    count("MessagesMovedToDlq", int(moved))
+    return Moved(moved=moved)
 
 
 @router.get(
@@ -58,7 +77,19 @@ def post_redrive(q: QueuePath, c: ClientPath, body: Annotated[RedriveRequest | N
     return redrive(SubQueueAddress(queue=q, client=c), body or RedriveRequest())
 
 
+@router.post(
+    "/queues/<q>/clients/<c>/messages/<id>/dlq",
+    operation_id="move_to_dlq",
+    summary="Move a waiting message to the DLQ now: an operator marks it invalid",
+    tags=[TAG],
+    responses=documented_responses(404),
+)
+def post_move_to_dlq(q: QueuePath, c: ClientPath, message_id: MessageIdPath) -> Moved:
+    return move_to_dlq(MessageAddress(queue=q, client=c, message_id=message_id), NoAddress())
+
+
 ACTIONS = {
     "list_dlq": Action.of(list_dlq, SubQueueAddress, ListRequest),
     "redrive": Action.of(redrive, SubQueueAddress, RedriveRequest),
+    "move_to_dlq": Action.of(move_to_dlq, MessageAddress),
 }

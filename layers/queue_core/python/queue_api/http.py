@@ -28,7 +28,7 @@ LimitQuery = Annotated[int, Query(ge=1, le=limits.MAX_PEEK, description="at most
 _ERROR_DESCRIPTIONS = {
     400: "ValidationError: malformed JSON, a wrong type, an unknown field, a value out of range, a bad name",
     404: "QueueNotFound or MessageNotFound",
-    409: "QueueExists with other settings, or ReceiptHandleStale",
+    409: "QueueExists (other settings, or the queue changed meanwhile) or ReceiptHandleStale",
     413: "MessageTooLarge: a body over 256 KiB",
     429: "Throttled: DynamoDB kept throttling; retry later",
     500: "InternalError",

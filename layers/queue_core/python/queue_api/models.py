@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag, model_validator
+from pydantic_core import PydanticCustomError
 from queue_core import limits
 
 QUEUE_NAME_PATTERN: Final = r"^([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$"
@@ -72,6 +73,37 @@ class CreateQueueRequest(Request):
     shards: Annotated[int, _int(1, limits.MAX_SHARDS)] = 1
 
 
+# The settings a queue is created with and keeps for life: they decide its key layout and its dedup.
+FIXED_SETTINGS: Final = ("fifo", "content_based_dedup")
+
+
+class UpdateQueueRequest(Request):
+    """Changes to a live queue's settings; a field left out (or null) keeps its value. A new `shards` loses no
+    message and keeps FIFO order. `fifo` and `content_based_dedup` are fixed when the queue is created."""
+
+    visibility_timeout: Annotated[int | None, _int(0, limits.MAX_VISIBILITY_SECONDS)] = None
+    max_receive_count: Annotated[int | None, _int(0, limits.MAX_RECEIVE_COUNT, "receives before the DLQ; 0: never")] = (
+        None
+    )
+    retention_seconds: Annotated[int | None, _int(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS)] = None
+    delay_seconds: Annotated[int | None, _int(0, limits.MAX_DELAY_SECONDS)] = None
+    dedup_window_seconds: Annotated[int | None, _int(0, limits.MAX_DEDUP_WINDOW_SECONDS)] = None
+    shards: Annotated[int | None, _int(1, limits.MAX_SHARDS)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_fixed_settings(cls, data: Any) -> Any:
+        """Names the fixed settings in words, rather than as unknown fields."""
+        fixed = [name for name in FIXED_SETTINGS if isinstance(data, dict) and name in data]
+        if fixed:
+            raise PydanticCustomError(
+                "fixed_setting",
+                "{names} cannot change on a live queue; create a new queue with the settings wanted",
+                {"names": " and ".join(fixed)},
+            )
+        return data
+
+
 class QueueStatsAnswer(Answer):
     visible: int
     in_flight: int
@@ -100,6 +132,10 @@ class QueueDescription(QueueSettingsAnswer):
 
 class QueueList(Answer):
     queues: list[QueueSettingsAnswer]
+
+
+class ClientList(Answer):
+    clients: list[str] = Field(description="the ids of the clients that have sent to the queue")
 
 
 class Deleted(Answer):
@@ -261,6 +297,10 @@ class RedriveRequest(Request):
 
 class Redriven(Answer):
     redriven: int
+
+
+class Moved(Answer):
+    moved: bool
 
 
 # The sweeper.

@@ -1,4 +1,5 @@
-"""The producer's operations: create, describe, list and delete queues, and send messages.
+"""The producer's operations: create, describe, list, update and delete queues, list a queue's clients, and send
+messages.
 
 Each operation is written once and reached two ways: by its HTTP route and by its invoke action.
 """
@@ -15,6 +16,7 @@ from .core_client import queue_client
 from .http import ClientPath, QueuePath, documented_responses
 from .invoke import Action
 from .models import (
+    ClientList,
     CreateQueueRequest,
     Deleted,
     NoAddress,
@@ -29,6 +31,7 @@ from .models import (
     SendMessageRequest,
     SendRequest,
     SubQueueAddress,
+    UpdateQueueRequest,
 )
 from .observability import count, tracer
 
@@ -58,6 +61,20 @@ def get_queue(address: QueueAddress, _request: NoAddress) -> QueueDescription:
 def list_queues(_address: NoAddress, _request: NoAddress) -> QueueList:
     queues = [QueueSettingsAnswer.model_validate(settings.to_dict()) for settings in queue_client().list_queues()]
     return QueueList(queues=queues)
+
+
+@tracer.capture_method(capture_response=False)
+def update_queue(address: QueueAddress, request: UpdateQueueRequest) -> QueueSettingsAnswer:
+    """The queue's settings after the change. Only the fields the caller gave are changed; a concurrent change
+    of `shards` or `retention_seconds` makes this a 409 (`QueueExists`), to be read again and retried."""
+    settings = queue_client().update_queue(address.queue, **request.model_dump(exclude_none=True))
+    return QueueSettingsAnswer.model_validate(settings.to_dict())
+
+
+@tracer.capture_method(capture_response=False)
+def list_clients(address: QueueAddress, _request: NoAddress) -> ClientList:
+    """One query of the queue's client partition; a client appears once it has sent."""
+    return ClientList(clients=queue_client().clients(address.queue))
 
 
 @tracer.capture_method(capture_response=False)
@@ -119,6 +136,28 @@ def describe_queue(q: QueuePath) -> QueueDescription:
     return get_queue(QueueAddress(queue=q), NoAddress())
 
 
+@router.patch(
+    "/queues/<q>",
+    operation_id="update_queue",
+    summary="Change a live queue's settings (not fifo nor content_based_dedup); shards may grow or shrink",
+    tags=[QUEUES_TAG],
+    responses=documented_responses(404, 409),
+)
+def patch_queue(q: QueuePath, body: Annotated[UpdateQueueRequest | None, Body()] = None) -> QueueSettingsAnswer:
+    return update_queue(QueueAddress(queue=q), body or UpdateQueueRequest())
+
+
+@router.get(
+    "/queues/<q>/clients",
+    operation_id="list_clients",
+    summary="The ids of the clients that have sent to a queue",
+    tags=[QUEUES_TAG],
+    responses=documented_responses(404),
+)
+def get_clients(q: QueuePath) -> ClientList:
+    return list_clients(QueueAddress(queue=q), NoAddress())
+
+
 @router.delete(
     "/queues/<q>",
     operation_id="delete_queue",
@@ -151,6 +190,8 @@ ACTIONS = {
     "create_queue": Action.of(_create_queue_action, QueueAddress, CreateQueueRequest),
     "get_queue": Action.of(get_queue, QueueAddress),
     "list_queues": Action.of(list_queues),
+    "update_queue": Action.of(update_queue, QueueAddress, UpdateQueueRequest),
+    "list_clients": Action.of(list_clients, QueueAddress),
     "delete_queue": Action.of(delete_queue, QueueAddress),
     "send": Action.of(send, SubQueueAddress, SendRequest),
 }

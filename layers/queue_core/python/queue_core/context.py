@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .clock import Clock, SequenceSource, to_ms
 from .registry import Registry
+from .shards import Traffic
 from .store import Store
 
 # Claims of one receive run in parallel, so a receive of 10 costs about one round trip, not ten.
@@ -28,5 +30,16 @@ class Context:
         default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-mark")
     )
 
+    traffic_by_sub_queue: dict[tuple[str, str, int, int], Traffic] = field(default_factory=dict)
+    traffic_lock: threading.Lock = field(default_factory=threading.Lock)
+
     def now_ms(self) -> int:
         return to_ms(self.clock())
+
+    def traffic(self, queue: str, client: str, read_shards: int, send_shards: int) -> Traffic:
+        """One per sub-queue and shard layout in this process, shared by every SubQueue object and thread."""
+        key = (queue, client, read_shards, send_shards)
+        with self.traffic_lock:
+            if key not in self.traffic_by_sub_queue:
+                self.traffic_by_sub_queue[key] = Traffic(read_shards, send_shards)
+            return self.traffic_by_sub_queue[key]

@@ -36,7 +36,7 @@ from .messages import (
 from .models import Message, QueueStats, ReceivedMessage, SendResult
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
-from .shards import ConflictGauge, ShardPicker, visit
+from .shards import visit
 from .standard import dedup_put, duplicate_of
 from .store import ConditionFailed, Item, TransactionCancelled
 
@@ -54,8 +54,9 @@ class FifoQueue:
         self.queue = settings.name
         self.client = client
         self.claim_conflicts = 0
-        self.picker = ShardPicker(settings.read_shards)
-        self.gauge = ConflictGauge()
+        self.traffic = ctx.traffic(self.queue, client, settings.read_shards, settings.shards)
+        self.picker = self.traffic.picker
+        self.gauge = self.traffic.gauge
 
     def _group_key(self, group: str, shard: int | None = None, now: int = 0) -> dict[str, str]:
         """The group item's key: at a known shard (from an index entry or a receipt), else where the group is
@@ -100,7 +101,7 @@ class FifoQueue:
         pending = list(entries)
         extra = list(extra)
         placement = self._placement(group, now)
-        expected: int | None = None
+        expected = self.traffic.last_seq(group) if not placement.moves else None
         for _ in range(_SEND_ATTEMPTS):
             if not pending:
                 return results
@@ -128,6 +129,7 @@ class FifoQueue:
                 pending = [entry for entry in pending if entry.index not in results]
                 continue
             results.update({entry.index: SendResult(ref.message_id, ref.sequence) for entry, ref in refs})
+            self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
@@ -317,9 +319,10 @@ class FifoQueue:
 
     def finish_group(
         self, key: dict[str, str], token: str, available_at: int, empty_at: str = "", removed: int = 0
-    ) -> None:
+    ) -> bool:
         """Unlocks a group: out of the index when it is known to be empty (no send since `empty_at`), else
-        available again at `available_at`. `removed` messages leave its count."""
+        available again at `available_at`. `removed` messages leave its count. False when the lock had passed
+        to another claim (nothing written)."""
         if empty_at:
             try:
                 self.ctx.store.update(
@@ -329,10 +332,10 @@ class FifoQueue:
                     condition="tok = :tok AND last_seq = :ls",
                     returns="NONE",
                 )
-                return
+                return True
             except ConditionFailed as failed:
                 if failed.item is None or failed.item.get("tok") != token:
-                    return
+                    return False
         try:
             self.ctx.store.update(
                 key,
@@ -342,7 +345,8 @@ class FifoQueue:
                 returns="NONE",
             )
         except ConditionFailed:
-            return
+            return False
+        return True
 
     # Claimed messages.
     def delete(self, receipt: Receipt, now: int) -> None:
@@ -375,23 +379,44 @@ class FifoQueue:
         return available_at
 
     def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int) -> None:
-        """One held message is done; the last one done unlocks the group."""
+        """One held message is done; the last one done unlocks the group. A message deleted after the group's lock
+        passed to another claim (the holder's lock ran out, the message was not taken again) still leaves the
+        group's count."""
         key = self._group_key(ref.group or "", receipt.group_shard)
         if receipt.held <= 1:
-            self.finish_group(key, receipt.token, available_at, receipt.last_seq if removed else "", removed)
+            finished = self.finish_group(key, receipt.token, available_at, receipt.last_seq if removed else "", removed)
+            if not finished and removed:
+                self._count_removed(key, removed)
             return
+        counts = {":one": 1, ":dec": -removed, ":tok": receipt.token}
         try:
+            # `retry_at` keeps the latest time any held message was given back for, so the group waits for it.
             group = self.ctx.store.update(
                 key,
                 "ADD acked :one, msg_count :dec SET retry_at = :at",
-                {":one": 1, ":dec": -removed, ":tok": receipt.token, ":at": available_at},
-                condition="tok = :tok",
+                {**counts, ":at": available_at},
+                condition="tok = :tok AND (attribute_not_exists(retry_at) OR retry_at <= :at)",
                 returns="ALL_NEW",
             )
-        except ConditionFailed:
-            return
+        except ConditionFailed as failed:
+            group = None
+            if failed.item is not None and failed.item.get("tok") == receipt.token:
+                group = self._ack_before_retry_at(key, counts)
+            if group is None:
+                if removed:
+                    self._count_removed(key, removed)
+                return
         if group and int(group["acked"]) >= receipt.held:
             self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
+
+    def _ack_before_retry_at(self, key: dict[str, str], counts: dict[str, Any]) -> Item | None:
+        """An ack when another held message was given back for later: its `retry_at` stays."""
+        try:
+            return self.ctx.store.update(
+                key, "ADD acked :one, msg_count :dec", counts, condition="tok = :tok", returns="ALL_NEW"
+            )
+        except ConditionFailed:
+            return None
 
     def change_visibility(self, receipt: Receipt, visible_at: int) -> int:
         ref = MessageRef.parse(receipt.message_id)

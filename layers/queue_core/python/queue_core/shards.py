@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-EMPTY_SHARD_SECONDS: Final = 1.0
+EMPTY_SHARD_SECONDS: Final = 5.0
 
 
 class ShardPicker:
@@ -81,3 +81,43 @@ def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[A
             picker.found(shard, saw_candidates)
             got += found
     return got
+
+
+class SendRotation:
+    """Standard sends go round the shards from a random one: an even spread, so no shard partition is hotter than
+    the others (a random choice per message leaves the busiest shard well above the average)."""
+
+    def __init__(self, shards: int) -> None:
+        self.shards = shards
+        self._next = random.randrange(shards)
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            self._next = (self._next + 1) % self.shards
+            return self._next
+
+
+class Traffic:
+    """What this process learns about one sub-queue and keeps across calls: which shards were empty, how much
+    receivers collide, where the next send goes, and each FIFO group's last sequence (so that a send's guess of
+    it is right and its transaction is not wasted)."""
+
+    GROUPS_REMEMBERED: Final = 10_000
+
+    def __init__(self, read_shards: int, send_shards: int) -> None:
+        self.picker = ShardPicker(read_shards)
+        self.gauge = ConflictGauge()
+        self.rotation = SendRotation(send_shards)
+        self._last_seq: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def last_seq(self, group: str) -> int | None:
+        with self._lock:
+            return self._last_seq.get(group)
+
+    def remember_last_seq(self, group: str, last_seq: int) -> None:
+        with self._lock:
+            if len(self._last_seq) >= self.GROUPS_REMEMBERED:
+                self._last_seq.clear()
+            self._last_seq[group] = last_seq

@@ -31,7 +31,7 @@ from .messages import (
 from .models import Message, QueueStats, ReceivedMessage, SendResult
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
-from .shards import ConflictGauge, ShardPicker, visit
+from .shards import visit
 from .store import ConditionFailed, Item, TransactionCancelled
 
 _CLAIM_ROUNDS = 3
@@ -50,8 +50,9 @@ class StandardQueue:
         self.queue = settings.name
         self.client = client
         self.claim_conflicts = 0
-        self.picker = ShardPicker(settings.read_shards)
-        self.gauge = ConflictGauge()
+        self.traffic = ctx.traffic(self.queue, client, settings.read_shards, settings.shards)
+        self.picker = self.traffic.picker
+        self.gauge = self.traffic.gauge
 
     # Keys.
     def _pk(self, shard: int) -> str:
@@ -59,7 +60,7 @@ class StandardQueue:
 
     # Send.
     def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
-        shard = random.randrange(self.settings.shards)
+        shard = self.traffic.rotation.next()
         ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now))
         visible_at = now + entry.delay_seconds * 1000
         item = new_item(
