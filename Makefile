@@ -35,6 +35,9 @@ format: install
 test: lint synth
 	$(VENV)/bin/pytest
 
+bench: install
+	$(PY) -m bench.run
+
 openapi: install
 	$(PY) -m queue_api.openapi > docs/openapi.json
 

@@ -67,7 +67,8 @@ ShardReceive = Callable[[int, int], tuple[list[Any], bool]]
 
 
 def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[Any]:
-    """Receives shard by shard until `want` are found; the quiet shards only when nothing was found elsewhere.
+    """Receives shard by shard until `want` are found, or a shard gave some but fewer than asked (the queue is
+    shallow: more shards would mostly cost empty queries); the quiet shards only when nothing was found elsewhere.
     `receive_shard(shard, need)` returns what it claimed and whether the shard had any candidate at all."""
     got: list[Any] = []
     first, quiet = picker.order()
@@ -77,9 +78,12 @@ def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[A
         for shard in shards:
             if len(got) >= want:
                 break
-            found, saw_candidates = receive_shard(shard, want - len(got))
+            need = want - len(got)
+            found, saw_candidates = receive_shard(shard, need)
             picker.found(shard, saw_candidates)
             got += found
+            if found and len(found) < need:
+                break
     return got
 
 
