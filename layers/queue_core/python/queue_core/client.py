@@ -74,9 +74,7 @@ class QueueClient:
         settings = self._ctx.registry.get(validation.queue_name(name), fresh=True)
         clients = self._ctx.registry.clients(name)
         for client in clients:
-            sub = SubQueue(self._ctx, name, client)
-            sub._engine_cache = None
-            sub.remove_everything()
+            SubQueue(self._ctx, name, client).remove_everything()
         self._ctx.registry.delete(settings.name)
         self._ctx.registry.delete_clients(name)
 

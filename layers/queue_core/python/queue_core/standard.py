@@ -55,7 +55,7 @@ class StandardQueue:
         self.gauge = self.traffic.gauge
 
     # Keys.
-    def _pk(self, shard: int) -> str:
+    def partition_key(self, shard: int) -> str:
         return keys.message_pk(self.queue, self.client, shard)
 
     # Send.
@@ -115,7 +115,7 @@ class StandardQueue:
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
             items, start, _ = self.ctx.store.query(
-                self._pk(shard),
+                self.partition_key(shard),
                 index=True,
                 sk_condition="gsi1sk <= :hi",
                 values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
@@ -297,7 +297,7 @@ class StandardQueue:
         found: list[Message] = []
         for shard in range(self.settings.read_shards):
             entries = self.ctx.store.query_all(
-                self._pk(shard),
+                self.partition_key(shard),
                 index=True,
                 sk_condition="gsi1sk <= :hi",
                 values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
@@ -322,7 +322,9 @@ class StandardQueue:
         return old is not None and not is_expired(old, now)
 
     def purge(self) -> int:
-        return sum(self.ctx.store.delete_partition(self._pk(shard)) for shard in range(self.settings.read_shards))
+        return sum(
+            self.ctx.store.delete_partition(self.partition_key(shard)) for shard in range(self.settings.read_shards)
+        )
 
     def stats(self, now: int) -> QueueStats:
         """Reads the shard's index entries (small: keys, expiry, flag), at most `STATS_SCAN_LIMIT` per shard."""
@@ -331,7 +333,9 @@ class StandardQueue:
             counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
             oldest: int | None = None
             read = 0
-            for entry in self.ctx.store.query_all(self._pk(shard), index=True, max_items=limits.STATS_SCAN_LIMIT):
+            for entry in self.ctx.store.query_all(
+                self.partition_key(shard), index=True, max_items=limits.STATS_SCAN_LIMIT
+            ):
                 read += 1
                 if is_expired(entry, now):
                     continue
@@ -350,7 +354,7 @@ class StandardQueue:
         return total
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:
-        items, _, _ = self.ctx.store.query(self._pk(shard), limit=25, projection="sk, expires_at")
+        items, _, _ = self.ctx.store.query(self.partition_key(shard), limit=25, projection="sk, expires_at")
         live = [item for item in items if not is_expired(item, now)]
         return sequence_ms(live[0]["sk"]) if live else None
 

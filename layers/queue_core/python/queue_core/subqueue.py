@@ -47,7 +47,8 @@ class SubQueue:
     def settings(self) -> QueueSettings:
         return self._ctx.registry.get(self.queue)
 
-    def _engine(self) -> Engine:
+    def engine(self) -> Engine:
+        """The standard or FIFO operations for the current settings (rebuilt when the settings change)."""
         settings = self.settings
         if self._engine_cache is None or self._engine_cache[0] is not settings:
             kind = FifoQueue if settings.fifo else StandardQueue
@@ -98,7 +99,7 @@ class SubQueue:
         return BatchResult(successful=successful, failed=sorted(failed, key=lambda f: f["index"]))
 
     def _send(self, entries: list[Entry]) -> list[SendResult | QueueError]:
-        engine = self._engine()
+        engine = self.engine()
         now = self._now()
         self._ctx.registry.register_client(self.queue, self.client, now)
         return engine.send(entries, now)
@@ -138,7 +139,7 @@ class SubQueue:
         want = validation.integer("max_messages", max_messages, 1, limits.MAX_RECEIVE)
         wait = validation.integer("wait_seconds", wait_seconds, 0, limits.MAX_WAIT_SECONDS)
         order = validation.order(order)
-        engine = self._engine()
+        engine = self.engine()
         if engine.settings.fifo and order != "oldest":
             raise ValidationError("order 'newest' is only for standard queues: a FIFO queue keeps its groups' order")
         visibility = (
@@ -166,7 +167,7 @@ class SubQueue:
 
     def delete(self, receipt_handle: str) -> None:
         receipt = self._receipt(receipt_handle)
-        engine = self._engine()
+        engine = self.engine()
         if isinstance(engine, FifoQueue):
             engine.delete(receipt, self._now())
         else:
@@ -193,7 +194,7 @@ class SubQueue:
         seconds = validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
         receipt = self._receipt(receipt_handle)
         visible_at = self._now() + seconds * 1000
-        engine = self._engine()
+        engine = self.engine()
         if isinstance(engine, FifoQueue):
             return engine.change_visibility(receipt, visible_at)
         return engine.set_visible_at(receipt, visible_at, release=False)
@@ -208,7 +209,7 @@ class SubQueue:
         else:
             delay_ms = validation.integer("delay_seconds", delay_seconds, 0, limits.MAX_VISIBILITY_SECONDS) * 1000
         now = self._now()
-        engine = self._engine()
+        engine = self.engine()
         if isinstance(engine, FifoQueue):
             return engine.release(receipt, now + delay_ms, now)
         return engine.set_visible_at(receipt, now + delay_ms, release=True)
@@ -216,7 +217,7 @@ class SubQueue:
     # Looking without claiming.
     def peek(self, limit: int = 10) -> list[Message]:
         limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
-        return self._engine().peek(limit, self._now())
+        return self.engine().peek(limit, self._now())
 
     def _ref(self, message_id: Any) -> MessageRef:
         if not isinstance(message_id, str) or not 1 <= len(message_id) <= 400:
@@ -228,7 +229,7 @@ class SubQueue:
 
     def get(self, message_id: str) -> Message:
         ref = self._ref(message_id)
-        engine = self._engine()
+        engine = self.engine()
         now = self._now()
         live_key, dlq_key = ref.live_key(self.queue, self.client), ref.dlq_key(self.queue, self.client)
         found = {(item["pk"], item["sk"]): item for item in self._ctx.store.batch_get([*engine.get_keys(ref), dlq_key])}
@@ -248,7 +249,7 @@ class SubQueue:
     def cancel(self, message_id: str) -> bool:
         """Removes a message wherever it is (waiting, in flight or in the DLQ), so it is never processed."""
         ref = self._ref(message_id)
-        if self._engine().cancel_live(ref, self._now()):
+        if self.engine().cancel_live(ref, self._now()):
             return True
         dead = self._ctx.store.delete(ref.dlq_key(self.queue, self.client))
         if dead is not None and not is_expired(dead, self._now()):
@@ -257,10 +258,10 @@ class SubQueue:
 
     def purge(self) -> int:
         """Removes every waiting and in-flight message (not the DLQ), however many, with batched deletes."""
-        return self._engine().purge()
+        return self.engine().purge()
 
     def stats(self) -> QueueStats:
-        engine = self._engine()
+        engine = self.engine()
         now = self._now()
         figures = engine.stats(now)
         dlq, dlq_truncated = self._dlq_count(now)
@@ -317,9 +318,7 @@ class SubQueue:
                 items.append(item)
                 if limit is not None and len(items) >= limit:
                     break
-            if max_messages is not None:
-                items = items[:limit]
-        engine = self._engine()
+        engine = self.engine()
         if isinstance(engine, FifoQueue):
             return engine.redrive_items(items, now)
         return sum(engine.redrive_item(item, now) for item in items)
@@ -327,7 +326,7 @@ class SubQueue:
     def move_to_dlq(self, message_id: str) -> bool:
         """An operator marks a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
         ref = self._ref(message_id)
-        engine = self._engine()
+        engine = self.engine()
         now = self._now()
         item = self._ctx.store.get(ref.live_key(self.queue, self.client))
         if item is None or is_expired(item, now):
@@ -340,7 +339,7 @@ class SubQueue:
 
     # Housekeeping, used by the sweep and by delete_queue.
     def remove_everything(self) -> None:
-        engine = self._engine()
+        engine = self.engine()
         engine.purge()
         for pk in self._dlq_pks():
             self._ctx.store.delete_partition(pk)

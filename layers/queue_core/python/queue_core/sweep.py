@@ -49,7 +49,7 @@ class Sweeper:
         return report
 
     def _sweep_one(self, sub: SubQueue, report: SweepReport) -> None:
-        engine = sub._engine()
+        engine = sub.engine()
         now = self._ctx.now_ms()
         report.sub_queues += 1
         if isinstance(engine, FifoQueue):
@@ -66,7 +66,9 @@ class Sweeper:
     def _sweep_standard(self, engine: StandardQueue, now: int, report: SweepReport) -> None:
         limit = engine.settings.max_receive_count
         for shard in range(engine.settings.read_shards):
-            entries = list(self._ctx.store.query_all(engine._pk(shard), index=True, max_items=limits.STATS_SCAN_LIMIT))
+            entries = list(
+                self._ctx.store.query_all(engine.partition_key(shard), index=True, max_items=limits.STATS_SCAN_LIMIT)
+            )
             report.items_read += len(entries)
             for entry in entries:
                 key = {"pk": entry["pk"], "sk": entry["sk"]}
