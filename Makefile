@@ -33,7 +33,7 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 
 test: lint synth
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2 --dist loadfile
 
 bench: install
 	$(PY) -m bench.run
