@@ -21,6 +21,16 @@ os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
 TABLE = "queue-test"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options live here, the root of the tests, so that `pytest --stress` works from any starting path."""
+    parser.addoption(
+        "--stress",
+        action="store_true",
+        default=False,
+        help="run the reliability stress tests at full size (tens of thousands of messages) instead of the short form",
+    )
+
+
 class FakeClock:
     """Epoch seconds that move only when a test says so."""
 

@@ -47,7 +47,18 @@ def resolve(app: APIGatewayRestResolver, event: Mapping[str, Any], context: Any)
     if size and content_type and not _is_json(content_type):
         refused = UnsupportedBody(f"Content-Type {content_type} is not accepted; send JSON as application/json")
         return proxy_response(*error_answer(refused))
+    if size and event.get("isBase64Encoded") and not _is_utf8(str(event["body"])):
+        return proxy_response(*error_answer(UnsupportedBody("request body is not UTF-8 text; send JSON")))
     return app.resolve(dict(event), context)
+
+
+def _is_utf8(body: str) -> bool:
+    """Whether a base64 body decodes to UTF-8 text: Powertools decodes it as such and would fail with a 500."""
+    try:
+        base64.b64decode(body).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def _content_type(event: Mapping[str, Any]) -> str:

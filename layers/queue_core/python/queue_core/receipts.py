@@ -61,6 +61,10 @@ class Receipt:
             payload, mac = _unb64(payload_text), _unb64(mac_text)
         except ValueError as error:
             raise ValidationError("receipt_handle is malformed") from error
+        if _b64(payload) != payload_text or _b64(mac) != mac_text:
+            # The decoder skips characters outside the alphabet and ignores spare bits: only the one canonical
+            # spelling of a handle is accepted, so no altered handle passes for the genuine one.
+            raise ValidationError("receipt_handle is malformed")
         if not hmac.compare_digest(mac, _mac(secret, payload)):
             raise ValidationError(
                 "receipt_handle is not valid for this queue (forged, altered or from a queue that was re-created)"

@@ -194,8 +194,10 @@ class Store:
 
     # Many items.
     def batch_get(self, keys: list[dict[str, str]]) -> list[Item]:
+        """Each distinct key once: DynamoDB refuses a batch that names one item twice."""
         found: list[Item] = []
-        pending: dict[str, Any] = {self.table: {"Keys": [serialize(k) for k in keys], "ConsistentRead": True}}
+        distinct = list({(key["pk"], key["sk"]): key for key in keys}.values())
+        pending: dict[str, Any] = {self.table: {"Keys": [serialize(k) for k in distinct], "ConsistentRead": True}}
         for attempt in range(_BATCH_RETRIES):
             answer = self._call("batch_get_item", RequestItems=pending)
             found.extend(deserialize(item) for item in answer.get("Responses", {}).get(self.table, []))

@@ -1,0 +1,246 @@
+"""DynamoDB failing the ways the service and the network fail, injected with botocore event hooks.
+
+Two places to fail, because they test different things:
+
+* `Stage.CALL` (`before-call` / `after-call`): the failure reaches the core without the SDK's retries, so every
+  injected fault is seen by the code under test. This is what the stress runs use: the core must never lose or
+  duplicate a message, never mistake a throttle for a lost claim race, and surface `Throttled`.
+* `Stage.SEND` (`before-send`): the failure replaces one HTTP attempt, so the SDK's own retry policy (attempts,
+  backoff) runs as it would against the service.
+
+A fault is either *before* the call (nothing was applied: throttles, 500s, timeouts, a partial batch) or *after*
+it (the call was applied and its answer lost: the nastiest case, since a retry then repeats a write that
+happened).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import random
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
+from moto.core.botocore_stubber import MockRawResponse
+
+
+class Stage(enum.Enum):
+    CALL = "call"
+    SEND = "send"
+
+
+class Kind(enum.StrEnum):
+    """Every kind of fault, named as it shows up in the run's figures."""
+
+    PROVISIONED_THROUGHPUT = "ProvisionedThroughputExceededException"
+    THROTTLING = "ThrottlingException"
+    INTERNAL_SERVER_ERROR = "InternalServerError"
+    READ_TIMEOUT = "ReadTimeoutError"
+    CONNECT_TIMEOUT = "ConnectTimeoutError"
+    TRANSACTION_THROTTLED = "TransactionCanceledException(ThrottlingError)"
+    UNPROCESSED_ITEMS = "UnprocessedItems"
+    ANSWER_LOST = "answer lost after the write"
+
+
+# Failures that every operation can meet before anything is applied.
+BEFORE_KINDS: tuple[Kind, ...] = (
+    Kind.PROVISIONED_THROUGHPUT,
+    Kind.THROTTLING,
+    Kind.INTERNAL_SERVER_ERROR,
+    Kind.READ_TIMEOUT,
+    Kind.CONNECT_TIMEOUT,
+)
+_STATUS = {Kind.PROVISIONED_THROUGHPUT: 400, Kind.THROTTLING: 400, Kind.INTERNAL_SERVER_ERROR: 500}
+_ENDPOINT = "https://dynamodb.us-east-1.amazonaws.com"
+
+
+@dataclass
+class FaultInjector:
+    """Fails a share of one client's DynamoDB calls.
+
+    `before_rate` of the calls fail before they are applied (a kind drawn from `before_kinds`, plus the
+    operation-specific kinds when `operation_kinds` is set: a transaction cancelled by throttling, a batch write
+    left partly unprocessed), or the rate `rates` names for the operation; `after_rate` of the calls that
+    succeeded lose their answer. `operations` limits the
+    faults to some operation names (all when empty), `budget` to a number of faults (no limit when None).
+    `unprocessed_share` is the share of a batch write left unprocessed (a random part when None). Counts are kept
+    by kind, and at `Stage.SEND` the HTTP attempts by operation.
+    """
+
+    before_rate: float = 0.0
+    after_rate: float = 0.0
+    stage: Stage = Stage.CALL
+    before_kinds: tuple[Kind, ...] = BEFORE_KINDS
+    operation_kinds: bool = True
+    rates: dict[str, float] = field(default_factory=dict)
+    operations: frozenset[str] = frozenset()
+    budget: int | None = None
+    unprocessed_share: float | None = None
+    seed: int = 0
+    counts: Counter = field(default_factory=Counter)
+    attempts: Counter = field(default_factory=Counter)
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        self._random = random.Random(self.seed)
+        self._lock = threading.Lock()
+        self._clients: list[Any] = []
+
+    # Wiring.
+    def attach(self, client: Any) -> FaultInjector:
+        events = client.meta.events
+        if self.stage is Stage.CALL:
+            events.register("before-call.dynamodb", self._before_call)
+            events.register("after-call.dynamodb", self._after_call)
+        else:
+            events.register_first("before-send.dynamodb", self._before_send)
+        self._clients.append(client)
+        return self
+
+    def detach(self) -> None:
+        for client in self._clients:
+            events = client.meta.events
+            events.unregister("before-call.dynamodb", self._before_call)
+            events.unregister("after-call.dynamodb", self._after_call)
+            events.unregister("before-send.dynamodb", self._before_send)
+        self._clients.clear()
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    # Decisions.
+    def _draw(self) -> float:
+        with self._lock:
+            return self._random.random()
+
+    def _choice(self, options: Iterable[Kind]) -> Kind:
+        with self._lock:
+            return self._random.choice(list(options))
+
+    def _targets(self, operation: str) -> bool:
+        if not self.enabled or (self.operations and operation not in self.operations):
+            return False
+        return self.budget is None or self.total < self.budget
+
+    def _count(self, kind: Kind) -> None:
+        with self._lock:
+            self.counts[kind] += 1
+
+    def _before_kind(self, operation: str) -> Kind | None:
+        if not self._targets(operation) or self._draw() >= self.rates.get(operation, self.before_rate):
+            return None
+        kinds = list(self.before_kinds)
+        if self.operation_kinds and operation == "TransactWriteItems":
+            kinds.append(Kind.TRANSACTION_THROTTLED)
+        if self.operation_kinds and operation == "BatchWriteItem":
+            kinds += [Kind.UNPROCESSED_ITEMS] * max(1, len(kinds))
+        if not kinds:
+            return None
+        kind = self._choice(kinds)
+        self._count(kind)
+        return kind
+
+    # Stage.CALL: before-call may answer instead of DynamoDB; after-call may lose an answer.
+    def _before_call(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> Any:
+        operation = model.name
+        request = _body(params)
+        kind = self._before_kind(operation)
+        if kind is None:
+            context["fault_may_lose_answer"] = self._targets(operation)
+            return None
+        if kind is Kind.UNPROCESSED_ITEMS:
+            return self._leave_unprocessed(params, request, context)
+        context["fault_may_lose_answer"] = False
+        return _failure(kind, request)
+
+    def _after_call(
+        self, http_response: Any, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
+    ) -> None:
+        left = context.pop("fault_unprocessed", None)
+        if left:
+            table, requests = left
+            parsed.setdefault("UnprocessedItems", {}).setdefault(table, []).extend(requests)
+        if not context.pop("fault_may_lose_answer", False) or http_response.status_code >= 300:
+            return
+        if self._targets(model.name) and self._draw() < self.after_rate:
+            self._count(Kind.ANSWER_LOST)
+            raise ReadTimeoutError(endpoint_url=_ENDPOINT)
+
+    def _leave_unprocessed(self, params: dict[str, Any], request: dict[str, Any], context: dict[str, Any]) -> Any:
+        """Sends part of the batch for real and reports the rest unprocessed, as DynamoDB does under load."""
+        ((table, requests),) = request["RequestItems"].items()
+        with self._lock:
+            if self.unprocessed_share is None:
+                kept = self._random.sample(requests, self._random.randrange(len(requests)))
+            else:
+                kept = requests[: len(requests) - math.ceil(len(requests) * self.unprocessed_share)]
+        left = [entry for entry in requests if entry not in kept]
+        context["fault_may_lose_answer"] = False
+        if not kept:
+            return AWSResponse(_ENDPOINT, 200, {}, MockRawResponse(b"{}")), {
+                "UnprocessedItems": {table: left},
+                "ResponseMetadata": {"HTTPStatusCode": 200},
+            }
+        params["body"] = json.dumps({**request, "RequestItems": {table: kept}}).encode()
+        context["fault_unprocessed"] = (table, left)
+        return None
+
+    # Stage.SEND: one HTTP attempt fails; the SDK decides whether to retry.
+    def _before_send(self, request: Any, **_: Any) -> Any:
+        operation = (request.headers.get("X-Amz-Target") or b"").decode().rsplit(".", 1)[-1]
+        body = json.loads(request.body or b"{}")
+        with self._lock:
+            self.attempts[operation] += 1
+        kind = self._before_kind(operation)
+        if kind is None:
+            return None
+        if kind in (Kind.READ_TIMEOUT, Kind.CONNECT_TIMEOUT):
+            raise _timeout(kind)
+        if kind is Kind.UNPROCESSED_ITEMS:
+            left = json.dumps({"UnprocessedItems": body["RequestItems"]}).encode()
+            return AWSResponse(request.url, 200, {}, MockRawResponse(left))
+        status, parsed = _error_document(kind, body)
+        payload = {"__type": f"com.amazonaws.dynamodb.v20120810#{parsed['Error']['Code']}", "message": "injected"}
+        if "CancellationReasons" in parsed:
+            payload["CancellationReasons"] = parsed["CancellationReasons"]
+        return AWSResponse(request.url, status, {}, MockRawResponse(json.dumps(payload).encode()))
+
+
+def _body(params: dict[str, Any]) -> dict[str, Any]:
+    body = params.get("body") or b"{}"
+    return json.loads(body.decode() if isinstance(body, bytes) else body)
+
+
+def _timeout(kind: Kind) -> Exception:
+    if kind is Kind.READ_TIMEOUT:
+        return ReadTimeoutError(endpoint_url=_ENDPOINT)
+    return ConnectTimeoutError(endpoint_url=_ENDPOINT)
+
+
+def _error_document(kind: Kind, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    if kind is Kind.TRANSACTION_THROTTLED:
+        actions = request.get("TransactItems", [])
+        reasons = [{"Code": "None"} for _ in actions]
+        if reasons:
+            reasons[-1] = {"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity."}
+        return 400, {
+            "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
+            "CancellationReasons": reasons,
+        }
+    code = kind.value
+    return _STATUS[kind], {"Error": {"Code": code, "Message": "injected"}}
+
+
+def _failure(kind: Kind, request: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
+    if kind in (Kind.READ_TIMEOUT, Kind.CONNECT_TIMEOUT):
+        raise _timeout(kind)
+    status, parsed = _error_document(kind, request)
+    parsed["ResponseMetadata"] = {"HTTPStatusCode": status}
+    return AWSResponse(_ENDPOINT, status, {}, MockRawResponse(b"")), parsed

@@ -1,0 +1,214 @@
+"""The consumers' side of the truth: who held which message when, on the fake clock, and in what order FIFO
+messages were first delivered.
+
+A holder's claim is valid from the moment the core read the clock for it (somewhere between the clock readings
+taken just before and just after the receive call) until the message's visibility ran out or the holder gave it
+back. Each bound is kept on the side that can only hide a violation, never invent one: a claim's start is known to
+lie in `[claimed_lo, claimed_hi]`, and `ends_lo` is never later than the true end (a release or a delete lowers it
+before the call is made; an extension raises it only after it succeeded). Two holds *certainly* overlapped when
+each one's claim came before the other's end: `a.claimed_hi < b.ends_lo and b.claimed_hi < a.ends_lo`.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from queue_core import ReceivedMessage
+
+
+def receipt_token(handle: str) -> str:
+    """The claim token inside a receipt handle (the payload is base64url before the signature)."""
+    payload = handle.split(".", 1)[0]
+    return base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode().split("|")[4]
+
+
+@dataclass
+class Lock:
+    """One claim: a standard message's, or a FIFO group's (shared by the messages it took)."""
+
+    token: str
+    group: str | None
+    claimed_lo: int
+    claimed_hi: int
+    ends_lo: int
+    ends_hi: int
+    holds: list[Hold] = field(default_factory=list)
+
+    def group_ends_lo(self) -> float:
+        """The group is free once the lock ran out or every message taken was given back or deleted."""
+        settled = [hold.settled_lo for hold in self.holds]
+        given_back = max(settled) if settled and all(s is not None for s in settled) else math.inf
+        return min(self.ends_lo, given_back)  # type: ignore[type-var]
+
+
+@dataclass
+class Hold:
+    sub_queue: str
+    message_id: str
+    body: str
+    receive_count: int
+    handle: str
+    lock: Lock
+    settled_lo: int | None = None
+
+    @property
+    def claimed_lo(self) -> int:
+        return self.lock.claimed_lo
+
+    @property
+    def claimed_hi(self) -> int:
+        return self.lock.claimed_hi
+
+    @property
+    def ends_lo(self) -> float:
+        return min(self.lock.ends_lo, math.inf if self.settled_lo is None else self.settled_lo)
+
+
+def certainly_overlap(a_start_hi: int, a_end_lo: float, b_start_hi: int, b_end_lo: float) -> bool:
+    return a_start_hi < b_end_lo and b_start_hi < a_end_lo
+
+
+class Ledger:
+    """Thread-safe record of deliveries; violations are collected (and checked again at the end)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.holds: dict[tuple[str, str], list[Hold]] = defaultdict(list)
+        self.group_locks: dict[tuple[str, str], list[Lock]] = defaultdict(list)
+        self.first_deliveries: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        self.violations: list[str] = []
+        self.deliveries = 0
+
+    def deliver(
+        self, sub_queue: str, messages: list[ReceivedMessage], claimed_lo: int, claimed_hi: int, visibility: int
+    ) -> list[Hold]:
+        """Records what one receive returned and checks it against every earlier holder."""
+        made: list[Hold] = []
+        locks: dict[str, Lock] = {}
+        with self._lock:
+            for message in messages:
+                token = receipt_token(message.receipt_handle)
+                lock = locks.get(token)
+                if lock is None:
+                    seconds = max(visibility, 1) if message.group_id is not None else visibility
+                    lock = Lock(
+                        token,
+                        message.group_id,
+                        claimed_lo,
+                        claimed_hi,
+                        ends_lo=claimed_lo + seconds * 1000,
+                        ends_hi=claimed_hi + seconds * 1000,
+                    )
+                    locks[token] = lock
+                    if message.group_id is not None:
+                        self._check_group(sub_queue, lock)
+                hold = Hold(
+                    sub_queue, message.message_id, message.body, message.receive_count, message.receipt_handle, lock
+                )
+                lock.holds.append(hold)
+                self._check_message(hold)
+                if message.group_id is not None:
+                    self._check_first_delivery(sub_queue, message)
+                self.holds[(sub_queue, message.message_id)].append(hold)
+                made.append(hold)
+            self.deliveries += len(made)
+        return made
+
+    def settling(self, hold: Hold, now_ms: int) -> None:
+        """Called just before a delete or a release: the holder gives the message up no later than now."""
+        with self._lock:
+            hold.settled_lo = now_ms if hold.settled_lo is None else min(hold.settled_lo, now_ms)
+
+    def extending(self, hold: Hold, now_ms: int, seconds: int) -> None:
+        """Called just before a change of visibility: a shorter one counts at once."""
+        with self._lock:
+            hold.lock.ends_lo = min(hold.lock.ends_lo, now_ms + seconds * 1000)
+
+    def extended(self, hold: Hold, before_ms: int, after_ms: int, seconds: int) -> None:
+        """Called after a change of visibility succeeded, with the clock readings taken around the call."""
+        with self._lock:
+            hold.lock.ends_lo = before_ms + seconds * 1000
+            hold.lock.ends_hi = after_ms + seconds * 1000
+
+    # Checks, made under the lock.
+    def _check_message(self, hold: Hold) -> None:
+        for earlier in self.holds[(hold.sub_queue, hold.message_id)]:
+            if certainly_overlap(earlier.claimed_hi, earlier.ends_lo, hold.claimed_hi, hold.ends_lo):
+                self.violations.append(
+                    f"two holders of {hold.sub_queue} {hold.message_id}: receive counts {earlier.receive_count} "
+                    f"(claimed by {earlier.claimed_hi}, held until at least {earlier.ends_lo}) and "
+                    f"{hold.receive_count} (claimed by {hold.claimed_hi})"
+                )
+
+    def _check_group(self, sub_queue: str, lock: Lock) -> None:
+        assert lock.group is not None
+        for earlier in self.group_locks[(sub_queue, lock.group)]:
+            if certainly_overlap(earlier.claimed_hi, earlier.group_ends_lo(), lock.claimed_hi, lock.ends_lo):
+                self.violations.append(
+                    f"two claims of FIFO group {sub_queue} {lock.group!r} at once: one claimed by "
+                    f"{earlier.claimed_hi} and held until at least {earlier.group_ends_lo()}, another claimed by "
+                    f"{lock.claimed_hi}"
+                )
+        self.group_locks[(sub_queue, lock.group)].append(lock)
+
+    def _check_first_delivery(self, sub_queue: str, message: ReceivedMessage) -> None:
+        assert message.group_id is not None
+        if self.holds.get((sub_queue, message.message_id)):
+            return
+        order = self.first_deliveries[(sub_queue, message.group_id)]
+        if order and order[-1][0] >= message.sequence:
+            self.violations.append(
+                f"FIFO order broken in {sub_queue} group {message.group_id!r}: {message.body} (sequence "
+                f"{message.sequence}) first delivered after {order[-1][1]} (sequence {order[-1][0]})"
+            )
+        order.append((message.sequence, message.body))
+
+    def recheck(self) -> list[str]:
+        """The overlap checks again, with every hold's final bounds (settles recorded late count now)."""
+        found: list[str] = []
+        with self._lock:
+            for (sub_queue, message_id), holds in self.holds.items():
+                for i, first in enumerate(holds):
+                    for second in holds[i + 1 :]:
+                        if certainly_overlap(first.claimed_hi, first.ends_lo, second.claimed_hi, second.ends_lo):
+                            found.append(
+                                f"two holders of {sub_queue} {message_id} (receive counts "
+                                f"{first.receive_count} and {second.receive_count})"
+                            )
+            for (sub_queue, group), locks in self.group_locks.items():
+                for i, first in enumerate(locks):
+                    for second in locks[i + 1 :]:
+                        first_end, second_end = first.group_ends_lo(), second.group_ends_lo()
+                        if certainly_overlap(first.claimed_hi, first_end, second.claimed_hi, second_end):
+                            found.append(f"two claims of FIFO group {sub_queue} {group!r} at once")
+        return found
+
+    def held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:
+        """How many messages of a standard sub-queue are certainly / possibly still held at `now_ms`, when no
+        call is under way: the last holder of each message holds it until its visibility ends, unless it gave it
+        back."""
+        certain = possible = 0
+        with self._lock:
+            for (queue, _), holds in self.holds.items():
+                if queue == sub_queue and holds:
+                    last = max(holds, key=lambda hold: hold.receive_count)
+                    if last.settled_lo is None:
+                        certain += last.lock.ends_lo > now_ms
+                        possible += last.lock.ends_hi > now_ms
+        return certain, possible
+
+    def groups_held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:
+        """How many FIFO groups are certainly / possibly locked at `now_ms`, when no call is under way."""
+        certain = possible = 0
+        with self._lock:
+            for (queue, _), locks in self.group_locks.items():
+                if queue == sub_queue and locks:
+                    last = locks[-1]
+                    if not all(hold.settled_lo is not None for hold in last.holds):
+                        certain += last.ends_lo > now_ms
+                        possible += last.ends_hi > now_ms
+        return certain, possible

@@ -1,0 +1,383 @@
+"""A small in-memory reference of one sub-queue's contract, to run beside the real one.
+
+It knows what the contract promises and nothing of DynamoDB: which messages are visible, who holds which (by
+claim token), what each receipt handle may still do, when a message goes to the DLQ, what a redrive and a purge
+do, and what `stats()` must say. Where the contract leaves a choice to the implementation (which FIFO groups a
+receive serves, the random backoff of a release), the reference checks that the choice was allowed and then
+adopts it; everywhere else it predicts exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+from queue_core import QueueStats, ReceivedMessage
+
+from tests.reliability.ledger import receipt_token
+
+BACKOFF_BASE_SECONDS = 1
+BACKOFF_MAX_SECONDS = 900
+
+
+class Disagreement(AssertionError):
+    """The queue did something its contract does not allow."""
+
+
+@dataclass
+class Message:
+    body: str
+    seq: int  # the order of the sequence: send order for standard, the group's sequence for FIFO
+    sent_ms: int
+    group: str | None
+    visible_at: int
+    message_id: str = ""
+    receive_count: int = 0
+    token: str | None = None
+    in_flight: bool = False
+
+
+@dataclass
+class Group:
+    name: str
+    messages: list[Message] = field(default_factory=list)
+    last_seq: int = 0
+    available_at: int = 0
+    token: str | None = None
+    acked: int = 0
+    retry_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Handle:
+    """A receipt handle the test holds, with what the handle itself says."""
+
+    body: str
+    handle: str
+    token: str
+    receive_count: int
+    held: int
+    last_seq: str
+
+    @classmethod
+    def of(cls, message: ReceivedMessage) -> Handle:
+        payload = message.receipt_handle.split(".", 1)[0]
+        fields = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode().split("|")
+        return cls(
+            message.body,
+            message.receipt_handle,
+            receipt_token(message.receipt_handle),
+            message.receive_count,
+            int(fields[6]),
+            fields[7],
+        )
+
+
+Outcome = tuple[str, object]  # ("ok", value) or ("error", code)
+
+
+class Reference:
+    def __init__(self, fifo: bool, visibility: int, max_receive_count: int, dedup_window: int) -> None:
+        self.fifo = fifo
+        self.visibility = visibility
+        self.max_receive_count = max_receive_count
+        self.dedup_window_ms = dedup_window * 1000
+        self.live: dict[str, Message] = {}
+        self.dlq: dict[str, Message] = {}
+        self.groups: dict[str, Group] = {}
+        self.dedup: dict[str, tuple[str, int]] = {}
+        self.ids: dict[str, str] = {}
+        self.group_names: dict[str, str] = {}
+        self._next_seq = 0
+
+    # Helpers.
+    def _over_limit(self, message: Message) -> bool:
+        return bool(self.max_receive_count) and message.receive_count >= self.max_receive_count
+
+    def _group_of(self, message: Message) -> Group:
+        assert message.group is not None
+        return self.groups[message.group]
+
+    def _append(self, body: str, group_name: str, sent_ms: int, now: int) -> Message:
+        group = self.groups.setdefault(group_name, Group(group_name))
+        if not group.messages:
+            group.available_at = now
+        group.last_seq += 1
+        message = Message(body, group.last_seq, sent_ms, group_name, now)
+        group.messages.append(message)
+        self.live[body] = message
+        return message
+
+    # Sending.
+    def send(self, body: str, group: str | None, delay: int, dedup_id: str | None, now: int) -> tuple[bool, str | None]:
+        """(duplicate, the first message's id when it is one)."""
+        if dedup_id is not None:
+            first = self.dedup.get(dedup_id)
+            if first is not None and now < first[1]:
+                return True, first[0]
+        if group is not None:
+            self.group_names[body] = group
+            self._append(body, group, now, now)
+        else:
+            self._next_seq += 1
+            self.live[body] = Message(body, self._next_seq, now, None, now + delay * 1000)
+        return False, None
+
+    def sent(self, body: str, message_id: str, dedup_id: str | None, now: int) -> None:
+        """What the implementation named the message just stored."""
+        self.ids[body] = message_id
+        self.live[body].message_id = message_id
+        if dedup_id is not None:
+            self.dedup[dedup_id] = (message_id, now + self.dedup_window_ms)
+
+    # Receiving: standard queues are predicted exactly.
+    def receive_standard(self, want: int, visibility: int | None, order: str, now: int) -> tuple[list[str], list[str]]:
+        """(bodies claimed in the order returned, bodies moved to the DLQ on the way), for one shard: up to three
+        index pages of `need + need // 2` visible entries each, over-limit entries moved, the rest claimed."""
+        entries = sorted(
+            (m for m in self.live.values() if m.visible_at <= now),
+            key=lambda m: (m.visible_at, m.seq),
+            reverse=order == "newest",
+        )
+        got: list[str] = []
+        moved: list[str] = []
+        position = 0
+        for _ in range(3):
+            need = want - len(got)
+            page = entries[position : position + need + need // 2]
+            position += len(page)
+            candidates = []
+            for message in page:
+                if self._over_limit(message):
+                    moved.append(message.body)
+                else:
+                    candidates.append(message.body)
+            got += candidates[:need]
+            if len(got) >= want or position >= len(entries):
+                break
+        return got, moved
+
+    def claimed_standard(
+        self, received: list[ReceivedMessage], moved: list[str], visibility: int | None, now: int
+    ) -> None:
+        for body in moved:
+            self._to_dlq(body)
+        seconds = self.visibility if visibility is None else visibility
+        for message in received:
+            model = self.live[message.body]
+            model.receive_count += 1
+            model.visible_at = now + seconds * 1000
+            model.token = receipt_token(message.receipt_handle)
+            model.in_flight = True
+            if message.receive_count != model.receive_count:
+                raise Disagreement(f"{message.body}: receive count {message.receive_count}, {model.receive_count} due")
+
+    # Receiving: FIFO receives are checked, then adopted.
+    def _available(self, group: Group, now: int) -> bool:
+        return bool(group.messages) and group.available_at <= now
+
+    def fifo_receivable(self, now: int) -> bool:
+        """True when every group with messages is available with a deliverable head, so a receive must find one."""
+        groups = [group for group in self.groups.values() if group.messages]
+        return bool(groups) and all(
+            self._available(group, now) and not self._over_limit(group.messages[0]) for group in groups
+        )
+
+    def claimed_fifo(
+        self, received: list[ReceivedMessage], newly_dead: set[str], visibility: int | None, now: int
+    ) -> None:
+        """Checks and applies one FIFO receive: messages moved to the DLQ must have been over their limit at the
+        head of an available group; each group served must have been available and give its head first."""
+        touched: set[str] = set()
+        for group in self.groups.values():
+            dead_here = [m for m in group.messages if m.body in newly_dead]
+            if not dead_here:
+                continue
+            if not self._available(group, now):
+                raise Disagreement(f"group {group.name!r} moved messages to the DLQ while it was held")
+            if [m.body for m in group.messages[: len(dead_here)]] != [m.body for m in dead_here]:
+                raise Disagreement(f"group {group.name!r}: only its head may move to the DLQ")
+            if not all(self._over_limit(m) for m in dead_here):
+                raise Disagreement(f"group {group.name!r}: a message under its receive limit moved to the DLQ")
+            for message in dead_here:
+                self._to_dlq(message.body)
+            touched.add(group.name)
+        served: dict[str, list[ReceivedMessage]] = {}
+        for message in received:
+            if message.group_id is None:
+                raise Disagreement(f"{message.body} came without its group")
+            served.setdefault(message.group_id, []).append(message)
+        seconds = max(self.visibility if visibility is None else visibility, 1)
+        for name, messages in served.items():
+            group = self.groups.get(name)
+            if group is None or not self._available(group, now):
+                raise Disagreement(f"group {name!r} served while it was held or empty")
+            expected = [m.body for m in group.messages[: len(messages)]]
+            if [m.body for m in messages] != expected:
+                raise Disagreement(f"group {name!r} served {[m.body for m in messages]}, its head is {expected}")
+            token = receipt_token(messages[0].receipt_handle)
+            group.token, group.available_at, group.acked, group.retry_at = token, now + seconds * 1000, 0, None
+            for message in messages:
+                model = self.live[message.body]
+                if self._over_limit(model):
+                    raise Disagreement(f"{message.body} delivered past its receive limit")
+                model.receive_count += 1
+                model.token = token
+                if message.receive_count != model.receive_count:
+                    raise Disagreement(
+                        f"{message.body}: receive count {message.receive_count}, due {model.receive_count}"
+                    )
+        for name in touched - set(served):
+            group = self.groups[name]
+            group.token, group.available_at = None, now
+
+    # Settling.
+    def delete(self, handle: Handle, now: int) -> Outcome:
+        message = self.live.get(handle.body)
+        if message is None:
+            return ("ok", None)
+        if message.token != handle.token:
+            return ("error", "ReceiptHandleStale")
+        del self.live[handle.body]
+        if message.group is not None:
+            group = self._group_of(message)
+            group.messages.remove(message)
+            self._ack(group, handle, now, removed=True)
+        return ("ok", None)
+
+    def release(self, handle: Handle, delay: int | None, now: int, answered: int | None) -> Outcome:
+        message = self.live.get(handle.body)
+        if message is None:
+            return ("error", "MessageNotFound")
+        if message.token != handle.token:
+            return ("error", "ReceiptHandleStale")
+        if delay is None:
+            ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (handle.receive_count - 1)) * 1000
+            if answered is None or not now + ceiling / 2 - 1 <= answered <= now + ceiling:
+                raise Disagreement(f"release backoff of {handle.body}: visible at {answered}, due within the backoff")
+            visible_at = answered
+        else:
+            visible_at = now + delay * 1000
+        message.token = None
+        if message.group is None:
+            message.visible_at, message.in_flight = visible_at, False
+        else:
+            self._ack(self._group_of(message), handle, visible_at, removed=False)
+        return ("ok", visible_at)
+
+    def change_visibility(self, handle: Handle, seconds: int, now: int) -> Outcome:
+        """A FIFO handle extends its group's lock while the claim still owns it; a standard one its message."""
+        visible_at = now + seconds * 1000
+        if self.fifo:
+            group = self.groups[self.group_names[handle.body]]
+            if group.token != handle.token:
+                return ("error", "ReceiptHandleStale")
+            group.available_at = visible_at
+            return ("ok", visible_at)
+        message = self.live.get(handle.body)
+        if message is None:
+            return ("error", "MessageNotFound")
+        if message.token != handle.token:
+            return ("error", "ReceiptHandleStale")
+        message.visible_at = visible_at
+        return ("ok", visible_at)
+
+    def _ack(self, group: Group, handle: Handle, at: int, removed: bool) -> None:
+        """One held message of a FIFO claim is done; the last one unlocks the group, at the latest time any of
+        them was given back for."""
+        if group.token != handle.token:
+            return
+        if handle.held <= 1:
+            group.token, group.available_at = None, at
+            return
+        group.acked += 1
+        group.retry_at = at if group.retry_at is None else max(group.retry_at, at)
+        if group.acked >= handle.held:
+            group.token, group.available_at = None, max(at, group.retry_at)
+
+    # Housekeeping.
+    def _to_dlq(self, body: str) -> None:
+        message = self.live.pop(body)
+        message.token, message.in_flight = None, False
+        if message.group is not None:
+            self._group_of(message).messages.remove(message)
+        self.dlq[body] = message
+
+    def sweep(self, now: int) -> None:
+        if not self.fifo:
+            for message in sorted(self.live.values(), key=lambda m: m.seq):
+                if message.visible_at <= now and self._over_limit(message):
+                    self._to_dlq(message.body)
+            return
+        for group in self.groups.values():
+            if group.token is not None and group.messages and group.available_at <= now:
+                if self._over_limit(group.messages[0]):
+                    self._to_dlq(group.messages[0].body)
+                group.token, group.available_at = None, now
+
+    def redrive(self, max_messages: int | None, now: int) -> list[str]:
+        """The bodies moved back, in the DLQ's own order (sequence; for FIFO, group then sequence)."""
+        if self.fifo:
+            order = sorted(self.dlq.values(), key=lambda m: (_b64(m.group or ""), m.seq))
+        else:
+            order = sorted(self.dlq.values(), key=lambda m: m.seq)
+        chosen = order if max_messages is None else order[:max_messages]
+        for message in chosen:
+            del self.dlq[message.body]
+            if message.group is None:
+                message.visible_at, message.receive_count, message.token, message.in_flight = now, 0, None, False
+                self.live[message.body] = message
+            else:
+                self._append(message.body, message.group, message.sent_ms, now)
+        return [message.body for message in chosen]
+
+    def purge(self) -> int:
+        purged = len(self.live)
+        self.live.clear()
+        for group in self.groups.values():
+            group.messages.clear()
+            group.token, group.acked, group.retry_at, group.available_at = None, 0, None, 0
+        return purged
+
+    # Looking.
+    def stats(self, now: int) -> QueueStats:
+        visible = in_flight = delayed = 0
+        oldest: int | None = None
+        if self.fifo:
+            for group in self.groups.values():
+                count = len(group.messages)
+                if not count:
+                    continue
+                if group.available_at <= now:
+                    visible += count
+                elif group.token is not None:
+                    in_flight, visible = in_flight + 1, visible + count - 1
+                else:
+                    delayed += count
+                head = group.messages[0].sent_ms
+                oldest = head if oldest is None else min(oldest, head)
+        else:
+            for message in self.live.values():
+                if message.visible_at <= now:
+                    visible += 1
+                elif message.in_flight:
+                    in_flight += 1
+                else:
+                    delayed += 1
+                oldest = message.sent_ms if oldest is None else min(oldest, message.sent_ms)
+        age = None if oldest is None else max(0, (now - oldest) // 1000)
+        return QueueStats(visible, in_flight, delayed, len(self.dlq), age)
+
+    def peek(self, now: int) -> list[str]:
+        """Receivable bodies: standard in index order; FIFO (as a sorted list) every message of available groups."""
+        if self.fifo:
+            return sorted(m.body for g in self.groups.values() if g.available_at <= now for m in g.messages)
+        visible = sorted((m for m in self.live.values() if m.visible_at <= now), key=lambda m: (m.visible_at, m.seq))
+        return [m.body for m in visible]
+
+    def dead(self) -> set[tuple[str, int]]:
+        return {(body, message.receive_count) for body, message in self.dlq.items()}
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")

@@ -1,0 +1,238 @@
+"""The core against a reference of its contract, one random step at a time, for standard and FIFO queues.
+
+After every step the stats, the receivable messages (peek) and the DLQ must agree with the reference; every
+answer (a message list, an error code, a new visibility time) must be one the contract allows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import hypothesis.strategies as st
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from queue_core import QueueClient, QueueError, SubQueue
+
+from tests.conftest import FakeClock
+from tests.reliability.model import Disagreement, Handle, Outcome, Reference
+
+VISIBILITY = 30
+MAX_RECEIVE_COUNT = 3
+DEDUP_WINDOW = 60
+GROUPS = ("g1", "g2", "g3")
+RELEASE_DELAYS = {"release": 0, "release later": 20, "back off": None}
+ACTIONS = ("delete", "delete", *RELEASE_DELAYS, "extend")
+# No shrinking: each step costs a few moto calls, so shrinking a failure takes minutes; a failure is reported with
+# its (at most 30) steps as they ran, which reads well enough. No example database either: runs stay hermetic.
+SETTINGS = settings(
+    max_examples=25,
+    stateful_step_count=30,
+    deadline=None,
+    database=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+_queue_numbers = itertools.count()
+
+
+class QueueAgainstReference(RuleBasedStateMachine):
+    """One fresh sub-queue per example; the clock only moves forward, across examples too."""
+
+    fifo = False
+
+    def __init__(self, client: QueueClient, clock: FakeClock) -> None:
+        super().__init__()
+        self.client = client
+        self.clock = clock
+        self.name = f"model{next(_queue_numbers)}" + (".fifo" if self.fifo else "")
+        client.create_queue(
+            self.name,
+            visibility_timeout=VISIBILITY,
+            max_receive_count=MAX_RECEIVE_COUNT,
+            dedup_window_seconds=DEDUP_WINDOW,
+        )
+        self.sub: SubQueue = client.queue(self.name, "tenant")
+        self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
+        self.handles: list[Handle] = []
+        self.claims: list[list[Handle]] = []
+        self.bodies = itertools.count()
+
+    def teardown(self) -> None:
+        self.client.delete_queue(self.name)
+
+    def now(self) -> int:
+        return int(self.clock() * 1000)
+
+    def _dead_bodies(self) -> set[str]:
+        return {message.body for message in self.sub.dlq_list(100)}
+
+    @staticmethod
+    def _outcome(call: Callable[[], object]) -> Outcome:
+        try:
+            return ("ok", call())
+        except QueueError as error:
+            return ("error", error.code)
+
+    # Rules. Few and broad, so that most steps send, receive or settle: an example is at most 30 steps.
+    @initialize(counts=st.lists(st.integers(1, 3), min_size=2, max_size=2))
+    def fill(self, counts: list[int]) -> None:
+        for group, count in zip(GROUPS, counts, strict=False):
+            self._send(count, group, 0, None)
+
+    @rule(
+        count=st.sampled_from([1, 1, 2, 3]),
+        group=st.sampled_from(GROUPS),
+        delay=st.sampled_from([0, 0, 10]),
+        dedup_id=st.sampled_from([None, None, "d1", "d2"]),
+    )
+    def send(self, count: int, group: str, delay: int, dedup_id: str | None) -> None:
+        self._send(count, group, delay, dedup_id if count == 1 else None)
+
+    def _send(self, count: int, group: str, delay: int, dedup_id: str | None) -> None:
+        """One message with `send`, or a batch with `send_batch`; FIFO messages have no delay of their own."""
+        bodies = [f"m{next(self.bodies)}" for _ in range(count)]
+        now = self.now()
+        group_id = group if self.fifo else None
+        delay = 0 if self.fifo else delay
+        expected = [self.reference.send(body, group_id, delay, dedup_id, now) for body in bodies]
+        if count == 1:
+            result = self.sub.send(bodies[0], delay_seconds=delay, group_id=group_id, dedup_id=dedup_id)
+            answers = [result.to_dict()]
+        else:
+            entries = [{"body": body, "group_id": group_id, "delay_seconds": delay} for body in bodies]
+            batch = self.sub.send_batch(entries)
+            assert batch.failed == [] and [entry["index"] for entry in batch.successful] == list(range(count))
+            answers = batch.successful
+        for body, (duplicate, first_id), answer in zip(bodies, expected, answers, strict=True):
+            assert answer["duplicate"] == duplicate, f"{body} with dedup id {dedup_id}: {answer}"
+            if duplicate:
+                assert answer["message_id"] == first_id
+            else:
+                self.reference.sent(body, answer["message_id"], dedup_id, now)
+
+    @rule(
+        data=st.data(),
+        want=st.sampled_from([1, 2, 3, 3]),
+        visibility=st.sampled_from([None, 0, 10, 45]),
+        newest=st.booleans(),
+        settle_now=st.booleans(),
+    )
+    def receive(self, data: st.DataObject, want: int, visibility: int | None, newest: bool, settle_now: bool) -> None:
+        """A receive, and half the time the consumer's work on what it got, at once."""
+        now = self.now()
+        order = "newest" if newest and not self.fifo else "oldest"
+        dead_before = self._dead_bodies()
+        if not self.fifo:
+            expected, moved = self.reference.receive_standard(want, visibility, order, now)
+            received = self.sub.receive(max_messages=want, visibility_timeout=visibility, order=order)
+            assert [message.body for message in received] == expected
+            assert self._dead_bodies() - dead_before == set(moved)
+            self.reference.claimed_standard(received, moved, visibility, now)
+        else:
+            must_find = self.reference.fifo_receivable(now)
+            received = self.sub.receive(max_messages=want, visibility_timeout=visibility)
+            for _ in range(3):
+                if received or not must_find:
+                    break
+                self.reference.claimed_fifo([], self._dead_bodies() - dead_before, visibility, now)
+                dead_before = self._dead_bodies()
+                received = self.sub.receive(max_messages=want, visibility_timeout=visibility)
+            assert len(received) <= want
+            if must_find and not received:
+                raise Disagreement("every group is available with a deliverable head, yet receives find nothing")
+            self.reference.claimed_fifo(received, self._dead_bodies() - dead_before, visibility, now)
+        handles = [Handle.of(message) for message in received]
+        self.handles = (self.handles + handles)[-12:]
+        for token in dict.fromkeys(handle.token for handle in handles):
+            claim = [handle for handle in handles if handle.token == token]
+            self.claims = [*self.claims, claim][-4:]
+            if settle_now:
+                self._settle(claim, data)
+
+    @precondition(lambda self: self.handles)
+    @rule(data=st.data(), action=st.sampled_from(ACTIONS), seconds=st.sampled_from([0, 20, 60]))
+    def use_a_handle(self, data: st.DataObject, action: str, seconds: int) -> None:
+        """Any handle held so far, fresh or stale: delete, give back, or change its visibility."""
+        handle = data.draw(st.sampled_from(self.handles))
+        if action == "extend":
+            now = self.now()
+            actual = self._outcome(lambda: self.sub.change_visibility(handle.handle, seconds))
+            assert actual == self.reference.change_visibility(handle, seconds, now), f"extend {handle.body}"
+        else:
+            self._act(handle, action)
+
+    @precondition(lambda self: self.claims)
+    @rule(data=st.data())
+    def settle_a_claim(self, data: st.DataObject) -> None:
+        self._settle(data.draw(st.sampled_from(self.claims)), data)
+
+    def _settle(self, claim: list[Handle], data: st.DataObject) -> None:
+        """What a consumer does with one receive's messages of a group: each deleted or given back, in order."""
+        for handle in claim:
+            self._act(handle, data.draw(st.sampled_from([*ACTIONS[:-1], "keep"])))
+
+    def _act(self, handle: Handle, action: str) -> None:
+        now = self.now()
+        if action == "delete":
+            actual = self._outcome(lambda: self.sub.delete(handle.handle))
+            assert actual == self.reference.delete(handle, now), f"delete {handle.body}"
+        elif action in RELEASE_DELAYS:
+            delay = RELEASE_DELAYS[action]
+            actual = self._outcome(lambda: self.sub.release(handle.handle, delay_seconds=delay))
+            answered = actual[1] if actual[0] == "ok" else None
+            expected = self.reference.release(handle, delay, now, answered)  # type: ignore[arg-type]
+            assert actual == expected, f"{action} {handle.body}"
+
+    @rule(seconds=st.sampled_from([1, 10, 21, 31, 61, 150]))
+    def advance_clock(self, seconds: int) -> None:
+        self.clock.advance(seconds)
+
+    @rule(job=st.sampled_from(["sweep", "sweep", "redrive all", "redrive one", "purge"]))
+    def housekeeping(self, job: str) -> None:
+        now = self.now()
+        if job == "sweep":
+            self.reference.sweep(now)
+            self.client.sweep()
+        elif job == "purge":
+            assert self.sub.purge() == self.reference.purge()
+        else:
+            limit = 1 if job == "redrive one" else None
+            assert self.sub.redrive(max_messages=limit) == len(self.reference.redrive(limit, now))
+
+    # What must agree after every step.
+    @invariant()
+    def stats_agree(self) -> None:
+        now = self.now()
+        actual, expected = self.sub.stats(), self.reference.stats(now)
+        assert actual.to_dict() == expected.to_dict(), f"stats {actual.to_dict()}, due {expected.to_dict()}"
+
+    @invariant()
+    def receivable_messages_agree(self) -> None:
+        bodies = [message.body for message in self.sub.peek(100)]
+        expected = self.reference.peek(self.now())
+        assert (sorted(bodies) if self.fifo else bodies) == expected
+
+    @invariant()
+    def dead_letters_agree(self) -> None:
+        actual = {(message.body, message.receive_count) for message in self.sub.dlq_list(100)}
+        assert actual == self.reference.dead()
+
+
+class FifoQueueAgainstReference(QueueAgainstReference):
+    fifo = True
+
+
+def test_a_standard_queue_keeps_its_contract_step_by_step(client: QueueClient, clock: FakeClock) -> None:
+    run_state_machine_as_test(lambda: QueueAgainstReference(client, clock), settings=SETTINGS)
+
+
+def test_a_fifo_queue_keeps_its_contract_step_by_step(client: QueueClient, clock: FakeClock) -> None:
+    run_state_machine_as_test(lambda: FifoQueueAgainstReference(client, clock), settings=SETTINGS)
