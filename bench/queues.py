@@ -16,7 +16,6 @@ from typing import Any, Final, Literal, NamedTuple, Protocol
 from boto3.dynamodb.types import TypeSerializer
 from queue_core import QueueClient
 from queue_core.clock import SequenceSource, fixed_ms
-from queue_core.keys import message_pk
 
 from .messages import DELAY_SECONDS, VISIBILITY_SECONDS
 
@@ -139,7 +138,7 @@ class OursQueue:
         until = now + VISIBILITY_SECONDS * 1000
         items = []
         for _ in range(count):
-            pk = message_pk(settings.name, self.sub.client, random.randrange(settings.shards))
+            pk = self.sub.space.message_pk(random.randrange(settings.shards))
             sequence = self._sequences.next(now)
             items.append(
                 {

@@ -19,7 +19,8 @@ from infra.props import DynamoQueueProps
 
 
 class Access(enum.Enum):
-    """Which grant of the construct opens a route (`grant_send`, `grant_consume`, `grant_admin`)."""
+    """Which grant of the construct opens a route (`grant_send`, `grant_consume`, `grant_admin`); a route of a
+    whole queue also needs a grant that names no client (`grant_queue_admin`)."""
 
     DESCRIBE = "describe"  # the API's own description: part of every grant, it holds no data
     SEND = "send"

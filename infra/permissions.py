@@ -6,22 +6,25 @@ Everything that decides an IAM statement of the queue lives here, so a reviewer 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from queue_core.keys import REGISTRY_PK
 from queue_core.table import table_definition
 
-# The DynamoDB actions each function calls, and nothing else. IAM has no action named after the
-# TransactWriteItems call: DynamoDB authorizes each item of a transaction as the PutItem, UpdateItem,
-# DeleteItem or ConditionCheckItem it contains, so those grant transactions (an unknown action would only be
-# dead weight in the policy, and cfn-lint reports it as W3037).
+# The DynamoDB actions each function calls on the table, and nothing else: `tests/functions/test_permissions.py`
+# records every call of each function and holds these lists equal to them. IAM has no action named after the
+# TransactWriteItems call: DynamoDB authorizes each item of a transaction as the PutItem, UpdateItem, DeleteItem or
+# ConditionCheckItem it contains, so those grant transactions (an unknown action would only be dead weight in the
+# policy, and cfn-lint reports it as W3037).
 TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "producer": (
         "dynamodb:GetItem",
+        # A FIFO send after a change of the queue's shard count looks for the group at its earlier places in one
+        # batch; listing queues reads their settings in one batch.
+        "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
         "dynamodb:DeleteItem",
@@ -36,7 +39,6 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:DeleteItem",
         "dynamodb:Query",
         "dynamodb:BatchWriteItem",
-        "dynamodb:ConditionCheckItem",
     ),
     "dlq_redriver": (
         "dynamodb:GetItem",
@@ -45,10 +47,11 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:UpdateItem",
         "dynamodb:DeleteItem",
         "dynamodb:Query",
-        "dynamodb:BatchWriteItem",
     ),
     "visibility_sweeper": (
         "dynamodb:GetItem",
+        # The sweep walks every queue, whose settings it reads in one batch.
+        "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
         "dynamodb:DeleteItem",
@@ -56,12 +59,23 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:BatchWriteItem",
     ),
 }
+# A query is the only call that reads an index: due messages, FIFO groups and a queue's clients are found there.
+# The DLQ redriver reads dead letters and writes messages back by key, and queries no index.
+INDEX_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
+    "producer": ("dynamodb:Query",),
+    "poller": ("dynamodb:Query",),
+    "dlq_redriver": (),
+    "visibility_sweeper": ("dynamodb:Query",),
+}
 
 # A function that attaches the layer and works on one sub-queue may do whatever the queue's own functions do,
 # but only inside that sub-queue's partitions.
 LIBRARY_ACTIONS: Final = tuple(sorted({action for actions in TABLE_ACTIONS.values() for action in actions}))
+LIBRARY_INDEX_ACTIONS: Final = tuple(sorted({action for actions in INDEX_ACTIONS.values() for action in actions}))
 # Queue settings are read, never written, by a confined tenant.
-REGISTRY_ACTIONS: Final = ("dynamodb:GetItem",)
+SETTINGS_ACTIONS: Final = ("dynamodb:GetItem",)
+# The kinds of partition a sub-queue owns: messages, dead letters, FIFO group items, FIFO group messages, dedup.
+SUB_QUEUE_KINDS: Final = ("M", "D", "F", "G", "X")
 
 # Queue and client names as the API accepts them, or "*" for all. Anything else (a partial wildcard such as
 # "tenant-*", or an unresolved token) could widen a grant past one tenant, so it is refused.
@@ -73,25 +87,37 @@ NAME_PATTERNS: Final = {
 
 @dataclass(frozen=True)
 class TenantKeys:
-    """`dynamodb:LeadingKeys` patterns of one (queue, client) sub-queue, split by what the tenant may do."""
+    """`dynamodb:LeadingKeys` values of one (queue, client) sub-queue, split by what the tenant may do there.
+
+    `read_write` and `read_only` are partition keys of the table, `index` partition keys of `gsi1`.
+    """
 
     read_write: tuple[str, ...]
     read_only: tuple[str, ...]
+    index: tuple[str, ...]
 
 
 def tenant_key_patterns(queue: str, client: str) -> TenantKeys:
     """The partition keys of one sub-queue, in the core's key formats (`queue_core.keys`).
 
-    Messages (`M#`), dead letters (`D#`), FIFO group items (`F#`) and group messages (`G#`) carry a shard or a
-    group after the client; dedup items (`X#`) a bucket. Names cannot contain `#`, so `M#q#c#*` never reaches
-    client `c2` or queue `q2`. The client registry partition `C#q` holds every client of the queue: a tenant
-    may write it because sending registers its own client there, which is the one place where it shares a
-    partition with other tenants of the same queue.
+    Every partition of the sub-queue's messages starts with `{kind}#{queue}#{client}#` and goes on with the
+    queue's generation and a shard, a group or a dedup bucket. Names cannot contain `#`, so `M#q#c#*` never
+    reaches client `c2` or queue `q2`.
+
+    The two registry items a tenant needs are granted by exact key, never by prefix. `C#q#c` is its client
+    registration, which holds the sub-queue's receipt-signing secret: `C#q#c*` would also reach `C#q#c2`,
+    another tenant's registration and secret, and `C#q` is no item a tenant needs. `Q#q` is the queue's
+    settings, read-only: `Q#q*` would also reach `Q#q2`, another queue's settings. Nothing of `REGISTRY` (the
+    list of queues and the deleted ones) is granted.
+
+    On `gsi1`, only the sub-queue's own message partitions, and not `C#q#c`: the index's `C#` partitions are
+    `C#q#{generation}`, each listing every client of the queue, and nothing stops a client from being named like
+    a generation.
     """
     check_name("queue", queue)
     check_name("client", client)
-    own = tuple(f"{prefix}#{queue}#{client}#*" for prefix in ("M", "D", "F", "G", "X"))
-    return TenantKeys(read_write=(*own, f"C#{queue}"), read_only=(REGISTRY_PK,))
+    own = tuple(f"{kind}#{queue}#{client}#*" for kind in SUB_QUEUE_KINDS)
+    return TenantKeys(read_write=(*own, f"C#{queue}#{client}"), read_only=(f"Q#{queue}",), index=own)
 
 
 def check_name(kind: str, name: str) -> None:
@@ -100,18 +126,27 @@ def check_name(kind: str, name: str) -> None:
         raise ValueError(f"{kind} {name!r} must be '*' or 1-80 characters of A-Za-z0-9_- (a queue's may end in .fifo)")
 
 
-def table_resource_arns(table: dynamodb.ITable) -> list[str]:
-    """The table and each of its indexes by name: the index set comes from the core's table definition."""
+def index_arns(table: dynamodb.ITable) -> list[str]:
+    """Each index of the table by name: the index set comes from the core's table definition."""
     indexes = table_definition("unused").get("GlobalSecondaryIndexes", [])
-    return [table.table_arn, *(f"{table.table_arn}/index/{index['IndexName']}" for index in indexes)]
+    return [f"{table.table_arn}/index/{index['IndexName']}" for index in indexes]
 
 
-def grant_table_actions(grantee: iam.IGrantable, table: dynamodb.ITable, actions: Sequence[str]) -> iam.Grant:
-    return iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=table_resource_arns(table))
-
-
-def grant_function_table_access(grantee: iam.IGrantable, table: dynamodb.ITable, function: str) -> iam.Grant:
-    return grant_table_actions(grantee, table, TABLE_ACTIONS[function])
+def grant_function_table_access(grantee: iam.IGrantable, table: dynamodb.ITable, function: str) -> list[iam.Grant]:
+    """The function's actions on the table, and its queries of the indexes (an item action granted on an index
+    would be one no call could use)."""
+    grants = [
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(TABLE_ACTIONS[function]), resource_arns=[table.table_arn]
+        )
+    ]
+    if INDEX_ACTIONS[function]:
+        grants.append(
+            iam.Grant.add_to_principal(
+                grantee=grantee, actions=list(INDEX_ACTIONS[function]), resource_arns=index_arns(table)
+            )
+        )
+    return grants
 
 
 def grant_tenant_table_access(
@@ -123,7 +158,11 @@ def grant_tenant_table_access(
     a transaction) match; none of the granted actions is a Scan, the one call without leading keys.
     """
     keys = tenant_key_patterns(queue, client)
-    resources = table_resource_arns(table)
+    grants = (
+        (LIBRARY_ACTIONS, [table.table_arn], keys.read_write),
+        (SETTINGS_ACTIONS, [table.table_arn], keys.read_only),
+        (LIBRARY_INDEX_ACTIONS, index_arns(table), keys.index),
+    )
     return [
         iam.Grant.add_to_principal(
             grantee=grantee,
@@ -131,5 +170,5 @@ def grant_tenant_table_access(
             resource_arns=resources,
             conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(patterns)}},
         )
-        for actions, patterns in ((LIBRARY_ACTIONS, keys.read_write), (REGISTRY_ACTIONS, keys.read_only))
+        for actions, resources, patterns in grants
     ]

@@ -25,9 +25,9 @@ class DynamoQueue(Construct):
     """A multi-tenant message queue on one DynamoDB table, reachable by HTTP, Lambda invoke and the layer.
 
     The grant methods are how other principals get in: HTTP callers get `execute-api:Invoke` on exactly the
-    routes (and, for a tenant, the `(queue, client)` paths) they need; Lambda callers get `lambda:InvokeFunction`
-    on one function; code using the core library directly gets table actions confined by
-    `dynamodb:LeadingKeys` to one sub-queue.
+    routes (and, for a tenant, the `(queue, client)` paths) they need, a queue's own routes only through a grant
+    that covers all of its clients; Lambda callers get `lambda:InvokeFunction` on one function; code using the
+    core library directly gets table actions confined by `dynamodb:LeadingKeys` to one sub-queue.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, props: DynamoQueueProps | None = None) -> None:
@@ -74,12 +74,23 @@ class DynamoQueue(Construct):
         return self._grant_routes(grantee, {Access.CONSUME}, queue, client)
 
     def grant_admin(self, grantee: iam.IGrantable, queue: str = "*", client: str = "*") -> iam.Grant:
-        """HTTP: every route on `(queue, client)`, including queue settings, purge and the DLQ.
+        """HTTP: every route of `(queue, client)`; with `client="*"`, that is `grant_queue_admin(grantee, queue)`.
+
+        Naming a client narrows the grant to that client's routes (`/queues/{q}/clients/{c}/...`: send, consume,
+        purge and the DLQ). The queue's own routes act on, or tell about, every client of the queue (its
+        settings, its deletion, its client list, and its description, whose figures are summed over all
+        clients), so one tenant's administrator gets none of them.
+        """
+        return self._grant_routes(grantee, set(Access), queue, client)
+
+    def grant_queue_admin(self, grantee: iam.IGrantable, queue: str = "*") -> iam.Grant:
+        """HTTP: every route of `queue`: create, describe, change and delete it, list its clients, and every
+        route of each of its clients.
 
         Listing all queues is a route of no queue: it is granted only with `queue="*"`, so an administrator
         of one queue does not learn the names of the others.
         """
-        return self._grant_routes(grantee, set(Access), queue, client)
+        return self._grant_routes(grantee, set(Access), queue, "*")
 
     def grant_invoke_producer(self, grantee: iam.IGrantable) -> iam.Grant:
         return self.producer.grant_invoke(grantee)
@@ -102,16 +113,21 @@ class DynamoQueue(Construct):
         return grant_tenant_table_access(grantee, self.table, queue, client)
 
     def execute_api_arns(self, access: Iterable[Access], queue: str = "*", client: str = "*") -> list[str]:
-        """The `execute-api` ARNs of the routes of `access`, with `{q}`, `{c}` filled in and `{id}` open."""
+        """The `execute-api` ARNs of the routes of `access`, with `{q}`, `{c}` filled in and `{id}` open.
+
+        A route whose path does not name the queue (listing queues) or the client (a queue's own routes) is
+        reached only by a grant that leaves that name open: a grant narrowed to one queue or one client never
+        reaches a route that acts beyond it.
+        """
         check_name("queue", queue)
         check_name("client", client)
         wanted = set(access)
         stage = self.api.deployment_stage.stage_name
         arns: list[str] = []
         for route in ROUTES:
-            if route.access not in wanted and route.access is not Access.DESCRIBE:
-                continue
-            if "{q}" not in route.path and queue != "*" and route.access is not Access.DESCRIBE:
+            if route.access is not Access.DESCRIBE and (
+                route.access not in wanted or not _route_within(route.path, queue, client)
+            ):
                 continue
             path = route.path.replace("{q}", queue).replace("{c}", client).replace("{id}", "*")
             arn = self.api.arn_for_execute_api(route.method, path, stage)
@@ -125,3 +141,8 @@ class DynamoQueue(Construct):
             actions=["execute-api:Invoke"],
             resource_arns=self.execute_api_arns(access, queue, client),
         )
+
+
+def _route_within(path: str, queue: str, client: str) -> bool:
+    """Whether a route stays inside what a grant names: every name the grant narrows is a parameter of its path."""
+    return (queue == "*" or "{q}" in path) and (client == "*" or "{c}" in path)

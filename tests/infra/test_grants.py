@@ -26,6 +26,9 @@ class GrantsStack(cdk.Stack):
             "sender": lambda role: self.queue.grant_send(role, queue="orders", client="tenant-a"),
             "consumer": lambda role: self.queue.grant_consume(role, queue="orders", client="tenant-a"),
             "queue_admin": lambda role: self.queue.grant_admin(role, queue="orders"),
+            "queue_owner": lambda role: self.queue.grant_queue_admin(role, queue="orders"),
+            "tenant_admin": lambda role: self.queue.grant_admin(role, queue="orders", client="tenant-a"),
+            "client_admin": lambda role: self.queue.grant_admin(role, client="tenant-a"),
             "admin": lambda role: self.queue.grant_admin(role),
             "invoker": lambda role: self.queue.grant_invoke_poller(role),
             "library": lambda role: self.queue.grant_library_access(role, queue="orders", client="tenant-a"),
@@ -54,6 +57,10 @@ def _statements(grants: tuple[GrantsStack, dict[str, Any]], role_name: str) -> l
         if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]
     ]
     return policy
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def _render(value: Any) -> str:
@@ -134,6 +141,43 @@ def test_queue_admin_manages_one_queue_without_listing_the_others(
     )
 
 
+def test_a_grant_of_every_route_of_a_queue_is_the_admin_grant_of_all_its_clients(
+    grants: tuple[GrantsStack, dict[str, Any]],
+) -> None:
+    assert _invoke_paths(grants, "queue_owner") == _invoke_paths(grants, "queue_admin")
+
+
+def test_a_tenant_admin_can_neither_change_delete_nor_describe_the_queue_it_shares(
+    grants: tuple[GrantsStack, dict[str, Any]],
+) -> None:
+    """Its own sub-queue, every route of it; nothing of the queue's own routes, which act on or sum over
+    every client of the queue."""
+    assert _invoke_paths(grants, "tenant_admin") == {
+        f"POST /{SUB_QUEUE}/messages",
+        f"POST /{SUB_QUEUE}/receive",
+        f"POST /{SUB_QUEUE}/delete",
+        f"POST /{SUB_QUEUE}/visibility",
+        f"POST /{SUB_QUEUE}/release",
+        f"GET /{SUB_QUEUE}/messages",
+        f"GET /{SUB_QUEUE}/messages/*",
+        f"DELETE /{SUB_QUEUE}/messages/*",
+        f"DELETE /{SUB_QUEUE}/messages",
+        f"GET /{SUB_QUEUE}/stats",
+        f"GET /{SUB_QUEUE}/dlq",
+        f"POST /{SUB_QUEUE}/dlq/redrive",
+        f"POST /{SUB_QUEUE}/messages/*/dlq",
+        "GET /openapi.json",
+    }
+
+
+def test_an_admin_of_one_client_in_every_queue_neither_lists_nor_manages_the_queues(
+    grants: tuple[GrantsStack, dict[str, Any]],
+) -> None:
+    paths = _invoke_paths(grants, "client_admin") - {"GET /openapi.json"}
+    assert len(paths) == 13
+    assert all(path.split(" ")[1].startswith("/queues/*/clients/tenant-a/") for path in paths), paths
+
+
 def test_admin_of_everything_may_list_queues(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
     paths = _invoke_paths(grants, "admin")
     assert "GET /queues" in paths
@@ -149,33 +193,32 @@ def test_invoke_grant_names_one_function(grants: tuple[GrantsStack, dict[str, An
 
 
 def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
+    """Its own partitions read and written, its own registration and its queue's settings by exact key, its own
+    partitions of the index queried; nothing of another tenant, another queue or the list of queues."""
     stack, _ = grants
     table_id = stack.resolve(stack.get_logical_id(stack.queue.table.node.default_child))
+    table, index = f"<{table_id}.Arn>", f"<{table_id}.Arn>/index/gsi1"
+    own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X")]
     statements = _statements(grants, "library")
-    by_keys = {
-        tuple(statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]): statement
+    granted = {
+        (
+            tuple(_render(resource) for resource in _listed(statement["Resource"])),
+            tuple(sorted(_listed(statement["Action"]))),
+            tuple(statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]),
+        )
         for statement in statements
     }
+    library = ("BatchGetItem", "BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem")
+    library_actions = tuple(f"dynamodb:{action}" for action in library)
 
-    assert set(by_keys) == {
-        (
-            "M#orders#tenant-a#*",
-            "D#orders#tenant-a#*",
-            "F#orders#tenant-a#*",
-            "G#orders#tenant-a#*",
-            "X#orders#tenant-a#*",
-            "C#orders",
-        ),
-        ("REGISTRY",),
+    assert granted == {
+        ((table,), library_actions, (*own, "C#orders#tenant-a")),
+        ((table,), ("dynamodb:GetItem",), ("Q#orders",)),
+        ((index,), ("dynamodb:Query",), tuple(own)),
     }
-    assert by_keys[("REGISTRY",)]["Action"] == "dynamodb:GetItem"
     for statement in statements:
         assert set(statement["Condition"]) == {"ForAllValues:StringLike"}
-        assert {_render(resource) for resource in statement["Resource"]} == {
-            f"<{table_id}.Arn>",
-            f"<{table_id}.Arn>/index/gsi1",
-        }
-        assert "dynamodb:Scan" not in statement["Action"]
+        assert statement["Effect"] == "Allow"
 
 
 @pytest.mark.parametrize(

@@ -6,18 +6,35 @@ with `*` and `?` wildcards (actions compared case-insensitively, as IAM does), a
 allowed without an Allow, and `ForAllValues` over a key the request does not carry is true: that is why a grant
 confined by `dynamodb:LeadingKeys` must never include `Scan`, which carries no leading key. CloudFormation
 references in resources are resolved to fixed example values first (`Resolver`).
+
+A DynamoDB call becomes the requests IAM authorizes for it (`dynamodb_requests`): one per item of a transaction
+(as the PutItem, UpdateItem, DeleteItem or ConditionCheckItem it holds), one carrying every partition key of a
+batch, and a query on an index as a request on the index's ARN whose leading key is the index partition key.
+`DynamoDbRecorder` records the calls a boto3 client makes, so a test can ask whether a policy allows exactly
+what some code does.
 """
 
 from __future__ import annotations
 
+import copy
 import fnmatch
+import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from queue_core.table import INDEX_PARTITION_KEY, PARTITION_KEY
+
 PARTITION = "aws"
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+TRANSACTION_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,86 @@ def allowed(statements: Iterable[Mapping[str, Any]], request: Request) -> bool:
     if any(statement["Effect"] == "Deny" for statement in matching):
         return False
     return any(statement["Effect"] == "Allow" for statement in matching)
+
+
+def all_allowed(statements: Iterable[Mapping[str, Any]], requests: Iterable[Request]) -> bool:
+    """True when every request of one call is allowed: a transaction fails as a whole if one item is refused."""
+    statements = list(statements)
+    return all(allowed(statements, request) for request in requests)
+
+
+def dynamodb_requests(operation: str, params: Mapping[str, Any], table_arn: str) -> list[Request]:
+    """The requests IAM authorizes for one DynamoDB API call on the table at `table_arn` (wire-format params)."""
+    action = f"dynamodb:{operation}"
+    if operation in ("GetItem", "UpdateItem", "DeleteItem", "PutItem"):
+        return [_keyed(action, table_arn, [params.get("Key") or params["Item"]])]
+    if operation == "Query":
+        index = params.get("IndexName")
+        resource = f"{table_arn}/index/{index}" if index else table_arn
+        return [Request(action, resource, {"dynamodb:LeadingKeys": [_queried_partition(params, index is not None)]})]
+    if operation == "BatchGetItem":
+        ((_, batch),) = params["RequestItems"].items()
+        return [_keyed(action, table_arn, batch["Keys"])]
+    if operation == "BatchWriteItem":
+        ((_, writes),) = params["RequestItems"].items()
+        items = [
+            write["PutRequest"]["Item"] if "PutRequest" in write else write["DeleteRequest"]["Key"] for write in writes
+        ]
+        return [_keyed(action, table_arn, items)]
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        requests = []
+        for entry in params["TransactItems"]:
+            ((kind, body),) = entry.items()
+            item_action = "dynamodb:GetItem" if kind == "Get" else TRANSACTION_ACTIONS[kind]
+            requests.append(_keyed(item_action, table_arn, [body.get("Key") or body["Item"]]))
+        return requests
+    return [Request(action, table_arn)]
+
+
+def _keyed(action: str, resource: str, items: Iterable[Mapping[str, Any]]) -> Request:
+    return Request(action, resource, {"dynamodb:LeadingKeys": sorted({item[PARTITION_KEY]["S"] for item in items})})
+
+
+def _queried_partition(params: Mapping[str, Any], index: bool) -> str:
+    """The partition a query names: the value its key condition gives the (index) partition key."""
+    wanted = INDEX_PARTITION_KEY if index else PARTITION_KEY
+    names = params.get("ExpressionAttributeNames", {})
+    for name, placeholder in re.findall(r"(#?\w+)\s*=\s*(:\w+)", params["KeyConditionExpression"]):
+        if names.get(name, name) == wanted:
+            return str(params["ExpressionAttributeValues"][placeholder]["S"])
+    raise ValueError(f"no {wanted} in the key condition {params['KeyConditionExpression']!r}")
+
+
+@dataclass
+class DynamoDbRecorder:
+    """Every DynamoDB call a boto3 client makes while attached, as (operation, parameters), in order.
+
+    The hook sees each call once, as the caller made it (before retries), from whatever thread made it.
+    """
+
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def attach(self, client: Any) -> DynamoDbRecorder:
+        client.meta.events.register("provide-client-params.dynamodb", self._record)
+        return self
+
+    def detach(self, client: Any) -> None:
+        client.meta.events.unregister("provide-client-params.dynamodb", self._record)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+    def requests(self, table_arn: str) -> list[list[Request]]:
+        """The IAM requests of each recorded call."""
+        with self._lock:
+            calls = list(self.calls)
+        return [dynamodb_requests(operation, params, table_arn) for operation, params in calls]
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        with self._lock:
+            self.calls.append((model.name, copy.deepcopy(params)))
 
 
 class Resolver:

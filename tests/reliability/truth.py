@@ -79,14 +79,22 @@ class TableTruth:
             if not start:
                 return
 
+    def space(self, queue: str, client: str) -> keys.Space:
+        """The sub-queue's keys in the queue's current generation, read from its settings item."""
+        key = {name: {"S": value} for name, value in keys.settings_key(queue).items()}
+        answer = self.raw.get_item(TableName=self.table, Key=key, ConsistentRead=True)
+        return keys.Space(queue, client, answer["Item"]["generation"]["S"])
+
     def dlq_items(self, queue: str, client: str, shards: int) -> list[dict[str, Any]]:
-        return [item for shard in range(shards) for item in self.partition(keys.dlq_pk(queue, client, shard))]
+        space = self.space(queue, client)
+        return [item for shard in range(shards) for item in self.partition(space.dlq_pk(shard))]
 
     def live_messages(self, queue: str, client: str, shards: int, groups: list[str]) -> list[dict[str, Any]]:
         """Standard messages of every shard, or FIFO messages of the named groups."""
+        space = self.space(queue, client)
         if groups:
-            return [item for group in groups for item in self.partition(keys.group_messages_pk(queue, client, group))]
-        return [item for shard in range(shards) for item in self.partition(keys.message_pk(queue, client, shard))]
+            return [item for group in groups for item in self.partition(space.group_messages_pk(group))]
+        return [item for shard in range(shards) for item in self.partition(space.message_pk(shard))]
 
     def expire(self, now_ms: int) -> int:
         """Deletes what DynamoDB's TTL would have deleted by now (moto never does): dedup items past their window,

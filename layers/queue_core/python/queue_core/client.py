@@ -13,7 +13,7 @@ from .models import QueueStats, SweepReport
 from .registry import Registry
 from .settings import QueueSettings
 from .store import Store
-from .subqueue import SubQueue
+from .subqueue import SubQueue, remove_sub_queue
 from .sweep import Sweeper
 from .table import TTL_ATTRIBUTE, table_definition
 
@@ -31,6 +31,9 @@ def default_dynamodb() -> Any:
 
 
 class QueueClient:
+    """The library's entry point on one table: create, change, list and delete queues, reach a `(queue, client)`
+    sub-queue with `queue()`, and run the sweep. Thread-safe; keep one per process (it caches settings)."""
+
     def __init__(self, table_name: str, dynamodb: Any = None, clock: Clock = time.time) -> None:
         self.table_name = table_name
         self.dynamodb = dynamodb if dynamodb is not None else default_dynamodb()
@@ -70,17 +73,18 @@ class QueueClient:
         return self._ctx.registry.list()
 
     def delete_queue(self, name: str) -> None:
-        """Removes the queue from the registry first (new sends fail), then every item of every client."""
-        settings = self._ctx.registry.get(validation.queue_name(name), fresh=True)
-        clients = self._ctx.registry.clients(name)
-        for client in clients:
-            SubQueue(self._ctx, name, client).remove_everything()
-        self._ctx.registry.delete(settings.name)
-        self._ctx.registry.delete_clients(name)
+        """Removes the queue from the registry first, in one transaction that leaves a tombstone of this
+        incarnation, then every item of every client. A queue created again under the name is a new generation
+        whose keys differ, so it never sees what the old one left: not a send that landed during the delete
+        (a process may use cached settings for a few seconds), nor the rest of a removal cut short. The sweep
+        passes over the tombstone again once no process can still send to it, then drops it."""
+        settings = self._ctx.registry.delete(validation.queue_name(name), self._ctx.now_ms())
+        for client in self._ctx.registry.clients(settings.name, settings.generation):
+            remove_sub_queue(self._ctx, settings, client, keep_registration=True)
 
     def clients(self, name: str) -> list[str]:
-        self._ctx.registry.get(validation.queue_name(name))
-        return self._ctx.registry.clients(name)
+        settings = self._ctx.registry.get(validation.queue_name(name))
+        return self._ctx.registry.clients(settings.name, settings.generation)
 
     def queue(self, name: str, client: str) -> SubQueue:
         return SubQueue(self._ctx, name, client)

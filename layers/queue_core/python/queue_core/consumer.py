@@ -38,6 +38,7 @@ class ConsumerReport:
     released_unstarted: int = 0
     heartbeats: int = 0
     receive_errors: int = 0
+    delete_errors: int = 0
     clean_shutdown: bool = True
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,7 +157,9 @@ class Consumer:
 
     def _process(self, unit: list[ReceivedMessage]) -> None:
         """Messages of one unit (a FIFO group's batch, or one message) in order; the first failure releases
-        it and every later one, so a group is never processed out of order."""
+        it and every later one, so a group is never processed out of order. A delete that fails means the claim
+        was lost (the group passed to another consumer, which starts again from that message): the unit's later
+        messages are then not processed here, nor deleted."""
         for position, message in enumerate(unit):
             if self._stop.is_set() and position > 0:
                 self._release(unit[position:])
@@ -176,6 +179,10 @@ class Consumer:
                 self.report.succeeded += 1
             except QueueError:
                 logger.exception("delete failed for message %s", message.message_id)
+                self.report.delete_errors += 1
+                if message.group_id is not None:
+                    self._release(unit[position + 1 :])
+                    return
 
     def _forget(self, message: ReceivedMessage) -> None:
         with self._lock:

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .clock import Clock, SequenceSource, to_ms
+from .keys import Space
 from .registry import Registry
 from .shards import Traffic
 from .store import Store
@@ -30,15 +31,15 @@ class Context:
         default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-mark")
     )
 
-    traffic_by_sub_queue: dict[tuple[str, str, int, int], Traffic] = field(default_factory=dict)
+    traffic_by_sub_queue: dict[tuple[Space, int, int], Traffic] = field(default_factory=dict)
     traffic_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def now_ms(self) -> int:
         return to_ms(self.clock())
 
-    def traffic(self, queue: str, client: str, read_shards: int, send_shards: int) -> Traffic:
-        """One per sub-queue and shard layout in this process, shared by every SubQueue object and thread."""
-        key = (queue, client, read_shards, send_shards)
+    def traffic(self, space: Space, read_shards: int, send_shards: int) -> Traffic:
+        """One per sub-queue, generation and shard layout in this process, shared by every SubQueue and thread."""
+        key = (space, read_shards, send_shards)
         with self.traffic_lock:
             if key not in self.traffic_by_sub_queue:
                 self.traffic_by_sub_queue[key] = Traffic(read_shards, send_shards)

@@ -7,20 +7,25 @@ for available groups, claims a group with a conditional update (which also locks
 then reads the group's head. A group whose head is in flight sorts after now, so a receive never reads blocked
 groups' backlogs. A group's sequence comes from its group item inside the send transaction (a condition on the
 last sequence), so producers' clocks and retries can never reorder a group.
+
+Every write here is safe when DynamoDB applied it, its answer was lost and the SDK sent it again: counts are kept
+as sets of sequences (`acked`, `gone`) or guarded by a condition that the repeat fails, and a failed condition
+whose old item shows the write already done (our token, our sequence in the set) counts as success.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import keys, limits
-from .clock import fixed_ms
 from .context import Context
-from .errors import MessageNotFound, QueueError, ReceiptHandleStale, Throttled
-from .keys import MessageRef
+from .dedup import dedup_put, duplicate_of
+from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled
+from .keys import MessageRef, Space
 from .messages import (
     DELAYED,
     IN_FLIGHT,
@@ -37,12 +42,23 @@ from .models import Message, QueueStats, ReceivedMessage, SendResult
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
 from .shards import visit
-from .standard import dedup_put, duplicate_of
 from .store import ConditionFailed, Item, TransactionCancelled
 
 _SEND_ATTEMPTS = 25
+_CLAIM_ROUNDS = 3
+_TIDY_LOCK_SECONDS = 30  # how long the sweep holds a stuck group while it tidies the group's head
 _CHUNK = 45  # entries per transaction: one group update plus at most two actions an entry, within 100
-_GROUP_CLAIM = "SET available_at = :until, gsi1sk = :gsk, tok = :tok, acked = :zero REMOVE retry_at"
+_GROUP_CLAIM = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked, gone"
+_UNLOCK_CLEARS = "tok, acked, retry_at, gone"
+# A message is marked by a claim of its group unless a later claim holds it: a stalled claimer whose lock ran
+# out must not take the message from the group's next holder.
+_MARK = (
+    "SET tok = :tok, held_until = :until, first_received_at = if_not_exists(first_received_at, :now) "
+    "ADD receive_count :one"
+)
+_MARK_CONDITION = (
+    "attribute_exists(pk) AND (attribute_not_exists(tok) OR attribute_not_exists(held_until) OR held_until <= :now)"
+)
 
 
 class FifoQueue:
@@ -53,17 +69,21 @@ class FifoQueue:
         self.settings = settings
         self.queue = settings.name
         self.client = client
+        self.space = Space(settings.name, client, settings.generation)
         self.claim_conflicts = 0
-        self.traffic = ctx.traffic(self.queue, client, settings.read_shards, settings.shards)
+        self.traffic = ctx.traffic(self.space, settings.read_shards, settings.shards)
         self.picker = self.traffic.picker
         self.gauge = self.traffic.gauge
+
+    def secret(self) -> str | None:
+        return self.ctx.registry.client_secret(self.space)
 
     def _group_key(self, group: str, shard: int | None = None, now: int = 0) -> dict[str, str]:
         """The group item's key: at a known shard (from an index entry or a receipt), else where the group is
         placed now."""
         if shard is None:
             shard = keys.group_shard(group, self.settings.placement_shards(now or self.ctx.now_ms()))
-        return {"pk": keys.group_item_pk(self.queue, self.client, shard), "sk": group}
+        return self.space.group_key(group, shard)
 
     def _old_group_keys(self, group: str, now: int) -> list[dict[str, str]]:
         current = self._group_key(group, now=now)
@@ -71,7 +91,12 @@ class FifoQueue:
         return [key for key in olds if key != current]
 
     def _group_pk(self, shard: int) -> str:
-        return keys.group_item_pk(self.queue, self.client, shard)
+        return self.space.group_item_pk(shard)
+
+    def _at_current_place(self, group_item: Item, now: int) -> bool:
+        return keys.shard_of(group_item["pk"]) == keys.group_shard(
+            group_item["sk"], self.settings.placement_shards(now)
+        )
 
     # Send.
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
@@ -101,7 +126,9 @@ class FifoQueue:
         pending = list(entries)
         extra = list(extra)
         placement = self._placement(group, now)
-        expected = self.traffic.last_seq(group) if not placement.moves else None
+        expected = placement.known_last_seq if placement.known_last_seq is not None else self.traffic.last_seq(group)
+        if placement.moves:
+            expected = None
         for _ in range(_SEND_ATTEMPTS):
             if not pending:
                 return results
@@ -114,11 +141,17 @@ class FifoQueue:
                     reason == "ConditionalCheckFailed"
                     for reason, _ in cancelled.reasons[len(actions) : len(actions) + len(placement.moves)]
                 )
+                if code == "ConditionalCheckFailed" and old and old.get("moved"):
+                    # The group left this place: this sender stalled past the change of placement, or its
+                    # settings are behind a change of `shards`. Place it again as of now, by fresh settings.
+                    self.settings = self.ctx.registry.get(self.queue, fresh=True)
+                    now = max(now, self.ctx.now_ms())
                 if (code == "ConditionalCheckFailed" and old and old.get("moved")) or moved_meanwhile:
-                    placement, expected = self._placement(group, now), None
+                    placement = self._placement(group, now)
+                    expected = None if placement.moves else placement.known_last_seq
                     continue
                 if code == "ConditionalCheckFailed":
-                    expected = int((old or {}).get("last_seq", 0)) if old else None
+                    expected = int(old["last_seq"]) if old and "last_seq" in old else None
                 extra_reasons = cancelled.reasons[len(actions) + len(placement.moves) :]
                 if any(reason == "ConditionalCheckFailed" for reason, _ in extra_reasons):
                     raise Throttled("the messages to move changed meanwhile; retry") from None
@@ -134,9 +167,10 @@ class FifoQueue:
         raise Throttled("too many concurrent sends to this group; retry")
 
     def _placement(self, group: str, now: int) -> _Placement:
-        """Where a send goes. Without a recent change of `shards`: the group's shard, no read. After one: the old
-        place while the group is active there (one read of the old places), else the new place, moving the
-        group's sequence along and marking the old items moved, so no late send can revive them."""
+        """Where a send goes. Without a kept earlier layout: the group's shard, no read. With one: the old place
+        while the group is active there (one read of the old places), else the new place, moving the group's
+        sequence along and marking the old items moved (only if each is still empty and at the sequence read),
+        so no late send can revive them and no sequence is handed out twice."""
         current = self._group_key(group, now=now)
         olds = self._old_group_keys(group, now)
         if not olds:
@@ -144,11 +178,12 @@ class FifoQueue:
         found = [item for item in self.ctx.store.batch_get(olds) if not item.get("moved")]
         active = [item for item in found if "gsi1sk" in item]
         if active:
-            return _Placement({"pk": active[0]["pk"], "sk": group}, False)
+            return _Placement({"pk": active[0]["pk"], "sk": group}, False, known_last_seq=int(active[0]["last_seq"]))
         moves = [
             {"Update": {"Key": {"pk": item["pk"], "sk": group}, "Update": "SET moved = :one",
-                        "Condition": "attribute_not_exists(gsi1sk)", "Values": {":one": 1}}}
-            for item in found
+                        "Condition": "attribute_not_exists(gsi1sk) AND attribute_not_exists(moved) AND last_seq = :ls",
+                        "Values": {":one": 1, ":ls": int(item["last_seq"])}}}
+            for item in found if "last_seq" in item
         ]  # fmt: skip
         base = max((int(item.get("last_seq", 0)) for item in found), default=0)
         return _Placement(current, True, base, moves)
@@ -160,25 +195,34 @@ class FifoQueue:
         first_visible = now + entries[0].delay_seconds * 1000
         retention = self.settings.retention_seconds
         last = placement.base if expected is None else expected
-        condition = "attribute_not_exists(last_seq)" if expected is None else "last_seq = :expected"
-        if not placement.current:
-            condition += " AND attribute_not_exists(moved)"
+        values: dict[str, Any] = {}
+        if expected is not None:
+            # Never onto an item the group has left: a send that straddled a move must not revive it.
+            condition = "last_seq = :expected AND attribute_not_exists(moved)"
+            values[":expected"] = expected
+        elif placement.moves:
+            # Moving in: a `moved` item here is the group's own, left behind by an earlier move away.
+            condition = "attribute_not_exists(last_seq) OR attribute_exists(moved)"
+        else:
+            # A new group, or one whose every item has expired (its messages and dedup ids are all gone).
+            condition = "attribute_not_exists(last_seq) OR (attribute_exists(moved) AND expires_at <= :nows)"
+            values[":nows"] = now // 1000
         group_update = {
             "Update": {
                 "Key": placement.key,
                 "Update": "SET last_seq = :new, gsi1pk = :gpk, gsi1sk = if_not_exists(gsi1sk, :gsk), "
                 "available_at = if_not_exists(available_at, :avail), group_id = :g, expires_at = :gexp "
-                "ADD msg_count :n" + (" REMOVE moved" if placement.current else ""),
+                "ADD msg_count :n" + ("" if expected is not None else " REMOVE moved"),
                 "Condition": condition,
                 "Values": {
                     ":new": last + len(entries),
                     ":gpk": placement.key["pk"],
-                    ":gsk": f"{fixed_ms(first_visible)}#{group}",
+                    ":gsk": keys.index_sk(first_visible, group),
                     ":avail": first_visible,
                     ":g": group,
                     ":gexp": now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
                     ":n": len(entries),
-                    **({":expected": expected} if expected is not None else {}),
+                    **values,
                 },
             }
         }
@@ -187,9 +231,9 @@ class FifoQueue:
         for offset, entry in enumerate(entries, start=1):
             ref = MessageRef(shard=0, sequence=keys.group_seq(last + offset), group=group)
             if entry.dedup_id is not None:
-                actions.append(dedup_put(self, entry.dedup_id, ref, now))
+                actions.append(dedup_put(self.space, self.settings, entry.dedup_id, ref, now))
             item = new_item(
-                ref.live_key(self.queue, self.client),
+                ref.live_key(self.space),
                 entry,
                 now,
                 now + entry.delay_seconds * 1000,
@@ -200,24 +244,29 @@ class FifoQueue:
         return actions, refs
 
     # Receive.
-    def receive(self, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
-        return visit(self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, now))
+    def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
+        return visit(self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, now, secret))
 
-    def _receive_shard(self, shard: int, want: int, visibility: int, now: int) -> tuple[list[ReceivedMessage], bool]:
+    def _receive_shard(
+        self, shard: int, want: int, visibility: int, now: int, secret: str
+    ) -> tuple[list[ReceivedMessage], bool]:
         got: list[ReceivedMessage] = []
         saw_candidates = False
         start = None
-        for _ in range(3):
+        partition = self._group_pk(shard)
+        for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
-            groups, start, _ = self.ctx.store.query(
-                self._group_pk(shard),
+            entries, start, _ = self.ctx.store.query(
+                partition,
                 index=True,
                 sk_condition="gsi1sk <= :hi",
-                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                values={":hi": keys.index_upper(now)},
                 limit=self.gauge.window(need),
                 start=start,
             )
-            saw_candidates = saw_candidates or bool(groups)
+            saw_candidates = saw_candidates or bool(entries)
+            # An index entry of an item outside this partition is not ours, whatever its index key says.
+            groups = [entry for entry in entries if entry["pk"] == partition]
             if self.gauge.contended:
                 random.shuffle(groups)
             position = 0
@@ -228,7 +277,7 @@ class FifoQueue:
                 conflicts = self.claim_conflicts
                 outcomes = list(
                     self.ctx.pool.map(
-                        lambda pair: self._claim_group(pair[0], pair[1], visibility, now),
+                        lambda pair: self._claim_group(pair[0], pair[1], visibility, now, secret),
                         zip(batch, budgets, strict=True),
                     )
                 )
@@ -240,25 +289,27 @@ class FifoQueue:
                 break
         return got, saw_candidates
 
-    def _claim_group(self, entry: Item, budget: int, visibility: int, now: int) -> list[ReceivedMessage]:
+    def _claim_group(
+        self, entry: Item, budget: int, visibility: int, now: int, secret: str = ""
+    ) -> list[ReceivedMessage]:
         """Locks an available group, then takes up to `budget` messages from its head, in order. With a budget
         of 0 it only tidies the head (expired and over-limit messages) and unlocks again."""
         key = {"pk": entry["pk"], "sk": entry["sk"]}
         token = new_token()
         until = now + max(visibility, 1) * 1000
-        values = {":until": until, ":gsk": f"{fixed_ms(until)}#{entry['sk']}", ":tok": token, ":zero": 0, ":now": now}
+        values = {":until": until, ":gsk": keys.index_sk(until, entry["sk"]), ":tok": token, ":now": now}
         try:
             group_item = self.ctx.store.update(
                 key, _GROUP_CLAIM, values, condition="available_at <= :now AND attribute_exists(gsi1sk)"
             )
-        except ConditionFailed:
-            self.claim_conflicts += 1
-            return []
+        except ConditionFailed as failed:
+            if failed.item is None or failed.item.get("tok") != token:
+                self.claim_conflicts += 1
+                return []
+            group_item = failed.item  # our claim was applied and its answer lost: the SDK's retry found it locked
         assert group_item is not None
         group = group_item["group_id"]
-        heads, more, _ = self.ctx.store.query(
-            keys.group_messages_pk(self.queue, self.client, group), limit=budget + 1, consistent=True
-        )
+        heads, more, _ = self.ctx.store.query(self.space.group_messages_pk(group), limit=budget + 1, consistent=True)
         taken, next_head = self._take_heads(key, token, heads, budget, now)
         if not taken:
             if next_head is not None:
@@ -268,7 +319,7 @@ class FifoQueue:
             else:
                 self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
             return []
-        marked = [m for m in self.ctx.inner_pool.map(lambda item: self._mark(item, token, now), taken) if m]
+        marked = [m for m in self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, until, now), taken) if m]
         if not marked:
             self.finish_group(key, token, now)
             return []
@@ -284,9 +335,9 @@ class FifoQueue:
                 int(item["receive_count"]),
                 held=len(marked),
                 last_seq=last_seq,
-                group_shard=int(key["pk"].rsplit("#", 1)[1]),
+                group_shard=keys.shard_of(key["pk"]),
             )
-            messages.append(received(item, ref, receipt.encode(self.settings.secret)))
+            messages.append(received(item, ref, receipt.encode(secret)))
         return messages
 
     def _take_heads(
@@ -306,15 +357,22 @@ class FifoQueue:
                 taken.append(item)
         return taken, None
 
-    def _mark(self, item: Item, token: str, now: int) -> Item | None:
+    def _mark(self, item: Item, group_key: dict[str, str], token: str, until: int, now: int) -> Item | None:
         try:
             return self.ctx.store.update(
                 {"pk": item["pk"], "sk": item["sk"]},
-                "SET tok = :tok, first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one",
-                {":tok": token, ":now": now, ":one": 1},
-                condition="attribute_exists(pk)",
+                _MARK,
+                {":tok": token, ":until": until, ":now": now, ":one": 1},
+                condition=_MARK_CONDITION,
             )
-        except ConditionFailed:
+        except ConditionFailed as failed:
+            if failed.item is not None and failed.item.get("tok") == token:
+                return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
+            return None
+        except MessageTooLarge:
+            # Stored before sizes were checked, it cannot take a claim's attributes: to the DLQ, not in the way.
+            with contextlib.suppress(QueueError):
+                self.move_to_dlq(item, group_key, token, now)
             return None
 
     def finish_group(
@@ -322,12 +380,13 @@ class FifoQueue:
     ) -> bool:
         """Unlocks a group: out of the index when it is known to be empty (no send since `empty_at`), else
         available again at `available_at`. `removed` messages leave its count. False when the lock had passed
-        to another claim (nothing written)."""
+        to another claim (nothing written). The unlock leaves its token in `unlocked_by`, so a repeat of it (an
+        answer lost, the SDK's retry) is known for done and never counted twice."""
         if empty_at:
             try:
                 self.ctx.store.update(
                     key,
-                    "REMOVE gsi1pk, gsi1sk, available_at, tok, acked, retry_at SET msg_count = :zero",
+                    f"REMOVE gsi1pk, gsi1sk, available_at, {_UNLOCK_CLEARS} SET msg_count = :zero, unlocked_by = :tok",
                     {":tok": token, ":ls": int(empty_at), ":zero": 0},
                     condition="tok = :tok AND last_seq = :ls",
                     returns="NONE",
@@ -335,88 +394,81 @@ class FifoQueue:
                 return True
             except ConditionFailed as failed:
                 if failed.item is None or failed.item.get("tok") != token:
-                    return False
+                    return _unlocked_by(failed.item, token)
         try:
             self.ctx.store.update(
                 key,
-                "SET available_at = :at, gsi1sk = :gsk ADD msg_count :dec REMOVE tok, acked, retry_at",
-                {":at": available_at, ":gsk": f"{fixed_ms(available_at)}#{key['sk']}", ":tok": token, ":dec": -removed},
+                f"SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}",
+                {":at": available_at, ":gsk": keys.index_sk(available_at, key["sk"]), ":tok": token, ":dec": -removed},
                 condition="tok = :tok",
                 returns="NONE",
             )
-        except ConditionFailed:
-            return False
+        except ConditionFailed as failed:
+            return _unlocked_by(failed.item, token)
         return True
 
     # Claimed messages.
     def delete(self, receipt: Receipt, now: int) -> None:
+        """Idempotent: a message already gone counts as deleted (perhaps by this very call, its answer lost), and
+        the group's bookkeeping is done again, which is safe to repeat; one claimed again since raises."""
         ref = MessageRef.parse(receipt.message_id)
         try:
-            self.ctx.store.delete(
-                ref.live_key(self.queue, self.client), condition="tok = :tok", values={":tok": receipt.token}
-            )
+            self.ctx.store.delete(ref.live_key(self.space), condition="tok = :tok", values={":tok": receipt.token})
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-            return
         self._ack(receipt, ref, now, removed=1)
 
     def release(self, receipt: Receipt, available_at: int, now: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
         try:
             self.ctx.store.update(
-                ref.live_key(self.queue, self.client),
-                "REMOVE tok",
-                {":tok": receipt.token},
-                condition="tok = :tok",
-                returns="NONE",
+                ref.live_key(self.space), "REMOVE tok", {":tok": receipt.token}, condition="tok = :tok", returns="NONE"
             )
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-            raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+            if "tok" in failed.item:
+                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+            # Nobody holds it: this release was applied and its answer lost; the group's part is safe to repeat.
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
 
     def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int) -> None:
-        """One held message is done; the last one done unlocks the group. A message deleted after the group's lock
-        passed to another claim (the holder's lock ran out, the message was not taken again) still leaves the
-        group's count."""
+        """One held message is done; the last one done unlocks the group. Done messages are a set (`acked`), so
+        an ack applied twice counts once and never unlocks the group while another held message is out. A
+        message deleted after the group's lock passed to another claim (the holder's lock ran out, the message
+        was not taken again) still leaves the group's count."""
         key = self._group_key(ref.group or "", receipt.group_shard)
         if receipt.held <= 1:
             finished = self.finish_group(key, receipt.token, available_at, receipt.last_seq if removed else "", removed)
             if not finished and removed:
-                self._count_removed(key, removed)
+                self._count_removed(key, ref.sequence)
             return
-        counts = {":one": 1, ":dec": -removed, ":tok": receipt.token}
-        try:
-            # `retry_at` keeps the latest time any held message was given back for, so the group waits for it.
-            group = self.ctx.store.update(
-                key,
-                "ADD acked :one, msg_count :dec SET retry_at = :at",
-                {**counts, ":at": available_at},
-                condition="tok = :tok AND (attribute_not_exists(retry_at) OR retry_at <= :at)",
-                returns="ALL_NEW",
-            )
-        except ConditionFailed as failed:
-            group = None
-            if failed.item is not None and failed.item.get("tok") == receipt.token:
-                group = self._ack_before_retry_at(key, counts)
-            if group is None:
-                if removed:
-                    self._count_removed(key, removed)
-                return
-        if group and int(group["acked"]) >= receipt.held:
+        values = {":seqs": {ref.sequence}, ":seq": ref.sequence, ":dec": -removed, ":tok": receipt.token}
+        done = "tok = :tok AND NOT contains(acked, :seq)"
+        # `retry_at` keeps the latest time any held message was given back for, so the group waits for it.
+        later = f"{done} AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
+        attempts = (
+            ("ADD acked :seqs, msg_count :dec SET retry_at = :at", later, {":at": available_at}),
+            ("ADD acked :seqs, msg_count :dec", done, {}),
+        )
+        group: Item | None = None
+        for update, condition, extra in attempts:
+            try:
+                group = self.ctx.store.update(key, update, {**values, **extra}, condition=condition)
+                break
+            except ConditionFailed as failed:
+                old = failed.item
+                if old is None or old.get("tok") != receipt.token:
+                    if removed:
+                        self._count_removed(key, ref.sequence)
+                    return
+                if ref.sequence in old.get("acked", set()):
+                    group = old  # applied before, its answer lost
+                    break
+        if group and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
-
-    def _ack_before_retry_at(self, key: dict[str, str], counts: dict[str, Any]) -> Item | None:
-        """An ack when another held message was given back for later: its `retry_at` stays."""
-        try:
-            return self.ctx.store.update(
-                key, "ADD acked :one, msg_count :dec", counts, condition="tok = :tok", returns="ALL_NEW"
-            )
-        except ConditionFailed:
-            return None
 
     def change_visibility(self, receipt: Receipt, visible_at: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
@@ -425,7 +477,7 @@ class FifoQueue:
             self.ctx.store.update(
                 key,
                 "SET available_at = :at, gsi1sk = :gsk",
-                {":at": visible_at, ":gsk": f"{fixed_ms(visible_at)}#{key['sk']}", ":tok": receipt.token},
+                {":at": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": receipt.token},
                 condition="tok = :tok",
                 returns="NONE",
             )
@@ -435,25 +487,30 @@ class FifoQueue:
 
     # Housekeeping.
     def _remove_expired(self, item: Item, group_key: dict[str, str], now: int) -> None:
+        """Counted even when the delete finds nothing: it may have been this delete, its answer lost; the count
+        is a set of sequences, so a message another caller removed is not counted twice."""
         try:
             self.ctx.store.delete(
                 {"pk": item["pk"], "sk": item["sk"]}, condition="expires_at <= :nows", values={":nows": now // 1000}
             )
-        except ConditionFailed:
-            return
-        self._count_removed(group_key, 1)
+        except ConditionFailed as failed:
+            if failed.item is not None:
+                return
+        self._count_removed(group_key, item["sk"])
 
-    def _count_removed(self, group_key: dict[str, str], removed: int) -> bool:
+    def _count_removed(self, group_key: dict[str, str], sequence: str) -> bool:
+        """Takes a message out of the group's count once, however often it is said (`gone` is a set, emptied
+        when the group is next claimed or unlocked)."""
         try:
             self.ctx.store.update(
                 group_key,
-                "ADD msg_count :dec",
-                {":dec": -removed},
-                condition="attribute_exists(pk) AND attribute_not_exists(moved)",
+                "ADD msg_count :dec, gone :seqs",
+                {":dec": -1, ":seqs": {sequence}, ":seq": sequence},
+                condition="attribute_exists(pk) AND attribute_not_exists(moved) AND NOT contains(gone, :seq)",
                 returns="NONE",
             )
-        except ConditionFailed:
-            return False
+        except ConditionFailed as failed:
+            return failed.item is not None and sequence in failed.item.get("gone", set())
         return True
 
     def move_to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
@@ -461,7 +518,7 @@ class FifoQueue:
         ref = MessageRef(shard=0, sequence=item["sk"], group=group_key["sk"])
         dlq = moved_item(
             item,
-            ref.dlq_key(self.queue, self.client),
+            ref.dlq_key(self.space),
             now,
             receive_count=item["receive_count"],
             first_received_at=item.get("first_received_at"),
@@ -528,8 +585,7 @@ class FifoQueue:
         """The message and every place its group item may be (more than one only after a change of `shards`)."""
         group = ref.group or ""
         now = self.ctx.now_ms()
-        return [ref.live_key(self.queue, self.client), self._group_key(group, now=now),
-                *self._old_group_keys(group, now)]  # fmt: skip
+        return [ref.live_key(self.space), self._group_key(group, now=now), *self._old_group_keys(group, now)]
 
     def state(self, item: Item, now: int, group_item: Item | None = None) -> str:
         if int(item["visible_at"]) > now:
@@ -550,14 +606,14 @@ class FifoQueue:
                 self._group_pk(shard),
                 index=True,
                 sk_condition="gsi1sk <= :hi",
-                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                values={":hi": keys.index_upper(now)},
                 max_items=limit,
             )
             for group_entry in groups:
+                if group_entry["pk"] != self._group_pk(shard):
+                    continue
                 heads, _, _ = self.ctx.store.query(
-                    keys.group_messages_pk(self.queue, self.client, group_entry["sk"]),
-                    limit=limit,
-                    consistent=True,
+                    self.space.group_messages_pk(group_entry["sk"]), limit=limit, consistent=True
                 )
                 for item in heads:
                     if is_expired(item, now):
@@ -569,11 +625,11 @@ class FifoQueue:
         return found[:limit]
 
     def cancel_live(self, ref: MessageRef, now: int) -> bool:
-        old = self.ctx.store.delete(ref.live_key(self.queue, self.client))
+        old = self.ctx.store.delete(ref.live_key(self.space))
         if old is None:
             return False
         for group_key in self.get_keys(ref)[1:]:
-            if self._count_removed(group_key, 1):
+            if self._count_removed(group_key, ref.sequence):
                 break
         return not is_expired(old, now)
 
@@ -586,11 +642,11 @@ class FifoQueue:
         for shard in range(self.settings.read_shards):
             for group_item in list(self.group_items(shard)):
                 group = group_item["sk"]
-                purged += self.ctx.store.delete_partition(keys.group_messages_pk(self.queue, self.client, group))
+                purged += self.ctx.store.delete_partition(self.space.group_messages_pk(group))
                 try:
                     self.ctx.store.update(
                         {"pk": group_item["pk"], "sk": group},
-                        "REMOVE gsi1pk, gsi1sk, available_at, tok, acked, retry_at SET msg_count = :zero",
+                        f"REMOVE gsi1pk, gsi1sk, available_at, {_UNLOCK_CLEARS} SET msg_count = :zero",
                         {":zero": 0, ":ls": group_item.get("last_seq", 0)},
                         condition="last_seq = :ls",
                         returns="NONE",
@@ -628,24 +684,26 @@ class FifoQueue:
             for group in list(self.group_items(shard, max_items=25)):
                 if "gsi1sk" not in group:
                     continue
-                heads, _, _ = self.ctx.store.query(
-                    keys.group_messages_pk(self.queue, self.client, group["sk"]), limit=1
-                )
+                heads, _, _ = self.ctx.store.query(self.space.group_messages_pk(group["sk"]), limit=1)
                 for head in heads:
                     if not is_expired(head, now):
                         sent = int(head["sent_at"])
                         oldest = sent if oldest is None else min(oldest, sent)
         return None if oldest is None else max(0, (now - oldest) // 1000)
 
-    def free_stuck_groups(self, now: int) -> int:
-        """Groups whose lock expired (a consumer crashed) get their head tidied and are unlocked."""
-        freed = 0
+    def sweep_groups(self, now: int) -> tuple[int, bool]:
+        """Groups whose lock expired (a consumer crashed) get their head tidied and are unlocked. Also tells
+        whether any group item still lives at a place of an earlier shard layout (neither moved nor expired):
+        until none does, the layout must be kept. Returns (groups freed, an old place in use)."""
+        freed, old_place_in_use = 0, False
         for shard in range(self.settings.read_shards):
             for group in list(self.group_items(shard)):
                 if group.get("tok") and "gsi1sk" in group and int(group["available_at"]) <= now:
-                    self._claim_group(group, 0, 30, now)
+                    self._claim_group(group, 0, _TIDY_LOCK_SECONDS, now)
                     freed += 1
-        return freed
+                if not group.get("moved") and not is_expired(group, now) and not self._at_current_place(group, now):
+                    old_place_in_use = True
+        return freed, old_place_in_use
 
 
 @dataclass(frozen=True)
@@ -656,6 +714,14 @@ class _Placement:
     current: bool
     base: int = 0
     moves: list[dict[str, Any]] = field(default_factory=list)
+    # The group's last sequence as read at an old place it is active at (the fence's first guess).
+    known_last_seq: int | None = None
+
+
+def _unlocked_by(group_item: Item | None, token: str) -> bool:
+    """Whether this claim's unlock was already applied (its answer lost): nobody holds the group and the last
+    unlock was ours."""
+    return group_item is not None and "tok" not in group_item and group_item.get("unlocked_by") == token
 
 
 def _dedup_owner(actions: list[dict[str, Any]], entries: list[Entry], position: int) -> Entry | None:

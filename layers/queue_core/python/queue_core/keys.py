@@ -1,52 +1,65 @@
 """Key formats of every item type. The only place that knows how keys and message ids are spelled.
 
-Queue and client names are restricted to `A-Za-z0-9_-` (and `.fifo`), so `#` is a safe separator.
+Queue and client names are restricted to `A-Za-z0-9_-` (and `.fifo`), so `#` is a safe separator, and every key of
+a sub-queue starts with `{kind}#{queue}#{client}#`: IAM's `dynamodb:LeadingKeys` can confine a tenant to its own
+sub-queue with one literal prefix per kind. A queue's *generation* (a random id drawn when the queue is created)
+follows the client in every message key, so a queue deleted and created again under the same name never sees the
+old incarnation's leftovers: they are unreachable, and removed by the delete, the sweeper and TTL.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import secrets
 from dataclasses import dataclass
 
+from .clock import fixed_ms
 from .errors import ValidationError
 from .limits import DEDUP_BUCKETS
 
 REGISTRY_PK = "REGISTRY"
+SETTINGS_SK = "Q"
 GROUP_SEQ_WIDTH = 20
 INDEX_UPPER = "\x7f"  # sorts after every character a sequence or a group id may hold
+_LISTING_PREFIX = "Q#"
+_TOMBSTONE_PREFIX = "T#"
 
 
-def registry_key(queue: str) -> dict[str, str]:
-    return {"pk": REGISTRY_PK, "sk": f"Q#{queue}"}
+def new_generation() -> str:
+    return secrets.token_hex(4)
 
 
-def client_pk(queue: str) -> str:
-    return f"C#{queue}"
+# The registry: one settings item per queue (readable by the queue's tenants, holds no secret), a listing entry
+# per queue and a tombstone per deleted incarnation (the queue's own functions only), and one registration per
+# client and generation (a tenant's own: it holds the sub-queue's receipt-signing secret).
+def settings_key(queue: str) -> dict[str, str]:
+    return {"pk": f"Q#{queue}", "sk": SETTINGS_SK}
 
 
-def message_pk(queue: str, client: str, shard: int) -> str:
-    return f"M#{queue}#{client}#{shard}"
+def listing_key(queue: str) -> dict[str, str]:
+    return {"pk": REGISTRY_PK, "sk": f"{_LISTING_PREFIX}{queue}"}
 
 
-def dlq_pk(queue: str, client: str, shard: int) -> str:
-    return f"D#{queue}#{client}#{shard}"
+def tombstone_key(queue: str, generation: str) -> dict[str, str]:
+    return {"pk": REGISTRY_PK, "sk": f"{_TOMBSTONE_PREFIX}{queue}#{generation}"}
 
 
-def group_item_pk(queue: str, client: str, shard: int) -> str:
-    return f"F#{queue}#{client}#{shard}"
+def listing_prefix() -> str:
+    return _LISTING_PREFIX
 
 
-def group_messages_pk(queue: str, client: str, group: str) -> str:
-    return f"G#{queue}#{client}#{group}"
+def tombstone_prefix() -> str:
+    return _TOMBSTONE_PREFIX
 
 
-def dedup_key(queue: str, client: str, dedup_id: str) -> dict[str, str]:
-    return {"pk": f"X#{queue}#{client}#{stable_hash(dedup_id) % DEDUP_BUCKETS}", "sk": dedup_id}
+def client_registration_key(queue: str, client: str, generation: str) -> dict[str, str]:
+    return {"pk": f"C#{queue}#{client}", "sk": generation}
 
 
-def dedup_pks(queue: str, client: str) -> list[str]:
-    return [f"X#{queue}#{client}#{bucket}" for bucket in range(DEDUP_BUCKETS)]
+def clients_index_pk(queue: str, generation: str) -> str:
+    """The index partition that lists a generation's clients (the registrations' `gsi1pk`)."""
+    return f"C#{queue}#{generation}"
 
 
 def group_seq(number: int) -> str:
@@ -60,6 +73,61 @@ def stable_hash(text: str) -> int:
 
 def group_shard(group: str, shards: int) -> int:
     return stable_hash(group) % shards
+
+
+def shard_of(pk: str) -> int:
+    """The shard a message, DLQ or group-item partition key ends with."""
+    return int(pk.rsplit("#", 1)[1])
+
+
+def index_sk(at_ms: int, tail: str) -> str:
+    """An index sort key: fixed-width milliseconds, so that entries sort by time, then by `tail`."""
+    return f"{fixed_ms(at_ms)}#{tail}"
+
+
+def index_upper(now_ms: int) -> str:
+    """The highest index sort key of an entry that is due at `now_ms`."""
+    return index_sk(now_ms, INDEX_UPPER)
+
+
+def index_time(gsi1sk: str) -> int:
+    return int(gsi1sk.split("#", 1)[0])
+
+
+@dataclass(frozen=True)
+class Space:
+    """The partition keys of one sub-queue in one generation of its queue."""
+
+    queue: str
+    client: str
+    generation: str
+
+    def _prefix(self, kind: str) -> str:
+        return f"{kind}#{self.queue}#{self.client}#{self.generation}#"
+
+    def message_pk(self, shard: int) -> str:
+        return f"{self._prefix('M')}{shard}"
+
+    def dlq_pk(self, shard: int) -> str:
+        return f"{self._prefix('D')}{shard}"
+
+    def group_item_pk(self, shard: int) -> str:
+        return f"{self._prefix('F')}{shard}"
+
+    def group_messages_pk(self, group: str) -> str:
+        return f"{self._prefix('G')}{group}"
+
+    def dedup_key(self, dedup_id: str) -> dict[str, str]:
+        return {"pk": f"{self._prefix('X')}{stable_hash(dedup_id) % DEDUP_BUCKETS}", "sk": dedup_id}
+
+    def dedup_pks(self) -> list[str]:
+        return [f"{self._prefix('X')}{bucket}" for bucket in range(DEDUP_BUCKETS)]
+
+    def group_key(self, group: str, shard: int) -> dict[str, str]:
+        return {"pk": self.group_item_pk(shard), "sk": group}
+
+    def registration_key(self) -> dict[str, str]:
+        return client_registration_key(self.queue, self.client, self.generation)
 
 
 def _b64(text: str) -> str:
@@ -87,15 +155,15 @@ class MessageRef:
             return f"S{self.shard}.{self.sequence}"
         return f"F{_b64(self.group)}.{self.sequence}"
 
-    def live_key(self, queue: str, client: str) -> dict[str, str]:
+    def live_key(self, space: Space) -> dict[str, str]:
         if self.group is None:
-            return {"pk": message_pk(queue, client, self.shard), "sk": self.sequence}
-        return {"pk": group_messages_pk(queue, client, self.group), "sk": self.sequence}
+            return {"pk": space.message_pk(self.shard), "sk": self.sequence}
+        return {"pk": space.group_messages_pk(self.group), "sk": self.sequence}
 
-    def dlq_key(self, queue: str, client: str) -> dict[str, str]:
+    def dlq_key(self, space: Space) -> dict[str, str]:
         if self.group is None:
-            return {"pk": dlq_pk(queue, client, self.shard), "sk": self.sequence}
-        return {"pk": dlq_pk(queue, client, 0), "sk": f"{_b64(self.group)}.{self.sequence}"}
+            return {"pk": space.dlq_pk(self.shard), "sk": self.sequence}
+        return {"pk": space.dlq_pk(0), "sk": f"{_b64(self.group)}.{self.sequence}"}
 
     @classmethod
     def parse(cls, message_id: str) -> MessageRef:
@@ -110,6 +178,11 @@ class MessageRef:
         except (ValueError, IndexError, UnicodeDecodeError):
             pass
         raise ValidationError(f"message_id {message_id[:100]!r} is not a message id of this queue")
+
+    @classmethod
+    def of_live(cls, item: dict[str, object]) -> MessageRef:
+        """The ref of a live standard message item or index entry."""
+        return cls(shard=shard_of(str(item["pk"])), sequence=str(item["sk"]))
 
     @classmethod
     def from_dlq_sk(cls, sk: str, shard: int, fifo: bool) -> MessageRef:

@@ -7,6 +7,11 @@ from typing import Final
 MAX_BODY_BYTES: Final = 256 * 1024
 MAX_ATTRIBUTES: Final = 10
 MAX_ATTRIBUTE_NAME: Final = 256
+# Attribute names and values together. With the largest body, the item still fits DynamoDB's 400 KB with room
+# (ITEM_HEADROOM_BYTES) for everything the queue writes into it later: a claim, a DLQ move, a redrive.
+MAX_ATTRIBUTES_BYTES: Final = 64 * 1024
+MAX_ITEM_BYTES: Final = 400 * 1024
+ITEM_HEADROOM_BYTES: Final = 4 * 1024
 MAX_BATCH: Final = 25
 MAX_RECEIVE: Final = 10
 MAX_VISIBILITY_SECONDS: Final = 43_200
@@ -15,6 +20,8 @@ MAX_DELAY_SECONDS: Final = 900
 MAX_GROUP_ID: Final = 128
 MAX_DEDUP_ID: Final = 128
 MAX_SHARDS: Final = 64
+# Earlier shard layouts a queue keeps while items may live under them; a change of `shards` past it is refused.
+MAX_SHARD_LAYOUTS: Final = 16
 MAX_RECEIVE_COUNT: Final = 1000
 MIN_RETENTION_SECONDS: Final = 60
 MAX_RETENTION_SECONDS: Final = 1_209_600

@@ -24,6 +24,11 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
+def new_secret() -> str:
+    """A sub-queue's receipt-signing key (256 bits)."""
+    return secrets.token_hex(32)
+
+
 @dataclass(frozen=True)
 class Receipt:
     queue: str

@@ -1,20 +1,38 @@
-"""The queue registry: one item per queue (its settings) and one per known client of a queue.
+"""The queue registry: what queues exist, their settings, and the clients of each.
+
+Four kinds of item (formats in `keys`): a settings item per queue, which a tenant of the queue may read and which
+holds no secret; a listing entry per queue and a tombstone per deleted incarnation, for the queue's own functions;
+and a registration per client and generation, written by the first send to a sub-queue, which holds that
+sub-queue's receipt-signing secret, so that a tenant confined to its sub-queue can sign its own receipt handles
+and no other's.
 
 Settings are cached for a few seconds in each process, so that a send or a receive costs no registry read in
-steady state; known clients are remembered for the life of the process, so that a client is registered with one
-write, the first time this process sends to it.
+steady state. Registrations are remembered per generation for the life of the process: a client is registered
+with one write the first time this process sends to it, and again after its queue was deleted and created anew.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from . import keys, limits
 from .errors import QueueExists, QueueNotFound
+from .keys import Space
+from .receipts import new_secret
 from .settings import QueueSettings
-from .store import ConditionFailed, Store
+from .store import ConditionFailed, Store, TransactionCancelled
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A deleted incarnation whose items may still need removing (sends from processes with cached settings can
+    land after the delete): the sweep passes over it again, then drops it."""
+
+    settings: QueueSettings
+    deleted_at: int
 
 
 class Registry:
@@ -22,17 +40,22 @@ class Registry:
         self._store = store
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, QueueSettings]] = {}
-        self._known_clients: set[tuple[str, str]] = set()
+        self._secrets: dict[Space, str] = {}
 
     def create(self, settings: QueueSettings) -> QueueSettings:
         """Idempotent for the same settings; other settings for an existing queue raise `QueueExists`."""
-        item = {**keys.registry_key(settings.name), **settings.to_item()}
         try:
-            self._store.put(item, condition="attribute_not_exists(pk)")
-        except ConditionFailed as failed:
-            existing = QueueSettings.from_item(failed.item) if failed.item else None
-            if existing is None:
+            self._store.transact(
+                [
+                    {"Put": {"Item": self._settings_item(settings), "Condition": "attribute_not_exists(pk)"}},
+                    {"Put": {"Item": {**keys.listing_key(settings.name), "name": settings.name}}},
+                ]
+            )
+        except TransactionCancelled as cancelled:
+            old = cancelled.reasons[0][1]
+            if old is None:
                 return self.create(settings)
+            existing = QueueSettings.from_item(old)
             if not existing.same_settings(settings):
                 raise QueueExists(f"queue {settings.name!r} exists with other settings: {existing.to_dict()}") from None
             self._remember(existing)
@@ -41,15 +64,33 @@ class Registry:
         return settings
 
     def update(self, name: str, now_ms: int, **changes: Any) -> QueueSettings:
-        """Applies changes if nobody changed the queue meanwhile (a condition on the stored settings)."""
+        """Applies changes if nobody changed the queue meanwhile (a condition on its version and generation)."""
         current = self.get(name, fresh=True)
-        wanted = current.updated(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000), **changes)
-        item = {**keys.registry_key(name), **wanted.to_item()}
+        return self._replace(current, current.updated(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000), **changes))
+
+    def prune_layouts(self, current: QueueSettings, now_ms: int, fifo_groups_moved: bool) -> bool:
+        """Drops the shard layouts nothing can live under any more; False when there was none or the queue
+        changed meanwhile (the next sweep tries again)."""
+        pruned = current.without_old_layouts(now_ms, fifo_groups_moved)
+        if pruned is None:
+            return False
         try:
-            self._store.put(item, condition="attribute_exists(pk) AND shards = :shards AND retention_seconds = :r",
-                            values={":shards": current.shards, ":r": current.retention_seconds})  # fmt: skip
-        except ConditionFailed:
-            raise QueueExists(f"queue {name!r} changed meanwhile; read it again and retry") from None
+            self._replace(current, pruned)
+        except QueueExists:
+            return False
+        return True
+
+    def _replace(self, current: QueueSettings, wanted: QueueSettings) -> QueueSettings:
+        try:
+            self._store.put(
+                self._settings_item(wanted),
+                condition="version = :v AND generation = :g",
+                values={":v": current.version, ":g": current.generation},
+            )
+        except ConditionFailed as failed:
+            stored = QueueSettings.from_item(failed.item) if failed.item else None
+            if stored is None or stored.to_item() != wanted.to_item():  # the same: our write, its answer lost
+                raise QueueExists(f"queue {current.name!r} changed meanwhile; read it again and retry") from None
         self._remember(wanted)
         return wanted
 
@@ -58,7 +99,7 @@ class Registry:
             cached = self._cache.get(name)
         if cached and not fresh and time.monotonic() - cached[0] < limits.SETTINGS_CACHE_SECONDS:
             return cached[1]
-        item = self._store.get(keys.registry_key(name))
+        item = self._store.get(keys.settings_key(name))
         if item is None:
             self.forget(name)
             raise QueueNotFound(f"queue {name!r} does not exist")
@@ -67,33 +108,109 @@ class Registry:
         return settings
 
     def list(self) -> list[QueueSettings]:
-        items = self._store.query_all(keys.REGISTRY_PK, sk_condition="begins_with(sk, :q)", values={":q": "Q#"})
-        return [QueueSettings.from_item(item) for item in items]
+        names = [item["name"] for item in self._listing(keys.listing_prefix())]
+        found = self._store.batch_get([keys.settings_key(name) for name in names]) if names else []
+        return sorted((QueueSettings.from_item(item) for item in found), key=lambda settings: settings.name)
 
-    def delete(self, name: str) -> QueueSettings:
-        old = self._store.delete(keys.registry_key(name))
+    def delete(self, name: str, now_ms: int) -> QueueSettings:
+        """Removes the queue (its settings and listing entry) and leaves a tombstone of this incarnation, in one
+        transaction; its items are removed afterwards, by the caller and again by the sweep."""
+        settings = self.get(name, fresh=True)
+        tombstone = {
+            **self._settings_item(settings),
+            **keys.tombstone_key(name, settings.generation),
+            "deleted_at": now_ms,
+        }
+        try:
+            self._store.transact(
+                [
+                    {
+                        "Delete": {
+                            "Key": keys.settings_key(name),
+                            "Condition": "generation = :g",
+                            "Values": {":g": settings.generation},
+                        }
+                    },
+                    {"Delete": {"Key": keys.listing_key(name)}},
+                    {"Put": {"Item": tombstone}},
+                ]
+            )
+        except TransactionCancelled:
+            self.forget(name)
+            raise QueueNotFound(f"queue {name!r} does not exist") from None
         self.forget(name)
-        if old is None:
-            raise QueueNotFound(f"queue {name!r} does not exist")
-        return QueueSettings.from_item(old)
+        return settings
+
+    def tombstones(self) -> list[Tombstone]:
+        return [
+            Tombstone(QueueSettings.from_item(item), int(item["deleted_at"]))
+            for item in self._listing(keys.tombstone_prefix())
+        ]
+
+    def drop_tombstone(self, settings: QueueSettings) -> None:
+        self._store.delete(keys.tombstone_key(settings.name, settings.generation))
 
     def forget(self, name: str) -> None:
         with self._lock:
             self._cache.pop(name, None)
-            self._known_clients = {known for known in self._known_clients if known[0] != name}
 
-    def register_client(self, queue: str, client: str, now_ms: int) -> None:
-        if (queue, client) in self._known_clients:
-            return
-        self._store.put({"pk": keys.client_pk(queue), "sk": client, "first_seen_at": now_ms})
+    # Clients.
+    def register_client(self, space: Space, now_ms: int) -> str:
+        """Registers the client in this generation (once per process) and returns its receipt secret: the first
+        registration draws it, every later one reads it from the failed condition, at no extra call."""
         with self._lock:
-            self._known_clients.add((queue, client))
+            known = self._secrets.get(space)
+        if known is not None:
+            return known
+        item = {
+            **space.registration_key(),
+            "gsi1pk": keys.clients_index_pk(space.queue, space.generation),
+            "gsi1sk": space.client,
+            "secret": new_secret(),
+            "first_seen_at": now_ms,
+        }
+        try:
+            self._store.put(item, condition="attribute_not_exists(pk)")
+            secret = item["secret"]
+        except ConditionFailed as failed:
+            if failed.item is None:
+                return self.register_client(space, now_ms)
+            secret = str(failed.item["secret"])
+        return self._remember_secret(space, secret)
 
-    def clients(self, queue: str) -> list[str]:
-        return [item["sk"] for item in self._store.query_all(keys.client_pk(queue), projection="sk")]
+    def client_secret(self, space: Space) -> str | None:
+        """The sub-queue's receipt secret; None when no message was ever sent to it in this generation."""
+        with self._lock:
+            known = self._secrets.get(space)
+        if known is not None:
+            return known
+        item = self._store.get(space.registration_key())
+        return None if item is None else self._remember_secret(space, str(item["secret"]))
 
-    def delete_clients(self, queue: str) -> None:
-        self._store.delete_partition(keys.client_pk(queue))
+    def clients(self, queue: str, generation: str) -> list[str]:
+        entries = self._store.query_all(keys.clients_index_pk(queue, generation), index=True)
+        return sorted({entry["gsi1sk"] for entry in entries})
+
+    def delete_registration(self, space: Space) -> None:
+        self._store.delete(space.registration_key())
+        with self._lock:
+            self._secrets.pop(space, None)
+
+    def _remember_secret(self, space: Space, secret: str) -> str:
+        with self._lock:
+            self._secrets[space] = secret
+        return secret
+
+    def _listing(self, prefix: str) -> list[dict[str, Any]]:
+        return list(
+            self._store.query_all(
+                keys.REGISTRY_PK, sk_condition="begins_with(sk, :prefix)", values={":prefix": prefix}, consistent=True
+            )
+        )
+
+    @staticmethod
+    def _settings_item(settings: QueueSettings) -> dict[str, Any]:
+        return {**keys.settings_key(settings.name), **settings.to_item()}
 
     def _remember(self, settings: QueueSettings) -> None:
         with self._lock:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from . import limits, validation
+from . import keys, limits, validation
 from .errors import ValidationError
 
 
@@ -22,10 +21,14 @@ class QueueSettings:
     content_based_dedup: bool = False
     shards: int = 1
     created_at: int = 0
-    # Signs receipt handles so a forged one is told from a stale one; never leaves the core.
-    secret: str = field(default="", repr=False, compare=False)
-    # Earlier shard counts, each with the time (ms) until which items may still live under it, and the time from
-    # which FIFO groups are placed by the current count (after every process's cached settings have caught up).
+    # The queue's incarnation: part of every key of its messages, so a queue created again under the same name
+    # starts empty whatever the old one left behind.
+    generation: str = field(default="", compare=False)
+    # Counts every change of the stored settings; an update is conditional on it, so none is lost.
+    version: int = field(default=1, compare=False)
+    # Earlier shard counts, each with the time (ms) until which a standard queue's items may still live under it,
+    # and the time from which FIFO groups are placed by the current count (after every process's cached settings
+    # have caught up). A FIFO layout stays until the sweep finds no group item left at its places.
     shard_history: tuple[tuple[int, int], ...] = field(default=(), compare=False)
     placement_from: int = field(default=0, compare=False)
     created: bool = field(default=False, compare=False)
@@ -64,7 +67,7 @@ class QueueSettings:
             content_based_dedup=content_based,
             shards=_int(options, "shards", 1, limits.MAX_SHARDS),
             created_at=created_at,
-            secret=secrets.token_hex(32),
+            generation=keys.new_generation(),
             created=True,
         )
 
@@ -83,32 +86,73 @@ class QueueSettings:
         return self.shards
 
     def old_layouts(self, now_ms: int) -> list[int]:
-        """Earlier shard counts under which a FIFO group item may still live."""
+        """Earlier shard counts under which a FIFO group item may still live: every one in the history (a busy
+        group may stay at its old place for longer than any retention), less the count groups are placed by."""
         current = self.placement_shards(now_ms)
-        return sorted({shards for shards, until in self.shard_history if until > now_ms and shards != current})
+        return sorted({shards for shards, _ in self.shard_history if shards != current})
+
+    def _lifetime_ms(self, retention_seconds: int) -> int:
+        """How long items stored now may live: a message's retention, once more in the DLQ, and a dedup window."""
+        return (2 * retention_seconds + limits.MAX_DEDUP_WINDOW_SECONDS) * 1000
+
+    def live_history(self, now_ms: int) -> tuple[tuple[int, int], ...]:
+        """The layouts that may still hold items: a standard layout until its time is up, a FIFO one until the
+        sweep has found it empty (see `without_old_layouts`)."""
+        if self.fifo:
+            return self.shard_history
+        return tuple((shards, until) for shards, until in self.shard_history if until > now_ms)
 
     def updated(self, now_ms: int, cache_ms: int, **changes: Any) -> QueueSettings:
-        """These settings with `changes` applied (validated); a new shard count keeps the old one in the history
-        for as long as its items may live."""
+        """These settings with `changes` applied (validated). A new shard count keeps the old one in the history
+        for as long as items may live under it; a longer retention lengthens every kept layout's time too. A
+        layout is never forgotten while something may live under it: past `MAX_SHARD_LAYOUTS` kept layouts, a
+        change of `shards` is refused instead."""
         fixed = set(changes) - set(self.UPDATABLE)
         if fixed:
             raise ValidationError(f"these settings cannot change on a live queue: {', '.join(sorted(fixed))}")
         options = {key: getattr(self, key) for key in self.SETTING_NAMES} | changes
         fresh = QueueSettings.validated(self.name, self.created_at, **options)
-        history, placement_from = self.shard_history, self.placement_from
+        history, placement_from = self.live_history(now_ms), self.placement_from
+        lifetime = self._lifetime_ms(max(self.retention_seconds, fresh.retention_seconds))
+        if fresh.retention_seconds > self.retention_seconds:
+            history = tuple((shards, max(until, now_ms + lifetime)) for shards, until in history)
         if fresh.shards != self.shards:
-            lifetime = 2 * max(self.retention_seconds, fresh.retention_seconds) + limits.MAX_DEDUP_WINDOW_SECONDS
-            live = tuple((shards, until) for shards, until in history if until > now_ms)
-            history = (*live, (self.shards, now_ms + lifetime * 1000))[-8:]
+            if len(history) >= limits.MAX_SHARD_LAYOUTS:
+                raise ValidationError(
+                    f"shards changed {len(history)} times within the queue's retention; each earlier layout is kept "
+                    "while messages may live under it: try again once the oldest one has expired"
+                )
+            history = (*history, (self.shards, now_ms + lifetime))
             placement_from = now_ms + 2 * cache_ms + 20_000
-        return replace(fresh, secret=self.secret, shard_history=history, placement_from=placement_from, created=False)
+        return replace(
+            fresh,
+            generation=self.generation,
+            version=self.version + 1,
+            shard_history=history,
+            placement_from=placement_from,
+            created=False,
+        )
+
+    def without_old_layouts(self, now_ms: int, fifo_groups_moved: bool) -> QueueSettings | None:
+        """The settings with the layouts that can hold nothing any more dropped (None when none can be): a
+        standard layout once its time is up; FIFO layouts once groups are placed by the current count and the
+        sweep found no group item left at an old place (`fifo_groups_moved`)."""
+        if self.fifo:
+            if not self.shard_history or now_ms < self.placement_from or not fifo_groups_moved:
+                return None
+            history: tuple[tuple[int, int], ...] = ()
+        else:
+            history = self.live_history(now_ms)
+            if history == self.shard_history:
+                return None
+        return replace(self, shard_history=history, version=self.version + 1, created=False)
 
     def same_settings(self, other: QueueSettings) -> bool:
         return all(getattr(self, key) == getattr(other, key) for key in self.SETTING_NAMES)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for internal in ("secret", "created", "shard_history", "placement_from"):
+        for internal in ("generation", "version", "created", "shard_history", "placement_from"):
             data.pop(internal)
         return data
 
@@ -131,7 +175,8 @@ class QueueSettings:
             content_based_dedup=bool(item["content_based_dedup"]),
             shards=int(item["shards"]),
             created_at=int(item["created_at"]),
-            secret=str(item["secret"]),
+            generation=str(item["generation"]),
+            version=int(item.get("version", 1)),
             shard_history=tuple((int(shards), int(until)) for shards, until in item.get("shard_history", [])),
             placement_from=int(item.get("placement_from", 0)),
         )

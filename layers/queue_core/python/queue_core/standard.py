@@ -8,14 +8,16 @@ moves it past now. Visibility is exact: an expired claim is visible again by its
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Any
 
 from . import keys, limits
-from .clock import fixed_ms, sequence_ms
+from .clock import sequence_ms
 from .context import Context
-from .errors import MessageNotFound, QueueError, ReceiptHandleStale, Throttled
-from .keys import MessageRef
+from .dedup import dedup_put, duplicate_of
+from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled
+from .keys import MessageRef, Space
 from .messages import (
     DELAYED,
     IN_FLIGHT,
@@ -49,14 +51,18 @@ class StandardQueue:
         self.settings = settings
         self.queue = settings.name
         self.client = client
+        self.space = Space(settings.name, client, settings.generation)
         self.claim_conflicts = 0
-        self.traffic = ctx.traffic(self.queue, client, settings.read_shards, settings.shards)
+        self.traffic = ctx.traffic(self.space, settings.read_shards, settings.shards)
         self.picker = self.traffic.picker
         self.gauge = self.traffic.gauge
 
     # Keys.
     def partition_key(self, shard: int) -> str:
-        return keys.message_pk(self.queue, self.client, shard)
+        return self.space.message_pk(shard)
+
+    def secret(self) -> str | None:
+        return self.ctx.registry.client_secret(self.space)
 
     # Send.
     def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
@@ -64,14 +70,14 @@ class StandardQueue:
         ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now))
         visible_at = now + entry.delay_seconds * 1000
         item = new_item(
-            ref.live_key(self.queue, self.client),
+            ref.live_key(self.space),
             entry,
             now,
             visible_at,
             expires_s(now, self.settings.retention_seconds),
         )
         item["gsi1pk"] = item["pk"]
-        item["gsi1sk"] = f"{fixed_ms(visible_at)}#{ref.sequence}"
+        item["gsi1sk"] = keys.index_sk(visible_at, ref.sequence)
         return ref, item
 
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
@@ -95,7 +101,7 @@ class StandardQueue:
 
     def _send_dedup(self, entry: Entry, now: int) -> SendResult:
         ref, item = self.build(entry, now)
-        dedup = dedup_put(self, entry.dedup_id or "", ref, now)
+        dedup = dedup_put(self.space, self.settings, entry.dedup_id or "", ref, now)
         try:
             self.ctx.store.transact([dedup, {"Put": {"Item": item, "Condition": "attribute_not_exists(pk)"}}])
         except TransactionCancelled as cancelled:
@@ -103,31 +109,36 @@ class StandardQueue:
         return SendResult(ref.message_id, ref.sequence)
 
     # Receive.
-    def receive(self, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
-        return visit(self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, order, now))
+    def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
+        return visit(
+            self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, order, now, secret)
+        )
 
     def _receive_shard(
-        self, shard: int, want: int, visibility: int, order: str, now: int
+        self, shard: int, want: int, visibility: int, order: str, now: int, secret: str
     ) -> tuple[list[ReceivedMessage], bool]:
         got: list[ReceivedMessage] = []
         saw_candidates = False
         start = None
+        partition = self.partition_key(shard)
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
             items, start, _ = self.ctx.store.query(
-                self.partition_key(shard),
+                partition,
                 index=True,
                 sk_condition="gsi1sk <= :hi",
-                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                values={":hi": keys.index_upper(now)},
                 limit=self.gauge.window(need),
                 forward=order == "oldest",
                 start=start,
             )
             saw_candidates = saw_candidates or bool(items)
-            candidates = [item for item in items if not self._housekeep_candidate(item, now)]
+            # An index entry of an item outside this partition is not ours, whatever its index key says.
+            own = [item for item in items if item["pk"] == partition]
+            candidates = [item for item in own if not self._housekeep_candidate(item, now)]
             if self.gauge.contended:
                 random.shuffle(candidates)
-            got += self._claim_candidates(candidates, need, visibility, now)
+            got += self._claim_candidates(candidates, need, visibility, now, secret)
             if len(got) >= want or not start:
                 break
         return got, saw_candidates
@@ -143,26 +154,26 @@ class StandardQueue:
             return True
         return False
 
-    def _claim_candidates(self, candidates: list[Item], need: int, visibility: int, now: int) -> list:
+    def _claim_candidates(self, candidates: list[Item], need: int, visibility: int, now: int, secret: str) -> list:
         """Claims the first `need` candidates in parallel, then the spare ones for each claim lost."""
         claimed: list[tuple[int, ReceivedMessage]] = []
         position = 0
         while len(claimed) < need and position < len(candidates):
             batch = candidates[position : position + need - len(claimed)]
             conflicts = self.claim_conflicts
-            outcomes = list(self.ctx.pool.map(lambda item: self._claim(item, visibility, now), batch))
+            outcomes = list(self.ctx.pool.map(lambda item: self._claim(item, visibility, now, secret), batch))
             self.gauge.record(len(batch), self.claim_conflicts - conflicts)
             claimed += [(position + i, message) for i, message in enumerate(outcomes) if message]
             position += len(batch)
         return [message for _, message in sorted(claimed, key=lambda pair: pair[0])]
 
-    def _claim(self, entry: Item, visibility: int, now: int) -> ReceivedMessage | None:
+    def _claim(self, entry: Item, visibility: int, now: int, secret: str) -> ReceivedMessage | None:
         key = {"pk": entry["pk"], "sk": entry["sk"]}
         token = new_token()
         until = now + visibility * 1000
         values: dict[str, Any] = {
             ":vis": until,
-            ":gsk": f"{fixed_ms(until)}#{entry['sk']}",
+            ":gsk": keys.index_sk(until, entry["sk"]),
             ":tok": token,
             ":one": 1,
             ":now": now,
@@ -175,17 +186,25 @@ class StandardQueue:
         try:
             item = self.ctx.store.update(key, _CLAIM, values, condition=condition)
         except ConditionFailed as failed:
-            self._lost_claim(key, failed.item, now)
+            if failed.item is not None and failed.item.get("tok") == token:
+                item = failed.item  # our claim was applied and its answer lost: the SDK's retry found it taken
+            else:
+                self._lost_claim(key, failed.item, now)
+                return None
+        except MessageTooLarge:
+            # Stored before sizes were checked: it cannot take a claim's attributes. It must not block the others.
+            with contextlib.suppress(QueueError):
+                self.move_to_dlq(key, int(entry.get("receive_count", 0)), now)
             return None
         assert item is not None
-        ref = MessageRef(shard=int(entry["pk"].rsplit("#", 1)[1]), sequence=entry["sk"])
+        ref = MessageRef.of_live(entry)
         receipt = Receipt(self.queue, self.client, ref.message_id, token, int(item["receive_count"]))
-        return received(item, ref, receipt.encode(self.settings.secret))
+        return received(item, ref, receipt.encode(secret))
 
     def _lost_claim(self, key: dict[str, str], old: Item | None, now: int) -> None:
         """The old item says why a claim failed: expired and over-limit messages are dealt with at once;
         otherwise another consumer got there first."""
-        if old is None or int(old["visible_at"]) > now:
+        if old is None or "visible_at" not in old or int(old["visible_at"]) > now:
             self.claim_conflicts += 1
         elif is_expired(old, now):
             self.delete_expired(key, now)
@@ -195,7 +214,7 @@ class StandardQueue:
     # Claimed messages.
     def delete(self, receipt: Receipt) -> None:
         """Idempotent: a message already gone counts as deleted; one claimed again since raises."""
-        key = MessageRef.parse(receipt.message_id).live_key(self.queue, self.client)
+        key = MessageRef.parse(receipt.message_id).live_key(self.space)
         try:
             self.ctx.store.delete(key, condition="tok = :tok", values={":tok": receipt.token})
         except ConditionFailed as failed:
@@ -205,14 +224,14 @@ class StandardQueue:
     def set_visible_at(self, receipt: Receipt, visible_at: int, release: bool) -> int:
         ref = MessageRef.parse(receipt.message_id)
         update = "SET visible_at = :vis, gsi1sk = :gsk" + (" REMOVE tok, in_flight" if release else "")
-        values = {":vis": visible_at, ":gsk": f"{fixed_ms(visible_at)}#{ref.sequence}", ":tok": receipt.token}
+        values = {":vis": visible_at, ":gsk": keys.index_sk(visible_at, ref.sequence), ":tok": receipt.token}
         try:
-            self.ctx.store.update(
-                ref.live_key(self.queue, self.client), update, values, condition="tok = :tok", returns="NONE"
-            )
+            self.ctx.store.update(ref.live_key(self.space), update, values, condition="tok = :tok", returns="NONE")
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            if release and "tok" not in failed.item and int(failed.item["visible_at"]) == visible_at:
+                return visible_at  # our release was applied and its answer lost: the SDK's retry found it done
             raise ReceiptHandleStale("the message was received again since this receipt handle") from None
         return visible_at
 
@@ -227,13 +246,13 @@ class StandardQueue:
     def move_to_dlq(self, key: dict[str, str], receive_count: int, now: int, old: Item | None = None) -> bool:
         """Atomically: the message leaves the queue and enters the DLQ, or neither happens. Reads the message
         only when the caller does not have it (the index holds no body)."""
-        ref = MessageRef(shard=int(key["pk"].rsplit("#", 1)[1]), sequence=key["sk"])
+        ref = MessageRef.of_live(key)
         old = old or self.ctx.store.get(key)
         if old is None or int(old["receive_count"]) != receive_count or int(old["visible_at"]) > now:
             return False
         dlq = moved_item(
             old,
-            ref.dlq_key(self.queue, self.client),
+            ref.dlq_key(self.space),
             now,
             receive_count=receive_count,
             first_received_at=old.get("first_received_at"),
@@ -258,19 +277,19 @@ class StandardQueue:
         return True
 
     def redrive_item(self, dlq_item: Item, now: int) -> bool:
-        ref = MessageRef(shard=int(dlq_item["pk"].rsplit("#", 1)[1]), sequence=dlq_item["sk"])
+        ref = MessageRef.of_live(dlq_item)
         if ref.shard >= self.settings.shards:
             ref = MessageRef(shard=random.randrange(self.settings.shards), sequence=ref.sequence)
         live = moved_item(
             dlq_item,
-            ref.live_key(self.queue, self.client),
+            ref.live_key(self.space),
             now,
             visible_at=now,
             receive_count=0,
             expires_at=expires_s(now, self.settings.retention_seconds),
         )
         live["gsi1pk"] = live["pk"]
-        live["gsi1sk"] = f"{fixed_ms(now)}#{ref.sequence}"
+        live["gsi1sk"] = keys.index_sk(now, ref.sequence)
         try:
             self.ctx.store.transact(
                 [
@@ -300,10 +319,12 @@ class StandardQueue:
                 self.partition_key(shard),
                 index=True,
                 sk_condition="gsi1sk <= :hi",
-                values={":hi": f"{fixed_ms(now)}#{keys.INDEX_UPPER}"},
+                values={":hi": keys.index_upper(now)},
                 max_items=limit * 2,
             )
-            live = [{"pk": e["pk"], "sk": e["sk"]} for e in entries if not is_expired(e, now)][:limit]
+            pk = self.partition_key(shard)
+            live = [{"pk": e["pk"], "sk": e["sk"]} for e in entries if e["pk"] == pk and not is_expired(e, now)]
+            live = live[:limit]
             for start in range(0, len(live), 100):
                 for item in self.ctx.store.batch_get(live[start : start + 100]):
                     if int(item["visible_at"]) <= now and not is_expired(item, now):
@@ -312,13 +333,13 @@ class StandardQueue:
         return found[:limit]
 
     def ref_of(self, item: Item) -> MessageRef:
-        return MessageRef(shard=int(item["pk"].rsplit("#", 1)[1]), sequence=item["sk"])
+        return MessageRef.of_live(item)
 
     def get_keys(self, ref: MessageRef) -> list[dict[str, str]]:
-        return [ref.live_key(self.queue, self.client)]
+        return [ref.live_key(self.space)]
 
     def cancel_live(self, ref: MessageRef, now: int) -> bool:
-        old = self.ctx.store.delete(ref.live_key(self.queue, self.client))
+        old = self.ctx.store.delete(ref.live_key(self.space))
         return old is not None and not is_expired(old, now)
 
     def purge(self) -> int:
@@ -357,29 +378,6 @@ class StandardQueue:
         items, _, _ = self.ctx.store.query(self.partition_key(shard), limit=25, projection="sk, expires_at")
         live = [item for item in items if not is_expired(item, now)]
         return sequence_ms(live[0]["sk"]) if live else None
-
-
-def dedup_put(queue: Any, dedup_id: str, ref: MessageRef, now: int) -> dict[str, Any]:
-    """The dedup item of a send: written only if no live one exists, so a duplicate cancels the transaction
-    and the old item names the first message."""
-    window = queue.settings.dedup_window_seconds * 1000
-    item = {
-        **keys.dedup_key(queue.queue, queue.client, dedup_id),
-        "message_id": ref.message_id,
-        "sequence": ref.sequence,
-        "dedup_until": now + window,
-        "expires_at": (now + window) // 1000 + 1,
-    }
-    return {
-        "Put": {"Item": item, "Condition": "attribute_not_exists(pk) OR dedup_until <= :now", "Values": {":now": now}}
-    }
-
-
-def duplicate_of(reason: tuple[str, Item | None]) -> SendResult:
-    code, old = reason
-    if code != "ConditionalCheckFailed" or old is None:
-        raise Throttled("the send raced another; retry")
-    return SendResult(old["message_id"], old["sequence"], duplicate=True)
 
 
 def _as_result(send: Any) -> SendResult | QueueError:

@@ -27,7 +27,7 @@ from botocore.exceptions import (
     ConnectionError as BotoConnectionError,
 )
 
-from .errors import InternalError, Throttled
+from .errors import InternalError, MessageTooLarge, Throttled
 from .table import INDEX_NAME
 
 logger = logging.getLogger("queue_core")
@@ -51,6 +51,8 @@ _THROTTLES = frozenset(
 # never as a failed condition.
 _UNREACHABLE = (BotoConnectionError, HTTPClientError)
 _BATCH_RETRIES = 8
+_NO_BLIND_PUT_RETRY = "queue-core-no-blind-put-retry"
+_ITEM_TOO_LARGE = "Item size"  # DynamoDB: "Item size has exceeded the maximum allowed size" (and "... to update")
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -97,6 +99,8 @@ def _raise_mapped(error: Exception) -> None:
         code = error.response.get("Error", {}).get("Code", "")
         if code in _THROTTLES:
             raise Throttled("DynamoDB is throttling or unavailable; retry later") from error
+        if code == "ValidationException" and _ITEM_TOO_LARGE in error.response.get("Error", {}).get("Message", ""):
+            raise MessageTooLarge("the message and its attributes are too large to store") from error
     elif isinstance(error, _UNREACHABLE):
         raise Throttled("DynamoDB could not be reached; retry later") from error
     elif isinstance(error, NoCredentialsError | NoRegionError):
@@ -105,12 +109,27 @@ def _raise_mapped(error: Exception) -> None:
     raise InternalError("internal error") from error
 
 
+def _no_blind_put_retry(caught_exception: Exception | None = None, request_dict: Any = None, **_: Any) -> bool | None:
+    """Keeps the SDK from sending a batch of puts again after a lost answer (False: no retry). A put cannot carry
+    a condition in a batch, so the repeat would overwrite a message that a consumer claimed meanwhile (two
+    holders) or bring back one already deleted; `Store.batch_write` writes such a batch again itself, one
+    conditional put per item."""
+    body = (request_dict or {}).get("body", b"")
+    body = body if isinstance(body, bytes) else str(body).encode()
+    if isinstance(caught_exception, HTTPClientError) and b"PutRequest" in body:
+        return False
+    return None
+
+
 class Store:
     """Thin, typed access to one table."""
 
     def __init__(self, dynamodb: Any, table_name: str) -> None:
         self.client = dynamodb
         self.table = table_name
+        dynamodb.meta.events.register(
+            "needs-retry.dynamodb.BatchWriteItem", _no_blind_put_retry, unique_id=_NO_BLIND_PUT_RETRY
+        )
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
         try:
@@ -221,7 +240,10 @@ class Store:
                 return []
             try:
                 answer = self._call("batch_write_item", RequestItems={self.table: pending})
-            except Throttled:
+            except Throttled as error:
+                if isinstance(error.__cause__, HTTPClientError):
+                    pending = self._write_each_once(pending)
+                    break
                 if attempt == _BATCH_RETRIES - 1:
                     break
                 _backoff(attempt)
@@ -230,6 +252,25 @@ class Store:
             if pending:
                 _backoff(attempt)
         return sorted(positions[_request_id(request)] for request in pending)
+
+    def _write_each_once(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """After a batch's answer was lost: each put again only if its item is absent (present means the lost
+        batch stored it, since every message key is new), each delete again as it was. Returns those left."""
+        left = []
+        for request in requests:
+            try:
+                if "PutRequest" in request:
+                    item = request["PutRequest"]["Item"]
+                    self._call(
+                        "put_item", TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)"
+                    )
+                else:
+                    self._call("delete_item", TableName=self.table, Key=request["DeleteRequest"]["Key"])
+            except ConditionFailed:
+                continue
+            except Throttled:
+                left.append(request)
+        return left
 
     def query(
         self,

@@ -11,13 +11,14 @@ import hashlib
 import random
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from . import keys, limits, validation
 from .context import Context
 from .errors import MessageNotFound, QueueError, ValidationError
 from .fifo import FifoQueue
-from .keys import MessageRef
+from .keys import MessageRef, Space
 from .messages import DLQ, Entry, is_expired, looked_at
 from .models import BatchResult, Message, QueueStats, ReceivedMessage, SendResult
 from .receipts import Receipt
@@ -33,6 +34,10 @@ Engine = StandardQueue | FifoQueue
 
 
 class SubQueue:
+    """One `(queue, client)` sub-queue of the library: send, receive and settle messages, look at them, and
+    manage its DLQ. Every method validates its arguments before it writes anything; errors are `QueueError`s.
+    Cheap to create: settings and the sub-queue's receipt secret are cached in the client."""
+
     def __init__(self, ctx: Context, queue: str, client: str) -> None:
         self._ctx = ctx
         self.queue = validation.queue_name(queue)
@@ -51,9 +56,12 @@ class SubQueue:
         """The standard or FIFO operations for the current settings (rebuilt when the settings change)."""
         settings = self.settings
         if self._engine_cache is None or self._engine_cache[0] is not settings:
-            kind = FifoQueue if settings.fifo else StandardQueue
-            self._engine_cache = (settings, kind(self._ctx, settings, self.client))
+            self._engine_cache = (settings, engine_for(self._ctx, settings, self.client))
         return self._engine_cache[1]
+
+    @property
+    def space(self) -> Space:
+        return self.engine().space
 
     def _now(self) -> int:
         return self._ctx.now_ms()
@@ -99,10 +107,26 @@ class SubQueue:
         return BatchResult(successful=successful, failed=sorted(failed, key=lambda f: f["index"]))
 
     def _send(self, entries: list[Entry]) -> list[SendResult | QueueError]:
+        """A dedup id repeated inside one batch is stored once: the later entries answer as duplicates of the
+        first (as SQS does), and never reach DynamoDB, which refuses two writes of one item in a transaction."""
         engine = self.engine()
         now = self._now()
-        self._ctx.registry.register_client(self.queue, self.client, now)
-        return engine.send(entries, now)
+        self._ctx.registry.register_client(engine.space, now)
+        firsts: dict[str, int] = {}
+        repeats: dict[int, int] = {}
+        unique: list[Entry] = []
+        for entry in entries:
+            if entry.dedup_id is not None and entry.dedup_id in firsts:
+                repeats[entry.index] = firsts[entry.dedup_id]
+                continue
+            if entry.dedup_id is not None:
+                firsts[entry.dedup_id] = entry.index
+            unique.append(entry)
+        results = {entry.index: result for entry, result in zip(unique, engine.send(unique, now), strict=True)}
+        for index, first in repeats.items():
+            outcome = results[first]
+            results[index] = replace(outcome, duplicate=True) if isinstance(outcome, SendResult) else outcome
+        return [results[entry.index] for entry in entries]
 
     def _entry(self, index: int, raw: Any) -> Entry:
         if not isinstance(raw, dict):
@@ -112,18 +136,21 @@ class SubQueue:
             raise ValidationError(f"unknown message fields: {', '.join(sorted(map(str, unknown)))}")
         settings = self.settings
         body = validation.body(raw.get("body"))
+        attributes = validation.attributes(raw.get("attributes"))
         delay = raw.get("delay_seconds")
         dedup_id = validation.dedup_id(raw.get("dedup_id"))
         if dedup_id is None and settings.content_based_dedup:
             dedup_id = hashlib.sha256(body.encode()).hexdigest()
+        group_id = validation.group_id(raw.get("group_id"), settings.fifo)
+        validation.stored_size(body, attributes, group_id, dedup_id)
         return Entry(
             index=index,
             body=body,
-            attributes=validation.attributes(raw.get("attributes")),
+            attributes=attributes,
             delay_seconds=settings.delay_seconds
             if delay is None
             else validation.integer("delay_seconds", delay, 0, limits.MAX_DELAY_SECONDS),
-            group_id=validation.group_id(raw.get("group_id"), settings.fifo),
+            group_id=group_id,
             dedup_id=dedup_id,
         )
 
@@ -151,7 +178,9 @@ class SubQueue:
         pause = _FIRST_POLL_SECONDS
         while True:
             conflicts = engine.claim_conflicts
-            got = engine.receive(want, visibility, order, self._now())
+            # No secret: nothing was ever sent to this sub-queue in this generation, so there is nothing to claim.
+            secret = engine.secret()
+            got = engine.receive(want, visibility, order, self._now(), secret) if secret else []
             self.claim_conflicts += engine.claim_conflicts - conflicts
             left = deadline - time.monotonic()
             if got or left <= 0:
@@ -161,7 +190,10 @@ class SubQueue:
 
     # Claimed messages.
     def _receipt(self, handle: Any) -> Receipt:
-        receipt = Receipt.decode(handle, self.settings.secret)
+        secret = self.engine().secret()
+        if secret is None:
+            raise ValidationError("receipt_handle is not valid for this queue (no message was ever received from it)")
+        receipt = Receipt.decode(handle, secret)
         receipt.check_owner(self.queue, self.client)
         return receipt
 
@@ -231,7 +263,7 @@ class SubQueue:
         ref = self._ref(message_id)
         engine = self.engine()
         now = self._now()
-        live_key, dlq_key = ref.live_key(self.queue, self.client), ref.dlq_key(self.queue, self.client)
+        live_key, dlq_key = ref.live_key(engine.space), ref.dlq_key(engine.space)
         found = {(item["pk"], item["sk"]): item for item in self._ctx.store.batch_get([*engine.get_keys(ref), dlq_key])}
         live = found.pop((live_key["pk"], live_key["sk"]), None)
         dead = found.pop((dlq_key["pk"], dlq_key["sk"]), None)
@@ -251,7 +283,7 @@ class SubQueue:
         ref = self._ref(message_id)
         if self.engine().cancel_live(ref, self._now()):
             return True
-        dead = self._ctx.store.delete(ref.dlq_key(self.queue, self.client))
+        dead = self._ctx.store.delete(ref.dlq_key(self.space))
         if dead is not None and not is_expired(dead, self._now()):
             return True
         raise MessageNotFound(f"message {message_id!r} not found")
@@ -272,9 +304,7 @@ class SubQueue:
 
     # Dead-letter queue.
     def _dlq_pks(self) -> list[str]:
-        settings = self.settings
-        shards = 1 if settings.fifo else settings.read_shards
-        return [keys.dlq_pk(self.queue, self.client, shard) for shard in range(shards)]
+        return dlq_pks(self.engine())
 
     def dlq_items(self, now: int, max_items: int | None = None) -> Iterator[Item]:
         for pk in self._dlq_pks():
@@ -297,7 +327,7 @@ class SubQueue:
         fifo = self.settings.fifo
         messages = []
         for item in self.dlq_items(self._now()):
-            shard = int(item["pk"].rsplit("#", 1)[1])
+            shard = keys.shard_of(item["pk"])
             messages.append(looked_at(item, MessageRef.from_dlq_sk(item["sk"], shard, fifo), DLQ))
             if len(messages) >= limit:
                 break
@@ -309,7 +339,7 @@ class SubQueue:
         if message_ids is not None:
             ids = validation.batch("message_ids", message_ids, high=limits.MAX_PEEK)
             refs = [self._ref(message_id) for message_id in ids]
-            items = self._ctx.store.batch_get([ref.dlq_key(self.queue, self.client) for ref in refs])
+            items = self._ctx.store.batch_get([ref.dlq_key(self.space) for ref in refs])
             items = [item for item in items if not is_expired(item, now)]
         else:
             limit = None if max_messages is None else validation.integer("max_messages", max_messages, 1, 1_000_000)
@@ -328,7 +358,7 @@ class SubQueue:
         ref = self._ref(message_id)
         engine = self.engine()
         now = self._now()
-        item = self._ctx.store.get(ref.live_key(self.queue, self.client))
+        item = self._ctx.store.get(ref.live_key(engine.space))
         if item is None or is_expired(item, now):
             raise MessageNotFound(f"message {message_id!r} not found")
         if isinstance(engine, FifoQueue):
@@ -337,14 +367,28 @@ class SubQueue:
             raise ValidationError("the message is in flight; move it when it is visible again")
         return True
 
-    # Housekeeping, used by the sweep and by delete_queue.
-    def remove_everything(self) -> None:
-        engine = self.engine()
-        engine.purge()
-        for pk in self._dlq_pks():
-            self._ctx.store.delete_partition(pk)
-        for pk in keys.dedup_pks(self.queue, self.client):
-            self._ctx.store.delete_partition(pk)
-        if isinstance(engine, FifoQueue):
-            for shard in range(engine.settings.read_shards):
-                self._ctx.store.delete_partition(keys.group_item_pk(self.queue, self.client, shard))
+
+def engine_for(ctx: Context, settings: QueueSettings, client: str) -> Engine:
+    kind = FifoQueue if settings.fifo else StandardQueue
+    return kind(ctx, settings, client)
+
+
+def dlq_pks(engine: Engine) -> list[str]:
+    shards = 1 if engine.settings.fifo else engine.settings.read_shards
+    return [engine.space.dlq_pk(shard) for shard in range(shards)]
+
+
+def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_registration: bool) -> None:
+    """Every item of one sub-queue in the generation `settings` names, then (unless kept) its registration, last,
+    so that an interrupted removal is found and finished by the next pass. The first pass of a queue's delete
+    keeps it: a process that registered before may still send for a few seconds, and the last pass must find
+    it."""
+    engine = engine_for(ctx, settings, client)
+    engine.purge()
+    for pk in [*dlq_pks(engine), *engine.space.dedup_pks()]:
+        ctx.store.delete_partition(pk)
+    if settings.fifo:
+        for shard in range(settings.read_shards):
+            ctx.store.delete_partition(engine.space.group_item_pk(shard))
+    if not keep_registration:
+        ctx.registry.delete_registration(engine.space)

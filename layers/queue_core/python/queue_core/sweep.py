@@ -2,8 +2,9 @@
 
 Visibility needs no sweep (an expired claim is visible by itself). The sweep does what nothing else would do
 soon: moves messages past their receive limit to the DLQ while no receive touches them, frees FIFO groups a
-crashed consumer left locked, deletes messages past retention before TTL does, and reports each sub-queue's depth.
-Every write it makes is conditional, so it is safe beside receives and beside another sweep.
+crashed consumer left locked, deletes messages past retention before TTL does, drops shard layouts nothing lives
+under any more, finishes the removal of deleted queues, and reports each sub-queue's depth. Every write it makes
+is conditional, so it is safe beside receives and beside another sweep.
 """
 
 from __future__ import annotations
@@ -16,8 +17,14 @@ from .context import Context
 from .fifo import FifoQueue
 from .messages import is_expired
 from .models import SweepReport
+from .registry import Tombstone
 from .standard import StandardQueue
-from .subqueue import SubQueue
+from .store import ConditionFailed
+from .subqueue import SubQueue, remove_sub_queue
+
+# A deleted queue's tombstone is passed over again once every process's cached settings have expired (so no
+# send can land under it any more), with a margin for a slow request.
+TOMBSTONE_SECONDS = 2 * limits.SETTINGS_CACHE_SECONDS + 60
 
 
 class Sweeper:
@@ -30,47 +37,81 @@ class Sweeper:
         where to resume (`cursor`) and that work is left (`complete` False)."""
         report = SweepReport()
         deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
-        targets = sorted(
-            (settings.name, client)
-            for settings in self._ctx.registry.list()
-            for client in self._ctx.registry.clients(settings.name)
-        )
-        for queue, client in targets:
-            position = f"{queue}/{client}"
-            if cursor and position <= cursor:
-                continue
-            out_of_time = deadline is not None and time.monotonic() >= deadline
-            if out_of_time or (max_items is not None and report.items_read >= max_items):
-                report.complete = False
-                return report
-            self._sweep_one(self._sub_queue(queue, client), report)
-            report.cursor = position
+        if not cursor:
+            self._finish_deleted_queues()
+        for settings in self._ctx.registry.list():
+            clients = self._ctx.registry.clients(settings.name, settings.generation)
+            # Shard layouts belong to the whole queue: dropped only when this pass saw every one of its clients.
+            whole_queue = not cursor or f"{settings.name}/" > cursor
+            old_place_in_use = False
+            for client in clients:
+                position = f"{settings.name}/{client}"
+                if cursor and position <= cursor:
+                    continue
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if out_of_time or (max_items is not None and report.items_read >= max_items):
+                    report.complete = False
+                    return report
+                old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report)
+                report.cursor = position
+            if whole_queue:
+                self._ctx.registry.prune_layouts(settings, self._ctx.now_ms(), not old_place_in_use)
         report.cursor = None
         return report
 
-    def _sweep_one(self, sub: SubQueue, report: SweepReport) -> None:
+    def _finish_deleted_queues(self) -> None:
+        """A tombstone old enough that nothing can be sent under it any more: one last removal, then it goes."""
+        now = self._ctx.now_ms()
+        for tombstone in self._ctx.registry.tombstones():
+            if now - tombstone.deleted_at >= TOMBSTONE_SECONDS * 1000:
+                self._remove_generation(tombstone)
+
+    def _remove_generation(self, tombstone: Tombstone) -> None:
+        settings = tombstone.settings
+        for client in self._ctx.registry.clients(settings.name, settings.generation):
+            remove_sub_queue(self._ctx, settings, client, keep_registration=False)
+        self._ctx.registry.drop_tombstone(settings)
+
+    def _sweep_one(self, sub: SubQueue, report: SweepReport) -> bool:
+        """Returns whether a FIFO group item of this sub-queue still lives at an earlier layout's place."""
         engine = sub.engine()
         now = self._ctx.now_ms()
         report.sub_queues += 1
+        old_place_in_use = False
         if isinstance(engine, FifoQueue):
-            report.groups_freed += engine.free_stuck_groups(now)
+            freed, old_place_in_use = engine.sweep_groups(now)
+            report.groups_freed += freed
         else:
             self._sweep_standard(engine, now, report)
         for item in list(sub.dlq_items(0, max_items=limits.STATS_SCAN_LIMIT)):
             report.items_read += 1
-            if is_expired(item, now) and self._ctx.store.delete({"pk": item["pk"], "sk": item["sk"]}):
+            if is_expired(item, now) and self._delete_expired(item, now):
                 report.expired_deleted += 1
         stats = sub.stats()
         report.depths.append({"queue": sub.queue, "client": sub.client, **stats.to_dict()})
+        return old_place_in_use
+
+    def _delete_expired(self, item: dict, now: int) -> bool:
+        """Only if it is still expired: a redrive or a new DLQ move may have put a fresh item under the key."""
+        try:
+            return (
+                self._ctx.store.delete(
+                    {"pk": item["pk"], "sk": item["sk"]}, condition="expires_at <= :nows", values={":nows": now // 1000}
+                )
+                is not None
+            )
+        except ConditionFailed:
+            return False
 
     def _sweep_standard(self, engine: StandardQueue, now: int, report: SweepReport) -> None:
         limit = engine.settings.max_receive_count
         for shard in range(engine.settings.read_shards):
-            entries = list(
-                self._ctx.store.query_all(engine.partition_key(shard), index=True, max_items=limits.STATS_SCAN_LIMIT)
-            )
+            partition = engine.partition_key(shard)
+            entries = list(self._ctx.store.query_all(partition, index=True, max_items=limits.STATS_SCAN_LIMIT))
             report.items_read += len(entries)
             for entry in entries:
+                if entry["pk"] != partition:
+                    continue
                 key = {"pk": entry["pk"], "sk": entry["sk"]}
                 visible = int(entry["gsi1sk"].split("#", 1)[0]) <= now
                 if is_expired(entry, now):

@@ -69,13 +69,31 @@ def attributes(value: Any) -> dict[str, str]:
         raise ValidationError("attributes must be an object of string values")
     if len(value) > limits.MAX_ATTRIBUTES:
         raise ValidationError(f"attributes: at most {limits.MAX_ATTRIBUTES} allowed, got {len(value)}")
+    size = 0
     for key, item in value.items():
         if not isinstance(key, str) or not 1 <= len(key) <= limits.MAX_ATTRIBUTE_NAME:
             raise ValidationError(f"attribute names must be 1-{limits.MAX_ATTRIBUTE_NAME} characters")
         if not isinstance(item, str):
             raise ValidationError(f"attribute {key[:50]!r} must be a string")
-        _utf8_size(key + item)
+        size += _utf8_size(key + item)
+    if size > limits.MAX_ATTRIBUTES_BYTES:
+        raise MessageTooLarge(
+            f"attributes are {size} bytes (names and values); at most {limits.MAX_ATTRIBUTES_BYTES} bytes allowed"
+        )
     return dict(value)
+
+
+def stored_size(body: str, attributes: dict[str, str], group_id: str | None, dedup_id: str | None) -> int:
+    """What a message adds to its item, counted as DynamoDB counts item size (UTF-8 names and values); refused
+    unless the item keeps room for everything the queue writes into it later (a claim, a DLQ move)."""
+    size = _utf8_size(body) + sum(_utf8_size(key + item) for key, item in attributes.items())
+    size += len(group_id or "") + len(dedup_id or "")
+    if size > limits.MAX_ITEM_BYTES - limits.ITEM_HEADROOM_BYTES:
+        raise MessageTooLarge(
+            f"the message is {size} bytes with its attributes; at most "
+            f"{limits.MAX_ITEM_BYTES - limits.ITEM_HEADROOM_BYTES} bytes can be stored"
+        )
+    return size
 
 
 def group_id(value: Any, fifo: bool) -> str | None:
