@@ -9,7 +9,8 @@ Wall-clock figures are moto's and only their ratios mean anything; counts and un
 moto also compares key values through objects that re-derive their Python value on every comparison, and sorts
 the whole table for every query: a query over 20,000 items took it over a second. `faster_key_ordering` makes
 those comparisons and sorts use the Python values directly, in the same order, so that the backlogs of the
-benchmarks fit in minutes. moto still reads and sorts the whole table per query; nothing else changes.
+benchmarks fit in minutes. moto still reads and sorts the whole table per query; nothing else changes. Like the
+patches of `dq.embedded_dynamodb`, it refuses to load on a moto version it was not written for.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def new_client() -> Any:
 
 
 _SCALARS: Final = frozenset({"S", "N", "B"})
+# The moto versions whose DynamoType and Table `faster_key_ordering` was read against.
+KEY_ORDERING_MOTO_VERSIONS: Final = frozenset({"5.2.5"})
 
 
 def _native(value: Any) -> Any:
@@ -65,6 +68,9 @@ def _native(value: Any) -> Any:
 
 def faster_key_ordering() -> None:
     """Idempotent: scalar comparisons and moto's table and index sorts by Python values (same order)."""
+    from dq.embedded_dynamodb import require_moto_version
+
+    require_moto_version("faster_key_ordering", KEY_ORDERING_MOTO_VERSIONS)
     from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
 

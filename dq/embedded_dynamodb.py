@@ -3,6 +3,9 @@
 moto applies concurrent requests without a lock: racing conditional writes on one item can both succeed, and a
 query beside writes can fail. DynamoDB applies each request atomically, so every request is serialized here;
 threads still interleave between requests, as they do against the real service.
+
+The patches replace moto internals, read against the source of the moto versions in `MOTO_VERSIONS`; on any other
+version they refuse to load rather than change moto's behaviour unseen.
 """
 
 from __future__ import annotations
@@ -12,13 +15,34 @@ import functools
 import logging
 import threading
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
+
+# The moto versions whose source the patches below were read against (requirements-dev.txt pins one of them).
+MOTO_VERSIONS: Final = frozenset({"5.2.5"})
 
 _LOCK = threading.RLock()
 
 
+class UnsupportedMotoVersion(RuntimeError):
+    """A patch of moto internals was asked to load on a moto version it was not written for."""
+
+
+def require_moto_version(patch: str, written_for: frozenset[str]) -> None:
+    """Raises `UnsupportedMotoVersion` unless the installed moto is one of the versions `patch` was written for."""
+    import moto
+
+    installed = moto.__version__
+    if installed not in written_for:
+        raise UnsupportedMotoVersion(
+            f"{patch} patches moto internals and was written for moto {', '.join(sorted(written_for))}, but moto "
+            f"{installed} is installed: check the patch against moto {installed}'s source and add the version, "
+            "or install the pinned version from requirements-dev.txt"
+        )
+
+
 def serialize_moto_requests() -> None:
     """Idempotent: wraps moto's DynamoDB request dispatch in one process-wide lock."""
+    require_moto_version("serialize_moto_requests", MOTO_VERSIONS)
     from moto.dynamodb.responses import DynamoHandler
 
     if getattr(DynamoHandler.call_action, "_serialized", False):
@@ -75,7 +99,10 @@ class EmbeddedDynamoDB:
 def fast_transactions() -> None:
     """Idempotent: moto backs up every table a transaction touches with a deep copy, so each transaction costs
     time in proportion to the table's size (seconds at a few thousand items). This keeps moto's transaction logic
-    and replaces the backup with one of just the items the transaction names, restored when it is cancelled."""
+    and replaces the backup with one of just the items the transaction names and of the length of each touched
+    table's stream, restored when the transaction fails (cancelled or refused): tables, indexes and streams end as
+    moto's own rollback leaves them."""
+    require_moto_version("fast_transactions", MOTO_VERSIONS)
     from moto.dynamodb import models
     from moto.dynamodb.models.dynamo_type import DynamoType
 
@@ -93,6 +120,7 @@ def fast_transactions() -> None:
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
         saved = []
+        streams: dict[int, tuple[Any, list[Any], int]] = {}
         for entry in transact_items:
             try:
                 ((_, operation),) = entry.items()
@@ -103,11 +131,17 @@ def fast_transactions() -> None:
                 saved.append((table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key))))
             except (KeyError, ValueError, TypeError, AttributeError):
                 continue
+            shard = table.stream_shard
+            if shard is not None and id(shard) not in streams:
+                streams[id(shard)] = (shard, shard.items, len(shard.items))
         try:
             original(self, transact_items)
         except Exception:
             for table, hash_key, range_key, old in reversed(saved):
                 _restore(table, hash_key, range_key, old)
+            for shard, records, length in streams.values():
+                del records[length:]
+                shard.items = records
             raise
 
     transact_write_items._item_level = True  # type: ignore[attr-defined]

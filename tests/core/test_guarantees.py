@@ -396,3 +396,15 @@ def test_a_stale_fifo_handle_is_refused(client: QueueClient, clock: FakeClock) -
     with pytest.raises(ReceiptHandleStale):
         jobs.delete(old.receipt_handle)
     jobs.delete(new.receipt_handle)
+
+
+def test_a_second_delete_of_one_handle_after_the_group_moved_on_counts_the_message_once(client: QueueClient) -> None:
+    client.create_queue("twice.fifo")
+    jobs = client.queue("twice.fifo", "c")
+    jobs.send_batch([{"body": f"m{i}", "group_id": "g"} for i in range(3)])
+    [first] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    [second] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    stats = jobs.stats()
+    assert (stats.visible, stats.in_flight) == (1, 1) and second.body == "m1"

@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 
 import pytest
-from queue_core import MessageNotFound, QueueClient, QueueNotFound, ReceiptHandleStale, ValidationError
+from queue_core import MessageNotFound, QueueClient, QueueNotFound, QueueStats, ReceiptHandleStale, ValidationError
 
 from tests.conftest import FakeClock
 
@@ -139,10 +139,13 @@ def test_stale_handle_after_reclaim_is_refused_and_does_not_delete(orders, clock
 
 
 def test_delete_is_idempotent_for_its_own_handle(orders) -> None:
-    orders.send("x")
+    sent = orders.send("x")
     [message] = orders.receive()
     orders.delete(message.receipt_handle)
     orders.delete(message.receipt_handle)
+    with pytest.raises(MessageNotFound):
+        orders.get(sent.message_id)
+    assert orders.stats().to_dict() | {"oldest_age_seconds": None} == QueueStats().to_dict()
 
 
 def test_forged_and_cross_client_handles_are_refused(client: QueueClient, orders) -> None:

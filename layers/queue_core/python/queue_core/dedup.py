@@ -7,16 +7,15 @@ writes nothing and costs no read.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .errors import Throttled
 from .keys import MessageRef, Space
 from .models import SendResult
 from .settings import QueueSettings
-from .store import Item
+from .store import Item, Write
+from .store import messages as writes
 
 
-def dedup_put(space: Space, settings: QueueSettings, dedup_id: str, ref: MessageRef, now: int) -> dict[str, Any]:
+def dedup_put(space: Space, settings: QueueSettings, dedup_id: str, ref: MessageRef, now: int) -> Write:
     window = settings.dedup_window_seconds * 1000
     item = {
         **space.dedup_key(dedup_id),
@@ -25,9 +24,7 @@ def dedup_put(space: Space, settings: QueueSettings, dedup_id: str, ref: Message
         "dedup_until": now + window,
         "expires_at": (now + window) // 1000 + 1,
     }
-    return {
-        "Put": {"Item": item, "Condition": "attribute_not_exists(pk) OR dedup_until <= :now", "Values": {":now": now}}
-    }
+    return writes.dedup(item, now)
 
 
 def duplicate_of(reason: tuple[str, Item | None]) -> SendResult:

@@ -18,16 +18,16 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from . import keys, limits
 from .context import Context
 from .dedup import dedup_put, duplicate_of
-from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled
+from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled, ValidationError
 from .keys import MessageRef, Space
 from .messages import (
     DELAYED,
+    DLQ,
     IN_FLIGHT,
     VISIBLE,
     Entry,
@@ -38,27 +38,18 @@ from .messages import (
     new_item,
     received,
 )
-from .models import Message, QueueStats, ReceivedMessage, SendResult
+from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepReport
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
 from .shards import visit
-from .store import ConditionFailed, Item, TransactionCancelled
+from .store import ConditionFailed, Item, TransactionCancelled, Write
+from .store import groups as group_writes
+from .store import messages as writes
 
 _SEND_ATTEMPTS = 25
 _CLAIM_ROUNDS = 3
 _TIDY_LOCK_SECONDS = 30  # how long the sweep holds a stuck group while it tidies the group's head
 _CHUNK = 45  # entries per transaction: one group update plus at most two actions an entry, within 100
-_GROUP_CLAIM = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked, gone"
-_UNLOCK_CLEARS = "tok, acked, retry_at, gone"
-# A message is marked by a claim of its group unless a later claim holds it: a stalled claimer whose lock ran
-# out must not take the message from the group's next holder.
-_MARK = (
-    "SET tok = :tok, held_until = :until, first_received_at = if_not_exists(first_received_at, :now) "
-    "ADD receive_count :one"
-)
-_MARK_CONDITION = (
-    "attribute_exists(pk) AND (attribute_not_exists(tok) OR attribute_not_exists(held_until) OR held_until <= :now)"
-)
 
 
 class FifoQueue:
@@ -114,9 +105,7 @@ class FifoQueue:
                     results.update({entry.index: error for entry in chunk})
         return [results[entry.index] for entry in entries]
 
-    def append(
-        self, group: str, entries: list[Entry], now: int, extra: Iterable[dict[str, Any]] = ()
-    ) -> dict[int, SendResult]:
+    def append(self, group: str, entries: list[Entry], now: int, extra: Iterable[Write] = ()) -> dict[int, SendResult]:
         """Appends entries to a group's tail in one transaction (with `extra` actions, e.g. DLQ deletes).
 
         The expected last sequence starts as a guess (a new group); a wrong guess fails the condition, the group
@@ -134,7 +123,7 @@ class FifoQueue:
                 return results
             actions, refs = self._append_actions(group, pending, expected, now, placement)
             try:
-                self.ctx.store.transact(actions + placement.moves + extra)
+                self.ctx.store.transact_writes(actions + placement.moves + extra)
             except TransactionCancelled as cancelled:
                 code, old = cancelled.reasons[0]
                 moved_meanwhile = any(
@@ -180,53 +169,31 @@ class FifoQueue:
         if active:
             return _Placement({"pk": active[0]["pk"], "sk": group}, False, known_last_seq=int(active[0]["last_seq"]))
         moves = [
-            {"Update": {"Key": {"pk": item["pk"], "sk": group}, "Update": "SET moved = :one",
-                        "Condition": "attribute_not_exists(gsi1sk) AND attribute_not_exists(moved) AND last_seq = :ls",
-                        "Values": {":one": 1, ":ls": int(item["last_seq"])}}}
-            for item in found if "last_seq" in item
-        ]  # fmt: skip
+            group_writes.move_away({"pk": item["pk"], "sk": group}, int(item["last_seq"]))
+            for item in found
+            if "last_seq" in item
+        ]
         base = max((int(item.get("last_seq", 0)) for item in found), default=0)
         return _Placement(current, True, base, moves)
 
     def _append_actions(
         self, group: str, entries: list[Entry], expected: int | None, now: int, placement: _Placement
-    ) -> tuple[list[dict[str, Any]], list[tuple[Entry, MessageRef]]]:
+    ) -> tuple[list[Write], list[tuple[Entry, MessageRef]]]:
         """The group update (its condition fences the sequence) and a put per message, with dedup items."""
-        first_visible = now + entries[0].delay_seconds * 1000
         retention = self.settings.retention_seconds
         last = placement.base if expected is None else expected
-        values: dict[str, Any] = {}
-        if expected is not None:
-            # Never onto an item the group has left: a send that straddled a move must not revive it.
-            condition = "last_seq = :expected AND attribute_not_exists(moved)"
-            values[":expected"] = expected
-        elif placement.moves:
-            # Moving in: a `moved` item here is the group's own, left behind by an earlier move away.
-            condition = "attribute_not_exists(last_seq) OR attribute_exists(moved)"
-        else:
-            # A new group, or one whose every item has expired (its messages and dedup ids are all gone).
-            condition = "attribute_not_exists(last_seq) OR (attribute_exists(moved) AND expires_at <= :nows)"
-            values[":nows"] = now // 1000
-        group_update = {
-            "Update": {
-                "Key": placement.key,
-                "Update": "SET last_seq = :new, gsi1pk = :gpk, gsi1sk = if_not_exists(gsi1sk, :gsk), "
-                "available_at = if_not_exists(available_at, :avail), group_id = :g, expires_at = :gexp "
-                "ADD msg_count :n" + ("" if expected is not None else " REMOVE moved"),
-                "Condition": condition,
-                "Values": {
-                    ":new": last + len(entries),
-                    ":gpk": placement.key["pk"],
-                    ":gsk": keys.index_sk(first_visible, group),
-                    ":avail": first_visible,
-                    ":g": group,
-                    ":gexp": now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
-                    ":n": len(entries),
-                    **values,
-                },
-            }
-        }
-        actions: list[dict[str, Any]] = [group_update]
+        group_update = group_writes.append(
+            placement.key,
+            group,
+            count=len(entries),
+            last_seq=last,
+            fence=expected,
+            moving_in=bool(placement.moves),
+            first_visible=now + entries[0].delay_seconds * 1000,
+            now=now,
+            expires_at=now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
+        )
+        actions: list[Write] = [group_update]
         refs = []
         for offset, entry in enumerate(entries, start=1):
             ref = MessageRef(shard=0, sequence=keys.group_seq(last + offset), group=group)
@@ -239,7 +206,7 @@ class FifoQueue:
                 now + entry.delay_seconds * 1000,
                 expires_s(now, retention),
             )
-            actions.append({"Put": {"Item": item, "Condition": "attribute_not_exists(pk)"}})
+            actions.append(writes.store_new(item))
             refs.append((entry, ref))
         return actions, refs
 
@@ -256,14 +223,7 @@ class FifoQueue:
         partition = self._group_pk(shard)
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
-            entries, start, _ = self.ctx.store.query(
-                partition,
-                index=True,
-                sk_condition="gsi1sk <= :hi",
-                values={":hi": keys.index_upper(now)},
-                limit=self.gauge.window(need),
-                start=start,
-            )
+            entries, start, _ = self.ctx.store.due(partition, now, self.gauge.window(need), start=start)
             saw_candidates = saw_candidates or bool(entries)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
             groups = [entry for entry in entries if entry["pk"] == partition]
@@ -297,11 +257,8 @@ class FifoQueue:
         key = {"pk": entry["pk"], "sk": entry["sk"]}
         token = new_token()
         until = now + max(visibility, 1) * 1000
-        values = {":until": until, ":gsk": keys.index_sk(until, entry["sk"]), ":tok": token, ":now": now}
         try:
-            group_item = self.ctx.store.update(
-                key, _GROUP_CLAIM, values, condition="available_at <= :now AND attribute_exists(gsi1sk)"
-            )
+            group_item = self.ctx.store.write(group_writes.lock(key, token, until, now))
         except ConditionFailed as failed:
             if failed.item is None or failed.item.get("tok") != token:
                 self.claim_conflicts += 1
@@ -350,7 +307,7 @@ class FifoQueue:
             if is_expired(item, now):
                 self._remove_expired(item, group_key, now)
             elif limit and int(item["receive_count"]) >= limit:
-                self.move_to_dlq(item, group_key, token, now)
+                self._to_dlq(item, group_key, token, now)
             elif int(item["visible_at"]) > now or len(taken) >= budget:
                 return taken, item
             else:
@@ -359,12 +316,7 @@ class FifoQueue:
 
     def _mark(self, item: Item, group_key: dict[str, str], token: str, until: int, now: int) -> Item | None:
         try:
-            return self.ctx.store.update(
-                {"pk": item["pk"], "sk": item["sk"]},
-                _MARK,
-                {":tok": token, ":until": until, ":now": now, ":one": 1},
-                condition=_MARK_CONDITION,
-            )
+            return self.ctx.store.write(writes.mark({"pk": item["pk"], "sk": item["sk"]}, token, until, now))
         except ConditionFailed as failed:
             if failed.item is not None and failed.item.get("tok") == token:
                 return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
@@ -372,7 +324,7 @@ class FifoQueue:
         except MessageTooLarge:
             # Stored before sizes were checked, it cannot take a claim's attributes: to the DLQ, not in the way.
             with contextlib.suppress(QueueError):
-                self.move_to_dlq(item, group_key, token, now)
+                self._to_dlq(item, group_key, token, now)
             return None
 
     def finish_group(
@@ -384,25 +336,13 @@ class FifoQueue:
         answer lost, the SDK's retry) is known for done and never counted twice."""
         if empty_at:
             try:
-                self.ctx.store.update(
-                    key,
-                    f"REMOVE gsi1pk, gsi1sk, available_at, {_UNLOCK_CLEARS} SET msg_count = :zero, unlocked_by = :tok",
-                    {":tok": token, ":ls": int(empty_at), ":zero": 0},
-                    condition="tok = :tok AND last_seq = :ls",
-                    returns="NONE",
-                )
+                self.ctx.store.write(group_writes.unlock_empty(key, token, int(empty_at)))
                 return True
             except ConditionFailed as failed:
                 if failed.item is None or failed.item.get("tok") != token:
                     return _unlocked_by(failed.item, token)
         try:
-            self.ctx.store.update(
-                key,
-                f"SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}",
-                {":at": available_at, ":gsk": keys.index_sk(available_at, key["sk"]), ":tok": token, ":dec": -removed},
-                condition="tok = :tok",
-                returns="NONE",
-            )
+            self.ctx.store.write(group_writes.unlock(key, token, available_at, removed))
         except ConditionFailed as failed:
             return _unlocked_by(failed.item, token)
         return True
@@ -412,19 +352,19 @@ class FifoQueue:
         """Idempotent: a message already gone counts as deleted (perhaps by this very call, its answer lost), and
         the group's bookkeeping is done again, which is safe to repeat; one claimed again since raises."""
         ref = MessageRef.parse(receipt.message_id)
+        gone_before = False
         try:
-            self.ctx.store.delete(ref.live_key(self.space), condition="tok = :tok", values={":tok": receipt.token})
+            self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-        self._ack(receipt, ref, now, removed=1)
+            gone_before = True
+        self._ack(receipt, ref, now, removed=1, late_count=not gone_before)
 
     def release(self, receipt: Receipt, available_at: int, now: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
         try:
-            self.ctx.store.update(
-                ref.live_key(self.space), "REMOVE tok", {":tok": receipt.token}, condition="tok = :tok", returns="NONE"
-            )
+            self.ctx.store.write(writes.give_back(ref.live_key(self.space), receipt.token))
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
@@ -434,34 +374,30 @@ class FifoQueue:
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
 
-    def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int) -> None:
+    def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int, late_count: bool = True) -> None:
         """One held message is done; the last one done unlocks the group. Done messages are a set (`acked`), so
         an ack applied twice counts once and never unlocks the group while another held message is out. A
         message deleted after the group's lock passed to another claim (the holder's lock ran out, the message
-        was not taken again) still leaves the group's count."""
+        was not taken again) still leaves the group's count — unless this delete found it gone already
+        (`late_count` False): the delete that removed it counted it, and the lock passing on has cleared the
+        sets that would tell."""
         key = self._group_key(ref.group or "", receipt.group_shard)
         if receipt.held <= 1:
             finished = self.finish_group(key, receipt.token, available_at, receipt.last_seq if removed else "", removed)
-            if not finished and removed:
+            if not finished and removed and late_count:
                 self._count_removed(key, ref.sequence)
             return
-        values = {":seqs": {ref.sequence}, ":seq": ref.sequence, ":dec": -removed, ":tok": receipt.token}
-        done = "tok = :tok AND NOT contains(acked, :seq)"
-        # `retry_at` keeps the latest time any held message was given back for, so the group waits for it.
-        later = f"{done} AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
-        attempts = (
-            ("ADD acked :seqs, msg_count :dec SET retry_at = :at", later, {":at": available_at}),
-            ("ADD acked :seqs, msg_count :dec", done, {}),
-        )
+        # `retry_at` keeps the latest time any held message was given back for, so the group waits for it: the
+        # ack sets it unless a later one is there, then acks without it.
         group: Item | None = None
-        for update, condition, extra in attempts:
+        for retry_at in (available_at, None):
             try:
-                group = self.ctx.store.update(key, update, {**values, **extra}, condition=condition)
+                group = self.ctx.store.write(group_writes.ack(key, receipt.token, ref.sequence, removed, retry_at))
                 break
             except ConditionFailed as failed:
                 old = failed.item
                 if old is None or old.get("tok") != receipt.token:
-                    if removed:
+                    if removed and late_count:
                         self._count_removed(key, ref.sequence)
                     return
                 if ref.sequence in old.get("acked", set()):
@@ -470,17 +406,11 @@ class FifoQueue:
         if group and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
 
-    def change_visibility(self, receipt: Receipt, visible_at: int) -> int:
+    def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
         try:
-            self.ctx.store.update(
-                key,
-                "SET available_at = :at, gsi1sk = :gsk",
-                {":at": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": receipt.token},
-                condition="tok = :tok",
-                returns="NONE",
-            )
+            self.ctx.store.write(group_writes.extend(key, receipt.token, visible_at))
         except ConditionFailed:
             raise ReceiptHandleStale("the group was received again since this receipt handle") from None
         return visible_at
@@ -490,9 +420,7 @@ class FifoQueue:
         """Counted even when the delete finds nothing: it may have been this delete, its answer lost; the count
         is a set of sequences, so a message another caller removed is not counted twice."""
         try:
-            self.ctx.store.delete(
-                {"pk": item["pk"], "sk": item["sk"]}, condition="expires_at <= :nows", values={":nows": now // 1000}
-            )
+            self.ctx.store.write(writes.delete_expired({"pk": item["pk"], "sk": item["sk"]}, now))
         except ConditionFailed as failed:
             if failed.item is not None:
                 return
@@ -502,18 +430,18 @@ class FifoQueue:
         """Takes a message out of the group's count once, however often it is said (`gone` is a set, emptied
         when the group is next claimed or unlocked)."""
         try:
-            self.ctx.store.update(
-                group_key,
-                "ADD msg_count :dec, gone :seqs",
-                {":dec": -1, ":seqs": {sequence}, ":seq": sequence},
-                condition="attribute_exists(pk) AND attribute_not_exists(moved) AND NOT contains(gone, :seq)",
-                returns="NONE",
-            )
+            self.ctx.store.write(group_writes.count_removed(group_key, sequence))
         except ConditionFailed as failed:
             return failed.item is not None and sequence in failed.item.get("gone", set())
         return True
 
-    def move_to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
+    def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
+        item = self.ctx.store.get(ref.live_key(self.space))
+        if item is None or is_expired(item, now):
+            raise MessageNotFound(f"message {ref.message_id!r} not found")
+        raise ValidationError("a FIFO message is moved to the DLQ by its receive limit only")
+
+    def _to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
         """Atomically out of the group and into the DLQ; the group then moves on to its next message."""
         ref = MessageRef(shard=0, sequence=item["sk"], group=group_key["sk"])
         dlq = moved_item(
@@ -526,31 +454,18 @@ class FifoQueue:
             expires_at=max(int(item["expires_at"]), expires_s(now, self.settings.retention_seconds)),
         )
         try:
-            self.ctx.store.transact(
+            self.ctx.store.transact_writes(
                 [
-                    {
-                        "Delete": {
-                            "Key": {"pk": item["pk"], "sk": item["sk"]},
-                            "Condition": "receive_count = :rc",
-                            "Values": {":rc": item["receive_count"]},
-                        }
-                    },
-                    {"Put": {"Item": dlq, "Condition": "attribute_not_exists(pk)"}},
-                    {
-                        "Update": {
-                            "Key": group_key,
-                            "Update": "ADD msg_count :dec",
-                            "Condition": "tok = :tok",
-                            "Values": {":dec": -1, ":tok": token},
-                        }
-                    },
+                    writes.leave_for_dlq({"pk": item["pk"], "sk": item["sk"]}, int(item["receive_count"])),
+                    writes.store_new(dlq),
+                    group_writes.dead_lettered(group_key, token),
                 ]
             )
         except TransactionCancelled:
             return False
         return True
 
-    def redrive_items(self, dlq_items: list[Item], now: int) -> int:
+    def redrive(self, dlq_items: list[Item], now: int) -> int:
         """Moves DLQ messages back to the tails of their groups, each group's in their original order."""
         moved = 0
         by_group: dict[str, list[Item]] = {}
@@ -570,10 +485,7 @@ class FifoQueue:
                     )
                     for i, item in enumerate(chunk)
                 ]
-                deletes = [
-                    {"Delete": {"Key": {"pk": item["pk"], "sk": item["sk"]}, "Condition": "attribute_exists(pk)"}}
-                    for item in chunk
-                ]
+                deletes = [writes.take_existing({"pk": item["pk"], "sk": item["sk"]}) for item in chunk]
                 try:
                     moved += len(self.append(group, entries, now, extra=deletes))
                 except QueueError:
@@ -581,6 +493,23 @@ class FifoQueue:
         return moved
 
     # Looking without claiming.
+    def check_order(self, order: str) -> None:
+        if order != "oldest":
+            raise ValidationError("order 'newest' is only for standard queues: a FIFO queue keeps its groups' order")
+
+    def locate(self, ref: MessageRef, now: int) -> Message | None:
+        """The message, its DLQ copy and every place its group item may be, in one read: the group item says
+        whether the message is held."""
+        live_key, dlq_key = ref.live_key(self.space), ref.dlq_key(self.space)
+        found = {(item["pk"], item["sk"]): item for item in self.ctx.store.batch_get([*self.get_keys(ref), dlq_key])}
+        live, dead = found.pop((live_key["pk"], live_key["sk"]), None), found.pop((dlq_key["pk"], dlq_key["sk"]), None)
+        if live and not is_expired(live, now):
+            holders = [group for group in found.values() if group.get("tok") and group.get("tok") == live.get("tok")]
+            return looked_at(live, ref, self.state(live, now, holders[0] if holders else None))
+        if dead and not is_expired(dead, now):
+            return looked_at(dead, ref, DLQ)
+        return None
+
     def get_keys(self, ref: MessageRef) -> list[dict[str, str]]:
         """The message and every place its group item may be (more than one only after a change of `shards`)."""
         group = ref.group or ""
@@ -602,13 +531,7 @@ class FifoQueue:
     def peek(self, limit: int, now: int) -> list[Message]:
         found: list[Message] = []
         for shard in range(self.settings.read_shards):
-            groups = self.ctx.store.query_all(
-                self._group_pk(shard),
-                index=True,
-                sk_condition="gsi1sk <= :hi",
-                values={":hi": keys.index_upper(now)},
-                max_items=limit,
-            )
+            groups = self.ctx.store.due_all(self._group_pk(shard), now, max_items=limit)
             for group_entry in groups:
                 if group_entry["pk"] != self._group_pk(shard):
                     continue
@@ -624,7 +547,7 @@ class FifoQueue:
         found.sort(key=lambda message: (message.sent_at, message.sequence))
         return found[:limit]
 
-    def cancel_live(self, ref: MessageRef, now: int) -> bool:
+    def cancel(self, ref: MessageRef, now: int) -> bool:
         old = self.ctx.store.delete(ref.live_key(self.space))
         if old is None:
             return False
@@ -644,12 +567,8 @@ class FifoQueue:
                 group = group_item["sk"]
                 purged += self.ctx.store.delete_partition(self.space.group_messages_pk(group))
                 try:
-                    self.ctx.store.update(
-                        {"pk": group_item["pk"], "sk": group},
-                        f"REMOVE gsi1pk, gsi1sk, available_at, {_UNLOCK_CLEARS} SET msg_count = :zero",
-                        {":zero": 0, ":ls": group_item.get("last_seq", 0)},
-                        condition="last_seq = :ls",
-                        returns="NONE",
+                    self.ctx.store.write(
+                        group_writes.empty({"pk": group_item["pk"], "sk": group}, int(group_item.get("last_seq", 0)))
                     )
                 except ConditionFailed:
                     continue
@@ -675,9 +594,9 @@ class FifoQueue:
                     delayed += count
             truncated = read >= limits.STATS_SCAN_LIMIT
             total = total + QueueStats(visible, in_flight, delayed, 0, None, truncated)
-        return total
+        return replace(total, oldest_age_seconds=self._oldest_age(now))
 
-    def oldest_age(self, now: int) -> int | None:
+    def _oldest_age(self, now: int) -> int | None:
         """The age of the oldest head among the groups that wait (bounded: at most 25 groups' heads read)."""
         oldest: int | None = None
         for shard in range(self.settings.read_shards):
@@ -690,6 +609,11 @@ class FifoQueue:
                         sent = int(head["sent_at"])
                         oldest = sent if oldest is None else min(oldest, sent)
         return None if oldest is None else max(0, (now - oldest) // 1000)
+
+    def sweep(self, now: int, report: SweepReport) -> bool:
+        freed, old_place_in_use = self.sweep_groups(now)
+        report.groups_freed += freed
+        return old_place_in_use
 
     def sweep_groups(self, now: int) -> tuple[int, bool]:
         """Groups whose lock expired (a consumer crashed) get their head tidied and are unlocked. Also tells
@@ -713,7 +637,7 @@ class _Placement:
     key: dict[str, str]
     current: bool
     base: int = 0
-    moves: list[dict[str, Any]] = field(default_factory=list)
+    moves: list[Write] = field(default_factory=list)
     # The group's last sequence as read at an old place it is active at (the fence's first guess).
     known_last_seq: int | None = None
 
@@ -724,7 +648,7 @@ def _unlocked_by(group_item: Item | None, token: str) -> bool:
     return group_item is not None and "tok" not in group_item and group_item.get("unlocked_by") == token
 
 
-def _dedup_owner(actions: list[dict[str, Any]], entries: list[Entry], position: int) -> Entry | None:
+def _dedup_owner(actions: list[Write], entries: list[Entry], position: int) -> Entry | None:
     """The entry whose dedup item is action `position` (actions: group update, then per entry [dedup], put)."""
     index = 1
     for entry in entries:

@@ -24,6 +24,8 @@ from .keys import Space
 from .receipts import new_secret
 from .settings import QueueSettings
 from .store import ConditionFailed, Store, TransactionCancelled
+from .store import registry as writes
+from .store.write import delete, put
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,10 @@ class Registry:
     def create(self, settings: QueueSettings) -> QueueSettings:
         """Idempotent for the same settings; other settings for an existing queue raise `QueueExists`."""
         try:
-            self._store.transact(
+            self._store.transact_writes(
                 [
-                    {"Put": {"Item": self._settings_item(settings), "Condition": "attribute_not_exists(pk)"}},
-                    {"Put": {"Item": {**keys.listing_key(settings.name), "name": settings.name}}},
+                    writes.create_settings(self._settings_item(settings)),
+                    put({**keys.listing_key(settings.name), "name": settings.name}),
                 ]
             )
         except TransactionCancelled as cancelled:
@@ -82,11 +84,7 @@ class Registry:
 
     def _replace(self, current: QueueSettings, wanted: QueueSettings) -> QueueSettings:
         try:
-            self._store.put(
-                self._settings_item(wanted),
-                condition="version = :v AND generation = :g",
-                values={":v": current.version, ":g": current.generation},
-            )
+            self._store.write(writes.replace_settings(self._settings_item(wanted), current.version, current.generation))
         except ConditionFailed as failed:
             stored = QueueSettings.from_item(failed.item) if failed.item else None
             if stored is None or stored.to_item() != wanted.to_item():  # the same: our write, its answer lost
@@ -122,17 +120,11 @@ class Registry:
             "deleted_at": now_ms,
         }
         try:
-            self._store.transact(
+            self._store.transact_writes(
                 [
-                    {
-                        "Delete": {
-                            "Key": keys.settings_key(name),
-                            "Condition": "generation = :g",
-                            "Values": {":g": settings.generation},
-                        }
-                    },
-                    {"Delete": {"Key": keys.listing_key(name)}},
-                    {"Put": {"Item": tombstone}},
+                    writes.remove_settings(keys.settings_key(name), settings.generation),
+                    delete(keys.listing_key(name)),
+                    put(tombstone),
                 ]
             )
         except TransactionCancelled:
@@ -170,7 +162,7 @@ class Registry:
             "first_seen_at": now_ms,
         }
         try:
-            self._store.put(item, condition="attribute_not_exists(pk)")
+            self._store.write(writes.register(item))
             secret = item["secret"]
         except ConditionFailed as failed:
             if failed.item is None:
@@ -202,11 +194,7 @@ class Registry:
         return secret
 
     def _listing(self, prefix: str) -> list[dict[str, Any]]:
-        return list(
-            self._store.query_all(
-                keys.REGISTRY_PK, sk_condition="begins_with(sk, :prefix)", values={":prefix": prefix}, consistent=True
-            )
-        )
+        return self._store.prefixed(keys.REGISTRY_PK, prefix)
 
     @staticmethod
     def _settings_item(settings: QueueSettings) -> dict[str, Any]:

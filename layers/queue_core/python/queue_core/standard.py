@@ -16,10 +16,11 @@ from . import keys, limits
 from .clock import sequence_ms
 from .context import Context
 from .dedup import dedup_put, duplicate_of
-from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled
+from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled, ValidationError
 from .keys import MessageRef, Space
 from .messages import (
     DELAYED,
+    DLQ,
     IN_FLIGHT,
     VISIBLE,
     Entry,
@@ -30,17 +31,14 @@ from .messages import (
     new_item,
     received,
 )
-from .models import Message, QueueStats, ReceivedMessage, SendResult
+from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepReport
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
 from .shards import visit
 from .store import ConditionFailed, Item, TransactionCancelled
+from .store import messages as writes
 
 _CLAIM_ROUNDS = 3
-_CLAIM = (
-    "SET visible_at = :vis, gsi1sk = :gsk, tok = :tok, in_flight = :one, "
-    "first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
-)
 
 
 class StandardQueue:
@@ -103,7 +101,7 @@ class StandardQueue:
         ref, item = self.build(entry, now)
         dedup = dedup_put(self.space, self.settings, entry.dedup_id or "", ref, now)
         try:
-            self.ctx.store.transact([dedup, {"Put": {"Item": item, "Condition": "attribute_not_exists(pk)"}}])
+            self.ctx.store.transact_writes([dedup, writes.store_new(item)])
         except TransactionCancelled as cancelled:
             return duplicate_of(cancelled.reasons[0])
         return SendResult(ref.message_id, ref.sequence)
@@ -123,14 +121,8 @@ class StandardQueue:
         partition = self.partition_key(shard)
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
-            items, start, _ = self.ctx.store.query(
-                partition,
-                index=True,
-                sk_condition="gsi1sk <= :hi",
-                values={":hi": keys.index_upper(now)},
-                limit=self.gauge.window(need),
-                forward=order == "oldest",
-                start=start,
+            items, start, _ = self.ctx.store.due(
+                partition, now, self.gauge.window(need), forward=order == "oldest", start=start
             )
             saw_candidates = saw_candidates or bool(items)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
@@ -150,7 +142,7 @@ class StandardQueue:
             return True
         limit = self.settings.max_receive_count
         if limit and int(entry.get("receive_count", 0)) >= limit:
-            self.move_to_dlq({"pk": entry["pk"], "sk": entry["sk"]}, int(entry["receive_count"]), now)
+            self._to_dlq({"pk": entry["pk"], "sk": entry["sk"]}, int(entry["receive_count"]), now)
             return True
         return False
 
@@ -171,20 +163,8 @@ class StandardQueue:
         key = {"pk": entry["pk"], "sk": entry["sk"]}
         token = new_token()
         until = now + visibility * 1000
-        values: dict[str, Any] = {
-            ":vis": until,
-            ":gsk": keys.index_sk(until, entry["sk"]),
-            ":tok": token,
-            ":one": 1,
-            ":now": now,
-            ":nows": now // 1000,
-        }
-        condition = "visible_at <= :now AND expires_at > :nows"
-        if self.settings.max_receive_count:
-            condition += " AND receive_count < :max"
-            values[":max"] = self.settings.max_receive_count
         try:
-            item = self.ctx.store.update(key, _CLAIM, values, condition=condition)
+            item = self.ctx.store.write(writes.claim(key, token, until, now, self.settings.max_receive_count))
         except ConditionFailed as failed:
             if failed.item is not None and failed.item.get("tok") == token:
                 item = failed.item  # our claim was applied and its answer lost: the SDK's retry found it taken
@@ -194,7 +174,7 @@ class StandardQueue:
         except MessageTooLarge:
             # Stored before sizes were checked: it cannot take a claim's attributes. It must not block the others.
             with contextlib.suppress(QueueError):
-                self.move_to_dlq(key, int(entry.get("receive_count", 0)), now)
+                self._to_dlq(key, int(entry.get("receive_count", 0)), now)
             return None
         assert item is not None
         ref = MessageRef.of_live(entry)
@@ -209,24 +189,31 @@ class StandardQueue:
         elif is_expired(old, now):
             self.delete_expired(key, now)
         else:
-            self.move_to_dlq(key, int(old["receive_count"]), now, old)
+            self._to_dlq(key, int(old["receive_count"]), now, old)
+
+    def check_order(self, order: str) -> None:
+        """Both orders: oldest first, or newest first (LIFO)."""
 
     # Claimed messages.
-    def delete(self, receipt: Receipt) -> None:
+    def delete(self, receipt: Receipt, now: int) -> None:
         """Idempotent: a message already gone counts as deleted; one claimed again since raises."""
         key = MessageRef.parse(receipt.message_id).live_key(self.space)
         try:
-            self.ctx.store.delete(key, condition="tok = :tok", values={":tok": receipt.token})
+            self.ctx.store.write(writes.fenced_delete(key, receipt.token))
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
 
-    def set_visible_at(self, receipt: Receipt, visible_at: int, release: bool) -> int:
+    def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
+        return self._set_visible_at(receipt, visible_at, release=False)
+
+    def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
+        return self._set_visible_at(receipt, visible_at, release=True)
+
+    def _set_visible_at(self, receipt: Receipt, visible_at: int, release: bool) -> int:
         ref = MessageRef.parse(receipt.message_id)
-        update = "SET visible_at = :vis, gsi1sk = :gsk" + (" REMOVE tok, in_flight" if release else "")
-        values = {":vis": visible_at, ":gsk": keys.index_sk(visible_at, ref.sequence), ":tok": receipt.token}
         try:
-            self.ctx.store.update(ref.live_key(self.space), update, values, condition="tok = :tok", returns="NONE")
+            self.ctx.store.write(writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, release))
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
@@ -238,12 +225,12 @@ class StandardQueue:
     # Housekeeping.
     def delete_expired(self, key: dict[str, str], now: int) -> bool:
         try:
-            self.ctx.store.delete(key, condition="expires_at <= :nows", values={":nows": now // 1000})
+            self.ctx.store.write(writes.delete_expired(key, now))
         except ConditionFailed:
             return False
         return True
 
-    def move_to_dlq(self, key: dict[str, str], receive_count: int, now: int, old: Item | None = None) -> bool:
+    def _to_dlq(self, key: dict[str, str], receive_count: int, now: int, old: Item | None = None) -> bool:
         """Atomically: the message leaves the queue and enters the DLQ, or neither happens. Reads the message
         only when the caller does not have it (the index holds no body)."""
         ref = MessageRef.of_live(key)
@@ -260,23 +247,24 @@ class StandardQueue:
             expires_at=max(int(old["expires_at"]), expires_s(now, self.settings.retention_seconds)),
         )
         try:
-            self.ctx.store.transact(
-                [
-                    {
-                        "Delete": {
-                            "Key": key,
-                            "Condition": "receive_count = :rc AND visible_at <= :now",
-                            "Values": {":rc": receive_count, ":now": now},
-                        }
-                    },
-                    {"Put": {"Item": dlq, "Condition": "attribute_not_exists(pk)"}},
-                ]
-            )
+            self.ctx.store.transact_writes([writes.leave_for_dlq(key, receive_count, now), writes.store_new(dlq)])
         except TransactionCancelled:
             return False
         return True
 
-    def redrive_item(self, dlq_item: Item, now: int) -> bool:
+    def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
+        key = ref.live_key(self.space)
+        item = self.ctx.store.get(key)
+        if item is None or is_expired(item, now):
+            raise MessageNotFound(f"message {ref.message_id!r} not found")
+        if not self._to_dlq(key, int(item["receive_count"]), now, item):
+            raise ValidationError("the message is in flight; move it when it is visible again")
+        return True
+
+    def redrive(self, dlq_items: list[Item], now: int) -> int:
+        return sum(self._redrive_item(item, now) for item in dlq_items)
+
+    def _redrive_item(self, dlq_item: Item, now: int) -> bool:
         ref = MessageRef.of_live(dlq_item)
         if ref.shard >= self.settings.shards:
             ref = MessageRef(shard=random.randrange(self.settings.shards), sequence=ref.sequence)
@@ -291,17 +279,8 @@ class StandardQueue:
         live["gsi1pk"] = live["pk"]
         live["gsi1sk"] = keys.index_sk(now, ref.sequence)
         try:
-            self.ctx.store.transact(
-                [
-                    {
-                        "Delete": {
-                            "Key": {"pk": dlq_item["pk"], "sk": dlq_item["sk"]},
-                            "Condition": "attribute_exists(pk)",
-                        }
-                    },
-                    {"Put": {"Item": live, "Condition": "attribute_not_exists(pk)"}},
-                ]
-            )
+            dlq_key = {"pk": dlq_item["pk"], "sk": dlq_item["sk"]}
+            self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
         except TransactionCancelled:
             return False
         return True
@@ -315,13 +294,7 @@ class StandardQueue:
     def peek(self, limit: int, now: int) -> list[Message]:
         found: list[Message] = []
         for shard in range(self.settings.read_shards):
-            entries = self.ctx.store.query_all(
-                self.partition_key(shard),
-                index=True,
-                sk_condition="gsi1sk <= :hi",
-                values={":hi": keys.index_upper(now)},
-                max_items=limit * 2,
-            )
+            entries = self.ctx.store.due_all(self.partition_key(shard), now, max_items=limit * 2)
             pk = self.partition_key(shard)
             live = [{"pk": e["pk"], "sk": e["sk"]} for e in entries if e["pk"] == pk and not is_expired(e, now)]
             live = live[:limit]
@@ -335,10 +308,17 @@ class StandardQueue:
     def ref_of(self, item: Item) -> MessageRef:
         return MessageRef.of_live(item)
 
-    def get_keys(self, ref: MessageRef) -> list[dict[str, str]]:
-        return [ref.live_key(self.space)]
+    def locate(self, ref: MessageRef, now: int) -> Message | None:
+        live_key, dlq_key = ref.live_key(self.space), ref.dlq_key(self.space)
+        found = {(item["pk"], item["sk"]): item for item in self.ctx.store.batch_get([live_key, dlq_key])}
+        live, dead = found.get((live_key["pk"], live_key["sk"])), found.get((dlq_key["pk"], dlq_key["sk"]))
+        if live and not is_expired(live, now):
+            return looked_at(live, ref, self.state(live, now))
+        if dead and not is_expired(dead, now):
+            return looked_at(dead, ref, DLQ)
+        return None
 
-    def cancel_live(self, ref: MessageRef, now: int) -> bool:
+    def cancel(self, ref: MessageRef, now: int) -> bool:
         old = self.ctx.store.delete(ref.live_key(self.space))
         return old is not None and not is_expired(old, now)
 
@@ -373,6 +353,24 @@ class StandardQueue:
             age = None if oldest is None else max(0, (now - oldest) // 1000)
             total = total + QueueStats(counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated)
         return total
+
+    def sweep(self, now: int, report: SweepReport) -> bool:
+        """Deletes expired messages and moves visible ones past the receive limit to the DLQ, from the index
+        entries (bounded per shard). A standard layout needs no check: its time in the history bounds it."""
+        limit = self.settings.max_receive_count
+        for shard in range(self.settings.read_shards):
+            partition = self.partition_key(shard)
+            entries = list(self.ctx.store.query_all(partition, index=True, max_items=limits.STATS_SCAN_LIMIT))
+            report.items_read += len(entries)
+            for entry in entries:
+                if entry["pk"] != partition:
+                    continue
+                key = {"pk": entry["pk"], "sk": entry["sk"]}
+                if is_expired(entry, now):
+                    report.expired_deleted += self.delete_expired(key, now)
+                elif keys.index_time(entry["gsi1sk"]) <= now and limit and int(entry.get("receive_count", 0)) >= limit:
+                    report.moved_to_dlq += self._to_dlq(key, int(entry["receive_count"]), now)
+        return False
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:
         items, _, _ = self.ctx.store.query(self.partition_key(shard), limit=25, projection="sk, expires_at")

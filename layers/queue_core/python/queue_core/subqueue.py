@@ -16,6 +16,7 @@ from typing import Any
 
 from . import keys, limits, validation
 from .context import Context
+from .engine import Engine
 from .errors import MessageNotFound, QueueError, ValidationError
 from .fifo import FifoQueue
 from .keys import MessageRef, Space
@@ -29,8 +30,6 @@ from .store import Item
 _ENTRY_KEYS = frozenset({"body", "attributes", "delay_seconds", "group_id", "dedup_id"})
 _FIRST_POLL_SECONDS = 0.05
 _MAX_POLL_SECONDS = 0.5
-
-Engine = StandardQueue | FifoQueue
 
 
 class SubQueue:
@@ -167,8 +166,7 @@ class SubQueue:
         wait = validation.integer("wait_seconds", wait_seconds, 0, limits.MAX_WAIT_SECONDS)
         order = validation.order(order)
         engine = self.engine()
-        if engine.settings.fifo and order != "oldest":
-            raise ValidationError("order 'newest' is only for standard queues: a FIFO queue keeps its groups' order")
+        engine.check_order(order)
         visibility = (
             engine.settings.visibility_timeout
             if visibility_timeout is None
@@ -199,11 +197,7 @@ class SubQueue:
 
     def delete(self, receipt_handle: str) -> None:
         receipt = self._receipt(receipt_handle)
-        engine = self.engine()
-        if isinstance(engine, FifoQueue):
-            engine.delete(receipt, self._now())
-        else:
-            engine.delete(receipt)
+        self.engine().delete(receipt, self._now())
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
         handles = validation.batch("receipt_handles", receipt_handles)
@@ -225,11 +219,8 @@ class SubQueue:
         """Returns the new `visible_at` (epoch ms)."""
         seconds = validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
         receipt = self._receipt(receipt_handle)
-        visible_at = self._now() + seconds * 1000
-        engine = self.engine()
-        if isinstance(engine, FifoQueue):
-            return engine.change_visibility(receipt, visible_at)
-        return engine.set_visible_at(receipt, visible_at, release=False)
+        now = self._now()
+        return self.engine().change_visibility(receipt, now + seconds * 1000, now)
 
     def release(self, receipt_handle: str, delay_seconds: int | None = None) -> int:
         """Gives the message back. Without a delay it waits a randomized exponential backoff of its receive
@@ -241,10 +232,7 @@ class SubQueue:
         else:
             delay_ms = validation.integer("delay_seconds", delay_seconds, 0, limits.MAX_VISIBILITY_SECONDS) * 1000
         now = self._now()
-        engine = self.engine()
-        if isinstance(engine, FifoQueue):
-            return engine.release(receipt, now + delay_ms, now)
-        return engine.set_visible_at(receipt, now + delay_ms, release=True)
+        return self.engine().release(receipt, now + delay_ms, now)
 
     # Looking without claiming.
     def peek(self, limit: int = 10) -> list[Message]:
@@ -260,28 +248,15 @@ class SubQueue:
         return ref
 
     def get(self, message_id: str) -> Message:
-        ref = self._ref(message_id)
-        engine = self.engine()
-        now = self._now()
-        live_key, dlq_key = ref.live_key(engine.space), ref.dlq_key(engine.space)
-        found = {(item["pk"], item["sk"]): item for item in self._ctx.store.batch_get([*engine.get_keys(ref), dlq_key])}
-        live = found.pop((live_key["pk"], live_key["sk"]), None)
-        dead = found.pop((dlq_key["pk"], dlq_key["sk"]), None)
-        if live and not is_expired(live, now):
-            if isinstance(engine, FifoQueue):
-                holders = [
-                    group for group in found.values() if group.get("tok") and group.get("tok") == live.get("tok")
-                ]
-                return looked_at(live, ref, engine.state(live, now, holders[0] if holders else None))
-            return looked_at(live, ref, engine.state(live, now))
-        if dead and not is_expired(dead, now):
-            return looked_at(dead, ref, DLQ)
-        raise MessageNotFound(f"message {message_id!r} not found")
+        found = self.engine().locate(self._ref(message_id), self._now())
+        if found is None:
+            raise MessageNotFound(f"message {message_id!r} not found")
+        return found
 
     def cancel(self, message_id: str) -> bool:
         """Removes a message wherever it is (waiting, in flight or in the DLQ), so it is never processed."""
         ref = self._ref(message_id)
-        if self.engine().cancel_live(ref, self._now()):
+        if self.engine().cancel(ref, self._now()):
             return True
         dead = self._ctx.store.delete(ref.dlq_key(self.space))
         if dead is not None and not is_expired(dead, self._now()):
@@ -297,7 +272,7 @@ class SubQueue:
         now = self._now()
         figures = engine.stats(now)
         dlq, dlq_truncated = self._dlq_count(now)
-        age = engine.oldest_age(now) if isinstance(engine, FifoQueue) else figures.oldest_age_seconds
+        age = figures.oldest_age_seconds
         return QueueStats(
             figures.visible, figures.in_flight, figures.delayed, dlq, age, figures.approximate or dlq_truncated
         )
@@ -306,10 +281,10 @@ class SubQueue:
     def _dlq_pks(self) -> list[str]:
         return dlq_pks(self.engine())
 
-    def dlq_items(self, now: int, max_items: int | None = None) -> Iterator[Item]:
+    def dlq_items(self, now: int, max_items: int | None = None, include_expired: bool = False) -> Iterator[Item]:
         for pk in self._dlq_pks():
             for item in self._ctx.store.query_all(pk, max_items=max_items, consistent=True):
-                if not is_expired(item, now):
+                if include_expired or not is_expired(item, now):
                     yield item
 
     def _dlq_count(self, now: int) -> tuple[int, bool]:
@@ -348,28 +323,15 @@ class SubQueue:
                 items.append(item)
                 if limit is not None and len(items) >= limit:
                     break
-        engine = self.engine()
-        if isinstance(engine, FifoQueue):
-            return engine.redrive_items(items, now)
-        return sum(engine.redrive_item(item, now) for item in items)
+        return self.engine().redrive(items, now)
 
     def move_to_dlq(self, message_id: str) -> bool:
         """An operator marks a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
-        ref = self._ref(message_id)
-        engine = self.engine()
-        now = self._now()
-        item = self._ctx.store.get(ref.live_key(engine.space))
-        if item is None or is_expired(item, now):
-            raise MessageNotFound(f"message {message_id!r} not found")
-        if isinstance(engine, FifoQueue):
-            raise ValidationError("a FIFO message is moved to the DLQ by its receive limit only")
-        if not engine.move_to_dlq({"pk": item["pk"], "sk": item["sk"]}, int(item["receive_count"]), now, item):
-            raise ValidationError("the message is in flight; move it when it is visible again")
-        return True
+        return self.engine().move_to_dlq(self._ref(message_id), self._now())
 
 
 def engine_for(ctx: Context, settings: QueueSettings, client: str) -> Engine:
-    kind = FifoQueue if settings.fifo else StandardQueue
+    kind: type[Engine] = FifoQueue if settings.fifo else StandardQueue
     return kind(ctx, settings, client)
 
 

@@ -14,12 +14,11 @@ from collections.abc import Callable
 
 from . import limits
 from .context import Context
-from .fifo import FifoQueue
 from .messages import is_expired
 from .models import SweepReport
 from .registry import Tombstone
-from .standard import StandardQueue
 from .store import ConditionFailed
+from .store import messages as writes
 from .subqueue import SubQueue, remove_sub_queue
 
 # A deleted queue's tombstone is passed over again once every process's cached settings have expired (so no
@@ -74,16 +73,10 @@ class Sweeper:
 
     def _sweep_one(self, sub: SubQueue, report: SweepReport) -> bool:
         """Returns whether a FIFO group item of this sub-queue still lives at an earlier layout's place."""
-        engine = sub.engine()
         now = self._ctx.now_ms()
         report.sub_queues += 1
-        old_place_in_use = False
-        if isinstance(engine, FifoQueue):
-            freed, old_place_in_use = engine.sweep_groups(now)
-            report.groups_freed += freed
-        else:
-            self._sweep_standard(engine, now, report)
-        for item in list(sub.dlq_items(0, max_items=limits.STATS_SCAN_LIMIT)):
+        old_place_in_use = sub.engine().sweep(now, report)
+        for item in list(sub.dlq_items(now, max_items=limits.STATS_SCAN_LIMIT, include_expired=True)):
             report.items_read += 1
             if is_expired(item, now) and self._delete_expired(item, now):
                 report.expired_deleted += 1
@@ -94,27 +87,6 @@ class Sweeper:
     def _delete_expired(self, item: dict, now: int) -> bool:
         """Only if it is still expired: a redrive or a new DLQ move may have put a fresh item under the key."""
         try:
-            return (
-                self._ctx.store.delete(
-                    {"pk": item["pk"], "sk": item["sk"]}, condition="expires_at <= :nows", values={":nows": now // 1000}
-                )
-                is not None
-            )
+            return self._ctx.store.write(writes.delete_expired({"pk": item["pk"], "sk": item["sk"]}, now)) is not None
         except ConditionFailed:
             return False
-
-    def _sweep_standard(self, engine: StandardQueue, now: int, report: SweepReport) -> None:
-        limit = engine.settings.max_receive_count
-        for shard in range(engine.settings.read_shards):
-            partition = engine.partition_key(shard)
-            entries = list(self._ctx.store.query_all(partition, index=True, max_items=limits.STATS_SCAN_LIMIT))
-            report.items_read += len(entries)
-            for entry in entries:
-                if entry["pk"] != partition:
-                    continue
-                key = {"pk": entry["pk"], "sk": entry["sk"]}
-                visible = int(entry["gsi1sk"].split("#", 1)[0]) <= now
-                if is_expired(entry, now):
-                    report.expired_deleted += engine.delete_expired(key, now)
-                elif visible and limit and int(entry.get("receive_count", 0)) >= limit:
-                    report.moved_to_dlq += engine.move_to_dlq(key, int(entry["receive_count"]), now)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -27,8 +27,12 @@ from botocore.exceptions import (
     ConnectionError as BotoConnectionError,
 )
 
-from .errors import InternalError, MessageTooLarge, Throttled
-from .table import INDEX_NAME
+from ..errors import InternalError, MessageTooLarge, Throttled
+from ..keys import index_upper
+from ..table import INDEX_NAME
+from .write import Write, serialize
+
+__all__ = ["ConditionFailed", "Item", "Store", "TransactionCancelled", "Write", "deserialize", "serialize"]
 
 logger = logging.getLogger("queue_core")
 
@@ -53,7 +57,6 @@ _UNREACHABLE = (BotoConnectionError, HTTPClientError)
 _BATCH_RETRIES = 8
 _NO_BLIND_PUT_RETRY = "queue-core-no-blind-put-retry"
 _ITEM_TOO_LARGE = "Item size"  # DynamoDB: "Item size has exceeded the maximum allowed size" (and "... to update")
-_serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 
@@ -74,10 +77,6 @@ class TransactionCancelled(Exception):
 
     def failed(self) -> list[int]:
         return [i for i, (code, _) in enumerate(self.reasons) if code == "ConditionalCheckFailed"]
-
-
-def serialize(value: dict[str, Any]) -> dict[str, Any]:
-    return {key: _serializer.serialize(item) for key, item in value.items() if item is not None}
 
 
 def deserialize(item: dict[str, Any] | None) -> Item | None:
@@ -162,54 +161,27 @@ class Store:
         answer = self._call("get_item", TableName=self.table, Key=serialize(key), ConsistentRead=consistent)
         return deserialize(answer.get("Item"))
 
-    def put(self, item: Item, condition: str | None = None, values: dict[str, Any] | None = None) -> None:
-        kwargs = _conditional(condition, values, None)
-        self._call("put_item", TableName=self.table, Item=serialize(item), **kwargs)
-
-    def update(
-        self,
-        key: dict[str, str],
-        update: str,
-        values: dict[str, Any],
-        condition: str | None = None,
-        returns: str = "ALL_NEW",
-        names: dict[str, str] | None = None,
-    ) -> Item | None:
-        kwargs = _conditional(condition, values, names)
-        answer = self._call(
-            "update_item",
-            TableName=self.table,
-            Key=serialize(key),
-            UpdateExpression=update,
-            ReturnValues=returns,
-            **kwargs,
-        )
+    def delete(self, key: dict[str, str]) -> Item | None:
+        """Deletes unconditionally and returns the old item (None if there was none)."""
+        answer = self._call("delete_item", TableName=self.table, Key=serialize(key), ReturnValues="ALL_OLD")
         return deserialize(answer.get("Attributes"))
 
-    def delete(
-        self, key: dict[str, str], condition: str | None = None, values: dict[str, Any] | None = None
-    ) -> Item | None:
-        """Deletes and returns the old item (None if there was none)."""
-        kwargs = _conditional(condition, values, None)
-        answer = self._call("delete_item", TableName=self.table, Key=serialize(key), ReturnValues="ALL_OLD", **kwargs)
+    def write(self, write: Write) -> Item | None:
+        """Runs one named write; a failed condition raises `ConditionFailed` with the item as it was."""
+        arguments: dict[str, Any] = {"TableName": self.table, **write.expression_arguments()}
+        if write.kind == "Put":
+            self._call("put_item", Item=serialize(write.item or {}), **arguments)
+            return None
+        arguments["Key"] = serialize(write.key or {})
+        if write.kind == "Update":
+            answer = self._call("update_item", UpdateExpression=write.update, ReturnValues=write.returns, **arguments)
+        else:
+            answer = self._call("delete_item", ReturnValues=write.returns, **arguments)
         return deserialize(answer.get("Attributes"))
 
-    def transact(self, actions: Sequence[dict[str, Any]]) -> None:
-        """Writes all actions or none. Each action is {"Put"|"Update"|"Delete"|"ConditionCheck": {...}} with
-        plain Python values under "Item", "Key" and "Values"."""
-        self._call("transact_write_items", TransactItems=[self._transact_item(action) for action in actions])
-
-    def _transact_item(self, action: dict[str, Any]) -> dict[str, Any]:
-        ((kind, spec),) = action.items()
-        body: dict[str, Any] = {"TableName": self.table, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
-        if "Item" in spec:
-            body["Item"] = serialize(spec["Item"])
-        if "Key" in spec:
-            body["Key"] = serialize(spec["Key"])
-        if "Update" in spec:
-            body["UpdateExpression"] = spec["Update"]
-        body.update(_conditional(spec.get("Condition"), spec.get("Values"), spec.get("Names")))
-        return {kind: body}
+    def transact_writes(self, writes: Sequence[Write]) -> None:
+        """All writes or none; a failed condition raises `TransactionCancelled` with each action's reason."""
+        self._call("transact_write_items", TransactItems=[write.transact_item(self.table) for write in writes])
 
     # Many items.
     def batch_get(self, keys: list[dict[str, str]]) -> list[Item]:
@@ -316,6 +288,33 @@ class Store:
         items = [deserialize(item) for item in answer.get("Items", [])]
         return items, answer.get("LastEvaluatedKey"), int(answer.get("ScannedCount", 0))
 
+    def due(
+        self, pk: str, now_ms: int, limit: int, forward: bool = True, start: dict[str, Any] | None = None
+    ) -> tuple[list[Item], dict[str, Any] | None, int]:
+        """One page of an index partition's entries that are due by `now_ms` (visible messages, available
+        groups): in-flight, delayed and locked ones sort after now and are never read."""
+        return self.query(
+            pk,
+            index=True,
+            sk_condition="gsi1sk <= :hi",
+            values={":hi": index_upper(now_ms)},
+            limit=limit,
+            forward=forward,
+            start=start,
+        )
+
+    def due_all(self, pk: str, now_ms: int, max_items: int) -> Iterator[Item]:
+        """Every due entry of an index partition, up to `max_items` read."""
+        return self.query_all(
+            pk, index=True, sk_condition="gsi1sk <= :hi", values={":hi": index_upper(now_ms)}, max_items=max_items
+        )
+
+    def prefixed(self, pk: str, prefix: str) -> list[Item]:
+        """The items of a partition whose sort key starts with `prefix`, strongly consistent."""
+        return list(
+            self.query_all(pk, sk_condition="begins_with(sk, :prefix)", values={":prefix": prefix}, consistent=True)
+        )
+
     def query_all(self, pk: str, *, max_items: int | None = None, **kwargs: Any) -> Iterator[Item]:
         """Every item of a partition (or index partition), page by page, up to `max_items` read."""
         start, read = None, 0
@@ -346,18 +345,6 @@ class Store:
         if left:
             raise Throttled("DynamoDB kept deletes unprocessed; retry later")
         return len(keys)
-
-
-def _conditional(condition: str | None, values: dict[str, Any] | None, names: dict[str, str] | None) -> dict:
-    kwargs: dict[str, Any] = {}
-    if condition:
-        kwargs["ConditionExpression"] = condition
-        kwargs["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-    if values:
-        kwargs["ExpressionAttributeValues"] = serialize(values)
-    if names:
-        kwargs["ExpressionAttributeNames"] = names
-    return kwargs
 
 
 def _request_id(request: dict[str, Any]) -> str:

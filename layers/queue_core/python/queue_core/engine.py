@@ -1,0 +1,69 @@
+"""What a sub-queue's engine does: the one interface the standard and the FIFO engines share.
+
+`SubQueue` validates every argument, then hands the work to the engine its queue's settings name; the sweep calls
+`Engine.sweep`. Neither looks at which engine it holds. Times are epoch milliseconds; `secret` signs the receipt
+handles a receive hands out.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from .errors import QueueError
+from .keys import MessageRef, Space
+from .messages import Entry
+from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepReport
+from .receipts import Receipt
+from .settings import QueueSettings
+from .store import Item
+
+
+class Engine(Protocol):
+    settings: QueueSettings
+    space: Space
+    claim_conflicts: int
+
+    def secret(self) -> str | None:
+        """The sub-queue's receipt secret; None when nothing was ever sent to it in this generation."""
+
+    def check_order(self, order: str) -> None:
+        """Refuses a receive order the engine cannot keep (`ValidationError`)."""
+
+    def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
+        """Each entry succeeds or fails on its own; the results are in the entries' order."""
+
+    def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
+        """Claims up to `want` visible messages until `now + visibility`."""
+
+    def delete(self, receipt: Receipt, now: int) -> None:
+        """Idempotent for its own handle; `ReceiptHandleStale` once the message was received again."""
+
+    def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
+        """The held message becomes visible at `visible_at`, which is returned."""
+
+    def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
+        """Gives the held message back, visible at `visible_at`, which is returned."""
+
+    def peek(self, limit: int, now: int) -> list[Message]:
+        """Visible messages, oldest first, not claimed."""
+
+    def locate(self, ref: MessageRef, now: int) -> Message | None:
+        """The message wherever it is (waiting, in flight, in the DLQ) with its state, in one read."""
+
+    def cancel(self, ref: MessageRef, now: int) -> bool:
+        """Removes the live message (not the DLQ's); False when there was none."""
+
+    def purge(self) -> int:
+        """Removes every waiting and in-flight message; returns how many."""
+
+    def stats(self, now: int) -> QueueStats:
+        """Visible, in-flight and delayed counts and the oldest age (the DLQ is counted by the caller)."""
+
+    def redrive(self, dlq_items: list[Item], now: int) -> int:
+        """Moves DLQ items back, receive count reset; returns how many moved."""
+
+    def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
+        """An operator's move of a waiting message to the DLQ; `MessageNotFound`, `ValidationError` otherwise."""
+
+    def sweep(self, now: int, report: SweepReport) -> bool:
+        """Housekeeping of the live messages; True while an item lives at an earlier shard layout's place."""

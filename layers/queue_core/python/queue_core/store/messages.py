@@ -1,0 +1,96 @@
+"""Named writes on message items, standard and FIFO, live and dead-lettered.
+
+Each returns a `Write`; the engines run them alone or in transactions and read a failed condition's old item to
+tell a lost race from their own write repeated by the SDK.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import keys
+from .write import Key, Write, delete, put_new, update
+
+_CLAIM = (
+    "SET visible_at = :vis, gsi1sk = :gsk, tok = :tok, in_flight = :one, "
+    "first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
+)
+# A FIFO message is marked by a claim of its group unless a later claim holds it: a stalled claimer whose lock ran
+# out must not take the message from the group's next holder.
+_MARK = (
+    "SET tok = :tok, held_until = :until, first_received_at = if_not_exists(first_received_at, :now) "
+    "ADD receive_count :one"
+)
+_MARK_CONDITION = (
+    "attribute_exists(pk) AND (attribute_not_exists(tok) OR attribute_not_exists(held_until) OR held_until <= :now)"
+)
+
+
+def claim(key: Key, token: str, until: int, now: int, max_receive_count: int) -> Write:
+    """A visible, unexpired standard message under its receive limit becomes held until `until`."""
+    values: dict[str, Any] = {
+        ":vis": until,
+        ":gsk": keys.index_sk(until, key["sk"]),
+        ":tok": token,
+        ":one": 1,
+        ":now": now,
+        ":nows": now // 1000,
+    }
+    condition = "visible_at <= :now AND expires_at > :nows"
+    if max_receive_count:
+        condition += " AND receive_count < :max"
+        values[":max"] = max_receive_count
+    return update(key, _CLAIM, values, condition=condition, returns="ALL_NEW")
+
+
+def mark(key: Key, token: str, until: int, now: int) -> Write:
+    """A FIFO message taken by the claim of its group (which holds the lock)."""
+    values = {":tok": token, ":until": until, ":now": now, ":one": 1}
+    return update(key, _MARK, values, condition=_MARK_CONDITION, returns="ALL_NEW")
+
+
+def fenced_delete(key: Key, token: str) -> Write:
+    """Only the holder of the claim `token` deletes."""
+    return delete(key, condition="tok = :tok", values={":tok": token})
+
+
+def set_visibility(key: Key, visible_at: int, token: str, release: bool) -> Write:
+    """The holder moves a standard message's visibility; a release also gives up the claim."""
+    expression = "SET visible_at = :vis, gsi1sk = :gsk" + (" REMOVE tok, in_flight" if release else "")
+    values = {":vis": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": token}
+    return update(key, expression, values, condition="tok = :tok")
+
+
+def give_back(key: Key, token: str) -> Write:
+    """The holder gives up its claim of a FIFO message (the group's lock says when it is visible)."""
+    return update(key, "REMOVE tok", {":tok": token}, condition="tok = :tok")
+
+
+def delete_expired(key: Key, now: int) -> Write:
+    """Only while it is still past retention: a fresh item may have been put under the key since it was read."""
+    return delete(key, condition="expires_at <= :nows", values={":nows": now // 1000})
+
+
+def leave_for_dlq(key: Key, receive_count: int, visible_before: int | None = None) -> Write:
+    """The message leaves the queue for the DLQ (in the same transaction as `put_new` of its DLQ item), only if
+    nobody received it since it was read (and, for a standard message, it is not held)."""
+    values: dict[str, Any] = {":rc": receive_count}
+    condition = "receive_count = :rc"
+    if visible_before is not None:
+        condition += " AND visible_at <= :now"
+        values[":now"] = visible_before
+    return delete(key, condition=condition, values=values)
+
+
+def take_existing(key: Key) -> Write:
+    """A DLQ item leaves for a redrive, only if it is still there."""
+    return delete(key, condition="attribute_exists(pk)")
+
+
+def store_new(item: dict[str, Any]) -> Write:
+    return put_new(item)
+
+
+def dedup(item: dict[str, Any], now: int) -> Write:
+    """A dedup item, written only if no live one exists: a duplicate cancels the send's transaction."""
+    return Write("Put", item=item, condition="attribute_not_exists(pk) OR dedup_until <= :now", values={":now": now})

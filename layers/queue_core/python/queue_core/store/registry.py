@@ -1,0 +1,28 @@
+"""Named writes on the registry: a queue's settings, listing entry and tombstone, a client's registration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .write import Key, Write, delete, put, put_new
+
+
+def create_settings(item: dict[str, Any]) -> Write:
+    """A queue's settings item, only if the queue does not exist (the old item tells which settings it has)."""
+    return put_new(item)
+
+
+def replace_settings(item: dict[str, Any], version: int, generation: str) -> Write:
+    """New settings, only over the version and generation they were derived from: no edit is lost, and a queue
+    deleted and created again meanwhile is never overwritten."""
+    return put(item, condition="version = :v AND generation = :g", values={":v": version, ":g": generation})
+
+
+def remove_settings(key: Key, generation: str) -> Write:
+    """The queue goes, only in the generation it was read in."""
+    return delete(key, condition="generation = :g", values={":g": generation})
+
+
+def register(item: dict[str, Any]) -> Write:
+    """A client's registration in a generation, once: a repeat tells the secret the first one drew."""
+    return put_new(item)
