@@ -4,10 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
+CDK_STAMP := $(VENV)/.cdk-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install local test lint format openapi bench synth deploy clean
+.PHONY: install install-cdk local test lint format openapi bench synth deploy destroy clean
 
 $(PY):
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -16,10 +17,17 @@ $(STAMP): $(PY) requirements.txt requirements-dev.txt pyproject.toml
 	$(PIP) install --quiet --upgrade pip > $(VENV)/install.log 2>&1 || true
 	$(PIP) install --quiet -r requirements-dev.txt >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
 	$(PIP) install --quiet --no-deps -e . >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
-	$(PY) -c "import queue_core, queue_api, dq, moto, aws_lambda_powertools, aws_cdk"
+	$(PY) -c "import queue_core, queue_api, dq, moto, aws_lambda_powertools"
 	touch $(STAMP)
 
+# The CDK's Python packages start a Node.js process on import: checked only for the targets that synthesize.
+$(CDK_STAMP): $(STAMP)
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(PY) -c "import aws_cdk, constructs, cdk_nag"
+	touch $(CDK_STAMP)
+
 install: $(STAMP)
+
+install-cdk: $(CDK_STAMP)
 
 local: install
 	$(VENV)/bin/dq local
@@ -44,7 +52,7 @@ openapi: install
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache
 
-# ---- Infrastructure (CDK): synth and deploy -------------------------------------------------------------
+# ---- Infrastructure (CDK): synth, deploy and destroy -----------------------------------------------------
 # The CDK command line and a supported Node.js come from package.json; synth runs offline (no notices, no
 # telemetry) and writes cdk.out/*.template.json. The layer's wheels are installed once into .layer-build/.
 CDK := node_modules/.bin/cdk
@@ -55,10 +63,21 @@ $(CDK): package.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $(CDK)
 
-synth: install $(CDK)
-	$(CDK_ENV) $(CDK) synth --no-notices --no-version-reporting --quiet
+# Settings for the stack: `make deploy CDK_ARGS="-c dynamo-queue:alarm_email=ops@example.com"`.
+CDK_ARGS ?=
 
-deploy: install $(CDK)
-	$(CDK_ENV) $(CDK) bootstrap --no-notices
-	$(CDK_ENV) $(CDK) deploy --no-notices --require-approval never --outputs-file cdk-outputs.json
+synth: install-cdk $(CDK)
+	$(CDK_ENV) $(CDK) synth --no-notices --no-version-reporting --quiet $(CDK_ARGS)
+
+# Deploys the assembly `synth` wrote, into the account and region of the current AWS credentials. `cdk bootstrap`
+# runs only when they have no bootstrap stack, or one older than this assembly needs. Outputs: cdk-outputs.json.
+deploy: synth
+	$(PY) -m infra.bootstrap cdk.out || $(CDK_ENV) $(CDK) bootstrap --app cdk.out --no-notices
+	$(CDK_ENV) $(CDK) deploy --app cdk.out --no-notices --require-approval never --outputs-file cdk-outputs.json
+
+# Deletes the stack (after asking), then lists what it kept on purpose (the table with its messages, the log
+# groups, the region's API Gateway logging role) and the commands that remove each.
+destroy: synth
+	$(CDK_ENV) $(CDK) destroy --app cdk.out --no-notices
+	$(PY) -m infra.retained DynamoQueue
 # ---- end of infrastructure -------------------------------------------------------------------------------

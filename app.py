@@ -1,7 +1,7 @@
 """CDK entry point: `cdk synth` / `cdk deploy` (or `make synth` / `make deploy`) run this file.
 
 Every synth is checked against the AWS Solutions rules of cdk-nag: an unacknowledged finding stops it.
-Deployment settings come from context, e.g. `cdk deploy -c dynamo-queue:removal_policy=DESTROY`.
+Deployment settings come from context, e.g. `cdk deploy -c dynamo-queue:alarm_email=ops@example.com`.
 """
 
 from __future__ import annotations

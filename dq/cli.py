@@ -8,13 +8,14 @@ local server by default) and on a table through the core (`--table`). Exit codes
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final
 from urllib.parse import urlsplit
 
 import typer
 from queue_core.limits import MAX_BATCH, MAX_WAIT_SECONDS
+from rich.console import RenderableType
 from typer.core import TyperGroup
 
 from . import local_server
@@ -132,6 +133,28 @@ def _session(ctx: typer.Context) -> Session:
     return ctx.ensure_object(Session)
 
 
+def _sub_queue(ctx: typer.Context, queue: str | None, client: str | None) -> tuple[Session, str, str]:
+    """The command's `Session` and the sub-queue it works on: the options given, else `$DQ_QUEUE`/`$DQ_CLIENT` or
+    the shell's `use`."""
+    session = _session(ctx)
+    return session, session.resolve_queue(queue), session.resolve_client(client)
+
+
+def _print(as_json: bool, answer: Any, human: Callable[[], str | RenderableType]) -> Output:
+    """A command's answer: the JSON document with --json, else what `human` makes of it for people, a line of
+    prose or a view. `human` runs only then, so it may ask the target for more."""
+    out = Output(as_json)
+    if as_json:
+        out.document(answer)
+    else:
+        shown = human()
+        if isinstance(shown, str):
+            out.say(shown)
+        else:
+            out.show(shown)
+    return out
+
+
 def _confirm(question: str, yes: bool) -> None:
     """Asks only a person at a terminal; scripts have said what they mean by running the command."""
     if not yes and sys.stdin.isatty() and not typer.confirm(question):
@@ -171,13 +194,8 @@ def queues_create(
         "shards": shards,
     }
     settings, created = _session(ctx).target.create_queue(name, {k: v for k, v in given.items() if v is not None})
-    out = Output(as_json)
-    if as_json:
-        out.document(settings)
-    elif created:
-        out.say(f"created queue {name}: {settings_summary(settings)}")
-    else:
-        out.say(f"queue {name} exists with these settings: {settings_summary(settings)}")
+    outcome = f"created queue {name}" if created else f"queue {name} exists with these settings"
+    _print(as_json, settings, lambda: f"{outcome}: {settings_summary(settings)}")
 
 
 @queues_app.command("ls")
@@ -204,11 +222,7 @@ def queues_show(
     session = _session(ctx)
     name = session.resolve_queue(name or queue)
     answer = session.target.get_queue(name)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.show(queue_view(answer, session.target.clients(name)))
+    _print(as_json, answer, lambda: queue_view(answer, session.target.clients(name)))
 
 
 @queues_app.command("update")
@@ -241,11 +255,7 @@ def queues_update(
         options = ", ".join(f"--{key.replace('_', '-')}" for key in given)
         raise UsageProblem(f"nothing to change: give at least one of {options}")
     settings = _session(ctx).target.update_queue(name, changes)
-    out = Output(as_json)
-    if as_json:
-        out.document(settings)
-    else:
-        out.say(f"updated queue {name}: {settings_summary(settings)}")
+    _print(as_json, settings, lambda: f"updated queue {name}: {settings_summary(settings)}")
 
 
 @queues_app.command("delete")
@@ -258,11 +268,7 @@ def queues_delete(
     """Delete a queue and every message of every client."""
     _confirm(f"Delete queue {name} and all its messages?", yes)
     answer = _session(ctx).target.delete_queue(name)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"deleted queue {name} and its messages")
+    _print(as_json, answer, lambda: f"deleted queue {name} and its messages")
 
 
 # ---- messages ----------------------------------------------------------------------------------------------
@@ -320,14 +326,12 @@ def send(
 
     The body comes from the argument, stdin (-) or --file. With --batch each line is a message object of the
     HTTP API: {"body": …, "attributes": {…}, "delay_seconds": …, "group_id": …, "dedup_id": …}."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
-    out = Output(as_json)
+    session, queue, client = _sub_queue(ctx, queue, client)
     if batch is not None:
         single = [body, file, attribute, delay, group, dedup_id]
         if any(value for value in single):
             raise UsageProblem("--batch takes each message from its line; give no body or message options")
-        _send_batch(session, queue, client, batch, out)
+        _send_batch(session, queue, client, batch, Output(as_json))
         return
     message: dict[str, Any] = {"body": _body(body, file)}
     if attribute:
@@ -336,12 +340,15 @@ def send(
         if value is not None:
             message[key] = value
     answer = session.target.send(queue, client, message)
-    if as_json:
-        out.document(answer)
-    elif answer.get("duplicate"):
-        out.say(f"duplicate of {answer['message_id']}: its dedup id was seen inside the window, nothing sent")
-    else:
-        out.say(f"sent {answer['message_id']}")
+    _print(
+        as_json,
+        answer,
+        lambda: (
+            f"duplicate of {answer['message_id']}: its dedup id was seen inside the window, nothing sent"
+            if answer.get("duplicate")
+            else f"sent {answer['message_id']}"
+        ),
+    )
 
 
 def _send_batch(session: Session, queue: str, client: str, source: str, out: Output) -> None:
@@ -403,8 +410,7 @@ def receive(
     as_json: JsonOption = False,
 ) -> None:
     """Receive messages: hidden from other receivers until deleted, released or their visibility ends."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     if follow and fail_empty:
         raise UsageProblem("--fail-empty is for one receive, not with --follow")
     if count is not None and not follow:
@@ -487,18 +493,13 @@ def delete_messages(
     as_json: JsonOption = False,
 ) -> None:
     """Delete received messages by receipt handle: done with them."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     answer: dict[str, list[dict[str, Any]]] = {"successful": [], "failed": []}
     for start in range(0, len(receipt_handles), MAX_BATCH):
         part = session.target.delete(queue, client, receipt_handles[start : start + MAX_BATCH])
         for key in ("successful", "failed"):
             answer[key] += [{**entry, "index": entry["index"] + start} for entry in part[key]]
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"deleted {len(answer['successful'])} of {len(receipt_handles)} messages")
+    out = _print(as_json, answer, lambda: f"deleted {len(answer['successful'])} of {len(receipt_handles)} messages")
     if answer["failed"]:
         if not as_json:
             _report_failures(out, answer["failed"], "receipt handle")
@@ -518,14 +519,9 @@ def release(
     as_json: JsonOption = False,
 ) -> None:
     """Give a received message back (nack) for another receive, now, later, or after a backoff."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     answer = session.target.release(queue, client, receipt_handle, delay)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"released: visible again {relative(answer['visible_at'])}")
+    _print(as_json, answer, lambda: f"released: visible again {relative(answer['visible_at'])}")
 
 
 @app.command()
@@ -538,14 +534,9 @@ def visibility(
     as_json: JsonOption = False,
 ) -> None:
     """Change a received message's visibility timeout: more time to work on it, or 0 to give it back now."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     answer = session.target.change_visibility(queue, client, receipt_handle, seconds)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"visible again {relative(answer['visible_at'])}")
+    _print(as_json, answer, lambda: f"visible again {relative(answer['visible_at'])}")
 
 
 @app.command()
@@ -558,8 +549,7 @@ def peek(
     as_json: JsonOption = False,
 ) -> None:
     """Look at visible messages, oldest first, without receiving them."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     _list_messages(session.target.peek(queue, client, limit), Output(as_json), fail_empty)
 
 
@@ -583,14 +573,9 @@ def get(
     as_json: JsonOption = False,
 ) -> None:
     """One message by id, with its state: visible, in_flight, delayed or dlq."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     answer = session.target.get(queue, client, message_id)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.show(message_view(answer))
+    _print(as_json, answer, lambda: message_view(answer))
 
 
 @app.command()
@@ -602,14 +587,9 @@ def cancel(
     as_json: JsonOption = False,
 ) -> None:
     """Cancel a message before it is processed, wherever it is (waiting, in flight, in the DLQ)."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     answer = session.target.cancel(queue, client, message_id)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"cancelled {message_id}")
+    _print(as_json, answer, lambda: f"cancelled {message_id}")
 
 
 @app.command()
@@ -621,15 +601,10 @@ def purge(
     as_json: JsonOption = False,
 ) -> None:
     """Remove every waiting and in-flight message of a sub-queue (its DLQ stays)."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     _confirm(f"Remove every message of {queue}/{client}?", yes)
     answer = session.target.purge(queue, client)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"purged {answer['purged']} messages from {queue}/{client}")
+    _print(as_json, answer, lambda: f"purged {answer['purged']} messages from {queue}/{client}")
 
 
 @app.command("move-to-dlq")
@@ -641,14 +616,9 @@ def move_to_dlq(
     as_json: JsonOption = False,
 ) -> None:
     """Mark a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     answer = session.target.move_to_dlq(queue, client, message_id)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"moved {message_id} to the DLQ")
+    _print(as_json, answer, lambda: f"moved {message_id} to the DLQ")
 
 
 @app.command()
@@ -701,8 +671,7 @@ def dlq_ls(
     as_json: JsonOption = False,
 ) -> None:
     """List the messages in a sub-queue's DLQ."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     _list_messages(session.target.dlq_list(queue, client, limit), Output(as_json), fail_empty)
 
 
@@ -720,14 +689,9 @@ def dlq_redrive(
     as_json: JsonOption = False,
 ) -> None:
     """Move DLQ messages back to the queue with their receive counts reset: all, the oldest --max, or --id."""
-    session = _session(ctx)
-    queue, client = session.resolve_queue(queue), session.resolve_client(client)
+    session, queue, client = _sub_queue(ctx, queue, client)
     answer = session.target.redrive(queue, client, max_messages, message_id or None)
-    out = Output(as_json)
-    if as_json:
-        out.document(answer)
-    else:
-        out.say(f"redrove {answer['redriven']} messages from the DLQ of {queue}/{client}")
+    _print(as_json, answer, lambda: f"redrove {answer['redriven']} messages from the DLQ of {queue}/{client}")
 
 
 # ---- local server and shell --------------------------------------------------------------------------------

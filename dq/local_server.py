@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
+from queue_api.operations import FUNCTIONS
+
 from . import routes
 from .environments import FUNCTIONS_DIR, EnvironmentPool, InvocationError
 from .proxy import http_answer, proxy_event
@@ -89,7 +91,7 @@ class LocalServer:
     def start(self) -> LocalServer:
         """Binds the port first (a taken port fails fast), then starts DynamoDB, the table, the functions'
         first environments, the HTTP server and the sweeper schedule."""
-        missing = [name for name in routes.FUNCTIONS if not (FUNCTIONS_DIR / name / "handler.py").is_file()]
+        missing = [name for name in FUNCTIONS if not (FUNCTIONS_DIR / name / "handler.py").is_file()]
         if missing:
             raise LocalServerError(f"no handler for {', '.join(missing)} under {FUNCTIONS_DIR}: run from a checkout")
         self._http = _bind(self.port, self)
@@ -103,7 +105,7 @@ class LocalServer:
             environ = function_environment(self.table, self.dynamodb_endpoint)
             _create_table(self.table, environ)
             self._pool = EnvironmentPool(environ)
-            self._pool.warm(routes.FUNCTIONS)
+            self._pool.warm(FUNCTIONS)
         except BaseException:
             self.stop()
             raise

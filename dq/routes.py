@@ -1,6 +1,6 @@
 """Which function owns which route: the API Gateway resources of the deployed API, for the local server.
 
-A test checks this table against the OpenAPI document generated from the handlers, so the two cannot drift.
+The routes are `queue_api.operations`' own, so the local server serves exactly what is deployed and documented.
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote
 
-FUNCTIONS: Final = ("producer", "poller", "dlq_redriver", "visibility_sweeper")
-SUB_QUEUE: Final = "/queues/{q}/clients/{c}"
+from queue_api.operations import OPERATIONS, PRODUCER
 
 
 @dataclass(frozen=True)
@@ -20,30 +19,13 @@ class Route:
     function: str
 
 
-ROUTES: Final = (
-    Route("GET", "/openapi.json", "producer"),
-    Route("GET", "/queues", "producer"),
-    Route("PUT", "/queues/{q}", "producer"),
-    Route("GET", "/queues/{q}", "producer"),
-    Route("DELETE", "/queues/{q}", "producer"),
-    Route("PATCH", "/queues/{q}", "producer"),
-    Route("GET", "/queues/{q}/clients", "producer"),
-    Route("POST", f"{SUB_QUEUE}/messages", "producer"),
-    Route("POST", f"{SUB_QUEUE}/receive", "poller"),
-    Route("POST", f"{SUB_QUEUE}/delete", "poller"),
-    Route("POST", f"{SUB_QUEUE}/visibility", "poller"),
-    Route("POST", f"{SUB_QUEUE}/release", "poller"),
-    Route("GET", f"{SUB_QUEUE}/messages", "poller"),
-    Route("DELETE", f"{SUB_QUEUE}/messages", "poller"),
-    Route("GET", f"{SUB_QUEUE}/messages/{{id}}", "poller"),
-    Route("DELETE", f"{SUB_QUEUE}/messages/{{id}}", "poller"),
-    Route("GET", f"{SUB_QUEUE}/stats", "poller"),
-    Route("GET", f"{SUB_QUEUE}/dlq", "dlq_redriver"),
-    Route("POST", f"{SUB_QUEUE}/dlq/redrive", "dlq_redriver"),
-    Route("POST", f"{SUB_QUEUE}/messages/{{id}}/dlq", "dlq_redriver"),
+ROUTES: Final = tuple(
+    Route(operation.method, operation.path, operation.function)
+    for operation in OPERATIONS
+    if operation.method is not None and operation.path is not None
 )
 # Where a request no route matches goes: its resolver answers the API's 404 error.
-FALLBACK_FUNCTION: Final = "producer"
+FALLBACK_FUNCTION: Final = PRODUCER
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from typing import Any, Final, Protocol
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, urlencode, urlsplit
 
+from queue_api.operations import BY_NAME
+
 from . import signing
 
 Json = dict[str, Any]
@@ -110,17 +112,19 @@ class HttpTarget:
         self._region = signing.execute_api_region(parts.hostname)
         self._credentials = credentials
 
-    def _sub_queue(self, queue: str, client: str) -> str:
-        return f"/queues/{_segment(queue)}/clients/{_segment(client)}"
-
     def _call(
         self,
-        method: str,
-        path: str,
+        operation: str,
         body: Any = None,
+        *,
         query: Mapping[str, Any] | None = None,
         timeout: float = REQUEST_TIMEOUT_SECONDS,
+        **names: str,
     ) -> tuple[int, Json]:
+        """The route of `operation` (`queue_api.operations`), its path parameters (`q`, `c`, `id`) from `names`."""
+        route = BY_NAME[operation]
+        method = route.method
+        path = route.path_for(**{name: _segment(value) for name, value in names.items()})
         url = self.name + path + (f"?{urlencode(query)}" if query else "")
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = {"Accept": "application/json"}
@@ -154,71 +158,71 @@ class HttpTarget:
         return credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
 
     def create_queue(self, queue: str, settings: Mapping[str, Any]) -> tuple[Json, bool]:
-        status, answer = self._call("PUT", f"/queues/{_segment(queue)}", dict(settings))
+        status, answer = self._call("create_queue", dict(settings), q=queue)
         return answer, status == 201
 
     def list_queues(self) -> Json:
-        return self._call("GET", "/queues")[1]
+        return self._call("list_queues")[1]
 
     def get_queue(self, queue: str) -> Json:
-        return self._call("GET", f"/queues/{_segment(queue)}")[1]
+        return self._call("get_queue", q=queue)[1]
 
     def update_queue(self, queue: str, changes: Mapping[str, Any]) -> Json:
-        return self._call("PATCH", f"/queues/{_segment(queue)}", dict(changes))[1]
+        return self._call("update_queue", dict(changes), q=queue)[1]
 
     def delete_queue(self, queue: str) -> Json:
-        return self._call("DELETE", f"/queues/{_segment(queue)}")[1]
+        return self._call("delete_queue", q=queue)[1]
 
     def clients(self, queue: str) -> list[str]:
-        return list(self._call("GET", f"/queues/{_segment(queue)}/clients")[1]["clients"])
+        return list(self._call("list_clients", q=queue)[1]["clients"])
 
     def send(self, queue: str, client: str, message: Mapping[str, Any]) -> Json:
-        return self._call("POST", f"{self._sub_queue(queue, client)}/messages", dict(message))[1]
+        return self._call("send", dict(message), q=queue, c=client)[1]
 
     def send_batch(self, queue: str, client: str, messages: Sequence[Mapping[str, Any]]) -> Json:
         body = {"messages": [dict(message) for message in messages]}
-        return self._call("POST", f"{self._sub_queue(queue, client)}/messages", body)[1]
+        return self._call("send", body, q=queue, c=client)[1]
 
     def receive(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
         timeout = REQUEST_TIMEOUT_SECONDS + float(request.get("wait_seconds") or 0)
-        return self._call("POST", f"{self._sub_queue(queue, client)}/receive", dict(request), timeout=timeout)[1]
+        return self._call("receive", dict(request), q=queue, c=client, timeout=timeout)[1]
 
     def delete(self, queue: str, client: str, receipt_handles: Sequence[str]) -> Json:
         body = {"receipt_handles": list(receipt_handles)}
-        return self._call("POST", f"{self._sub_queue(queue, client)}/delete", body)[1]
+        return self._call("delete", body, q=queue, c=client)[1]
 
     def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json:
         body = {"receipt_handle": receipt_handle, "visibility_timeout": visibility_timeout}
-        return self._call("POST", f"{self._sub_queue(queue, client)}/visibility", body)[1]
+        return self._call("change_visibility", body, q=queue, c=client)[1]
 
     def release(self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None) -> Json:
         body = {"receipt_handle": receipt_handle, "delay_seconds": delay_seconds}
-        return self._call("POST", f"{self._sub_queue(queue, client)}/release", body)[1]
+        return self._call("release", body, q=queue, c=client)[1]
 
     def peek(self, queue: str, client: str, limit: int) -> Json:
-        return self._call("GET", f"{self._sub_queue(queue, client)}/messages", query={"limit": limit})[1]
+        return self._call("peek", q=queue, c=client, query={"limit": limit})[1]
 
     def get(self, queue: str, client: str, message_id: str) -> Json:
-        return self._call("GET", f"{self._sub_queue(queue, client)}/messages/{_segment(message_id)}")[1]
+        return self._call("get", q=queue, c=client, id=message_id)[1]
 
     def cancel(self, queue: str, client: str, message_id: str) -> Json:
-        return self._call("DELETE", f"{self._sub_queue(queue, client)}/messages/{_segment(message_id)}")[1]
+        return self._call("cancel", q=queue, c=client, id=message_id)[1]
 
     def purge(self, queue: str, client: str) -> Json:
-        return self._call("DELETE", f"{self._sub_queue(queue, client)}/messages")[1]
+        return self._call("purge", q=queue, c=client)[1]
 
     def stats(self, queue: str, client: str) -> Json:
-        return self._call("GET", f"{self._sub_queue(queue, client)}/stats")[1]
+        return self._call("stats", q=queue, c=client)[1]
 
     def dlq_list(self, queue: str, client: str, limit: int) -> Json:
-        return self._call("GET", f"{self._sub_queue(queue, client)}/dlq", query={"limit": limit})[1]
+        return self._call("list_dlq", q=queue, c=client, query={"limit": limit})[1]
 
     def redrive(self, queue: str, client: str, max_messages: int | None, message_ids: list[str] | None) -> Json:
         body = {"max_messages": max_messages, "message_ids": message_ids}
-        return self._call("POST", f"{self._sub_queue(queue, client)}/dlq/redrive", body)[1]
+        return self._call("redrive", body, q=queue, c=client)[1]
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
-        return self._call("POST", f"{self._sub_queue(queue, client)}/messages/{_segment(message_id)}/dlq")[1]
+        return self._call("move_to_dlq", q=queue, c=client, id=message_id)[1]
 
 
 def _segment(value: str) -> str:

@@ -2,118 +2,73 @@
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+from queue_api import operations
+from queue_api.operations import Operation
 
 from infra.compliance import acknowledge
 from infra.props import DynamoQueueProps
 
-
-class Access(enum.Enum):
-    """Which grant of the construct opens a route (`grant_send`, `grant_consume`, `grant_admin`); a route of a
-    whole queue also needs a grant that names no client (`grant_queue_admin`)."""
-
-    DESCRIBE = "describe"  # the API's own description: part of every grant, it holds no data
-    SEND = "send"
-    CONSUME = "consume"
-    ADMIN = "admin"
-
-
-@dataclass(frozen=True)
-class Route:
-    """One method of the API. `{q}`, `{c}` and `{id}` are the queue, the client and the message id."""
-
-    method: str
-    path: str
-    function: str
-    access: Access
-    # Name of the request model when the body is required; routes whose whole body is optional take none,
-    # because API Gateway refuses an empty body against any model.
-    body_model: str | None = None
-    query: tuple[str, ...] = ()
-
-    @property
-    def path_parameters(self) -> tuple[str, ...]:
-        return tuple(part[1:-1] for part in self.path.split("/") if part.startswith("{"))
-
-
-SUB_QUEUE: Final = "/queues/{q}/clients/{c}"
-
-ROUTES: Final = (
-    Route("GET", "/openapi.json", "producer", Access.DESCRIBE),
-    Route("GET", "/queues", "producer", Access.ADMIN),
-    Route("PUT", "/queues/{q}", "producer", Access.ADMIN),
-    Route("GET", "/queues/{q}", "producer", Access.ADMIN),
-    Route("DELETE", "/queues/{q}", "producer", Access.ADMIN),
-    Route("PATCH", "/queues/{q}", "producer", Access.ADMIN),
-    Route("GET", "/queues/{q}/clients", "producer", Access.ADMIN),
-    Route("POST", f"{SUB_QUEUE}/messages", "producer", Access.SEND, body_model="SendRequest"),
-    Route("POST", f"{SUB_QUEUE}/receive", "poller", Access.CONSUME),
-    Route("POST", f"{SUB_QUEUE}/delete", "poller", Access.CONSUME, body_model="DeleteRequest"),
-    Route("POST", f"{SUB_QUEUE}/visibility", "poller", Access.CONSUME, body_model="VisibilityRequest"),
-    Route("POST", f"{SUB_QUEUE}/release", "poller", Access.CONSUME, body_model="ReleaseRequest"),
-    Route("GET", f"{SUB_QUEUE}/messages", "poller", Access.CONSUME, query=("limit",)),
-    Route("GET", f"{SUB_QUEUE}/messages/{{id}}", "poller", Access.CONSUME),
-    Route("DELETE", f"{SUB_QUEUE}/messages/{{id}}", "poller", Access.CONSUME),
-    Route("DELETE", f"{SUB_QUEUE}/messages", "poller", Access.ADMIN),
-    Route("GET", f"{SUB_QUEUE}/stats", "poller", Access.CONSUME),
-    Route("GET", f"{SUB_QUEUE}/dlq", "dlq_redriver", Access.ADMIN, query=("limit",)),
-    Route("POST", f"{SUB_QUEUE}/dlq/redrive", "dlq_redriver", Access.ADMIN),
-    Route("POST", f"{SUB_QUEUE}/messages/{{id}}/dlq", "dlq_redriver", Access.ADMIN),
-)
-
-_STRING: Final = apigateway.JsonSchema(type=apigateway.JsonSchemaType.STRING)
-_INTEGER: Final = apigateway.JsonSchema(type=apigateway.JsonSchemaType.INTEGER)
-_NULLABLE_INTEGER: Final = apigateway.JsonSchema(
-    type=[apigateway.JsonSchemaType.INTEGER, apigateway.JsonSchemaType.NULL]
-)
+_OBJECT: Final = apigateway.JsonSchemaType.OBJECT
+_JSON_TYPES: Final = {
+    "string": apigateway.JsonSchemaType.STRING,
+    "integer": apigateway.JsonSchemaType.INTEGER,
+    "number": apigateway.JsonSchemaType.NUMBER,
+    "boolean": apigateway.JsonSchemaType.BOOLEAN,
+    "array": apigateway.JsonSchemaType.ARRAY,
+    "object": _OBJECT,
+    "null": apigateway.JsonSchemaType.NULL,
+}
 
 # Only the shape is checked at the edge: required keys and their JSON types. Ranges and limits are the core's
 # (`queue_core.limits`), which answers with the precise error; checking them twice would let the two drift.
-BODY_MODELS: Final[Mapping[str, apigateway.JsonSchema]] = {
+# A request model's shape is read from its JSON schema; a union of models is written here, as the edge sees it.
+UNION_SHAPES: Final[Mapping[str, apigateway.JsonSchema]] = {
     "SendRequest": apigateway.JsonSchema(
         schema=apigateway.JsonSchemaVersion.DRAFT4,
         title="SendRequest",
-        type=apigateway.JsonSchemaType.OBJECT,
+        type=_OBJECT,
         properties={
             "messages": apigateway.JsonSchema(
                 type=apigateway.JsonSchemaType.ARRAY,
-                items=apigateway.JsonSchema(type=apigateway.JsonSchemaType.OBJECT, required=["body"]),
+                items=apigateway.JsonSchema(type=_OBJECT, required=["body"]),
             )
         },
         any_of=[apigateway.JsonSchema(required=["body"]), apigateway.JsonSchema(required=["messages"])],
     ),
-    "DeleteRequest": apigateway.JsonSchema(
-        schema=apigateway.JsonSchemaVersion.DRAFT4,
-        title="DeleteRequest",
-        type=apigateway.JsonSchemaType.OBJECT,
-        required=["receipt_handles"],
-        properties={"receipt_handles": apigateway.JsonSchema(type=apigateway.JsonSchemaType.ARRAY, items=_STRING)},
-    ),
-    "VisibilityRequest": apigateway.JsonSchema(
-        schema=apigateway.JsonSchemaVersion.DRAFT4,
-        title="VisibilityRequest",
-        type=apigateway.JsonSchemaType.OBJECT,
-        required=["receipt_handle", "visibility_timeout"],
-        properties={"receipt_handle": _STRING, "visibility_timeout": _INTEGER},
-    ),
-    "ReleaseRequest": apigateway.JsonSchema(
-        schema=apigateway.JsonSchemaVersion.DRAFT4,
-        title="ReleaseRequest",
-        type=apigateway.JsonSchemaType.OBJECT,
-        required=["receipt_handle"],
-        properties={"receipt_handle": _STRING, "delay_seconds": _NULLABLE_INTEGER},
-    ),
 }
+
+
+def body_shape(operation: Operation) -> apigateway.JsonSchema:
+    """The API Gateway model of an operation's required body: its request's required keys and their types."""
+    if operation.request in UNION_SHAPES:
+        return UNION_SHAPES[operation.request]
+    schema = operation.request_type().model_json_schema()
+    return apigateway.JsonSchema(
+        schema=apigateway.JsonSchemaVersion.DRAFT4,
+        title=operation.request,
+        type=_OBJECT,
+        required=schema.get("required"),
+        properties={name: _shape(field) for name, field in schema.get("properties", {}).items()},
+    )
+
+
+def _shape(field: Mapping[str, Any]) -> apigateway.JsonSchema:
+    """A value's JSON type (a list of them when it may be null), and its items' for an array; a nested model is
+    an object."""
+    options = field.get("anyOf", [field])
+    types = [_JSON_TYPES[option.get("type", "object")] for option in options]
+    items = next((option["items"] for option in options if "items" in option), None)
+    return apigateway.JsonSchema(type=types[0] if len(types) == 1 else types, items=_shape(items) if items else None)
+
 
 # Errors API Gateway answers itself keep the API's one error shape, {"error": {"code", "message"}}.
 _ERROR_TEMPLATE: Final = '{"error": {"code": "%s", "message": $context.error.messageString}}'
@@ -155,7 +110,7 @@ ACCESS_LOG_FIELDS: Final = {
 def build_api(
     scope: Construct, *, functions: Mapping[str, lambda_.IFunction], props: DynamoQueueProps
 ) -> apigateway.RestApi:
-    """Every route of `ROUTES`, each with AWS_IAM authorization and a request validator."""
+    """Every route of `queue_api.operations`, each with AWS_IAM authorization and a request validator."""
     access_logs = logs.LogGroup(
         scope, "ApiAccessLogs", retention=props.log_retention, removal_policy=props.removal_policy
     )
@@ -164,10 +119,11 @@ def build_api(
         "Api",
         description="dynamo-queue: multi-tenant message queue on DynamoDB",
         endpoint_types=[apigateway.EndpointType.REGIONAL],
-        # Execution logs need the account's API Gateway logging role. Kept on stack deletion: other APIs of
-        # the account and region share it.
-        cloud_watch_role=True,
-        cloud_watch_role_removal_policy=cdk.RemovalPolicy.RETAIN,
+        # Execution and access logs both need the region's API Gateway logging role, an account setting: set
+        # here unless the props leave it to the account. Kept on stack deletion: other APIs of the account and
+        # region log through it.
+        cloud_watch_role=props.api_account_logging_role,
+        cloud_watch_role_removal_policy=cdk.RemovalPolicy.RETAIN if props.api_account_logging_role else None,
         default_method_options=apigateway.MethodOptions(authorization_type=apigateway.AuthorizationType.IAM),
         deploy_options=apigateway.StageOptions(
             stage_name=props.api_stage_name,
@@ -194,24 +150,28 @@ def build_api(
         ),
         False: api.add_request_validator("ParametersValidator", validate_request_parameters=True),
     }
+    # One model per request that must have a body. Routes whose whole body is optional take none: API Gateway
+    # refuses an empty body against any model.
+    required_bodies = {route.request: route for route in operations.ROUTES if route.body_required()}
     models = {
-        name: api.add_model(f"{name}Model", model_name=name, content_type="application/json", schema=schema)
-        for name, schema in BODY_MODELS.items()
+        name: api.add_model(f"{name}Model", model_name=name, content_type="application/json", schema=body_shape(route))
+        for name, route in required_bodies.items()
     }
     integrations = {
         name: apigateway.LambdaIntegration(function, proxy=True, allow_test_invoke=False)
         for name, function in functions.items()
     }
-    for route in ROUTES:
+    for route in operations.ROUTES:
         parameters = {f"method.request.path.{name}": True for name in route.path_parameters}
         parameters |= {f"method.request.querystring.{name}": False for name in route.query}
+        body_model = models[route.request] if route.body_required() else None
         api.root.resource_for_path(route.path).add_method(
             route.method,
             integrations[route.function],
             authorization_type=apigateway.AuthorizationType.IAM,
             request_parameters=parameters or None,
-            request_validator=validators[route.body_model is not None],
-            request_models={"application/json": models[route.body_model]} if route.body_model else None,
+            request_validator=validators[body_model is not None],
+            request_models={"application/json": body_model} if body_model else None,
         )
     _acknowledge_findings(api)
     return api
@@ -231,7 +191,9 @@ def _acknowledge_findings(api: apigateway.RestApi) -> None:
         "per rule and request) adds little for an API no anonymous caller can reach, and can be associated "
         "with the stage by a deployment that faces untrusted networks",
     )
-    cloud_watch_role = api.node.find_child("CloudWatchRole")
+    cloud_watch_role = api.node.try_find_child("CloudWatchRole")
+    if cloud_watch_role is None:
+        return
     acknowledge(
         cloud_watch_role,
         "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"

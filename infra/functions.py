@@ -18,45 +18,52 @@ from infra.paths import FUNCTIONS_DIR
 from infra.permissions import grant_function_table_access
 from infra.props import DynamoQueueProps
 
-# The newest Python the CDK knows (cdk-nag's AwsSolutions-L1 asks for it) on Graviton, which costs less per
-# second than x86 for the same work.
+# The newest Python the CDK knows (cdk-nag's AwsSolutions-L1 asks for it), by default on Graviton, which costs
+# less per second than x86 for the same work (`DynamoQueueProps.architecture`).
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_14
-ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+ARCHITECTURES: Final = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
 HANDLER: Final = "handler.lambda_handler"
+# API Gateway stops waiting for a Lambda integration after 29 s: a function behind the API stops then too,
+# rather than go on working for a caller that has already been answered 504.
+API_INTEGRATION_TIMEOUT_SECONDS: Final = 29
 
 
 @dataclass(frozen=True)
 class FunctionSpec:
-    """One function: its folder under `functions/`, its construct id, and what bounds its run time."""
+    """One function: its folder under `functions/`, its construct id, and what bounds its run time.
+    `reservable`: the props' `sweeper_reserved_concurrency` applies to it."""
 
     name: str
     construct_id: str
     description: str
     timeout_seconds: int
-    single_instance: bool = False
+    reservable: bool = False
 
 
 FUNCTIONS: Final = (
     # Sends up to 25 messages in one call: a handful of DynamoDB round trips.
     FunctionSpec("producer", "Producer", "Creates, describes, lists and deletes queues; sends messages", 15),
-    # Covers a 20 s long poll plus the claims after it; API Gateway stops waiting at 29 s.
+    # Covers a 20 s long poll plus the claims after it.
     FunctionSpec(
         "poller",
         "Poller",
         "Receives, deletes, changes visibility, releases, peeks, gets, cancels, purges; reports stats",
-        30,
+        API_INTEGRATION_TIMEOUT_SECONDS,
     ),
-    # A redrive moves messages in batches until its budget runs out; SDK callers may ask for large redrives.
-    FunctionSpec("dlq_redriver", "DlqRedriver", "Lists and redrives dead-letter messages", 60),
-    # One sweep at a time walks every queue once a minute; a second concurrent sweep would only waste
-    # conditional writes, hence a single reserved instance.
+    # A redrive moves one message per write, each kept once made: a DLQ too large for one call is redriven in
+    # steps of `max_messages`, over HTTP and by invoke alike.
+    FunctionSpec(
+        "dlq_redriver", "DlqRedriver", "Lists and redrives dead-letter messages", API_INTEGRATION_TIMEOUT_SECONDS
+    ),
+    # Not behind the API: a sweep walks every queue within its budget (the remaining time less a margin) and
+    # an unfinished one resumes on the next schedule.
     FunctionSpec(
         "visibility_sweeper",
         "VisibilitySweeper",
         "Moves exhausted messages to the DLQ, frees stuck FIFO groups, removes expired messages, "
         "publishes depth and age metrics",
         120,
-        single_instance=True,
+        reservable=True,
     ),
 )
 
@@ -100,12 +107,13 @@ def _build_function(
         code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / spec.name), exclude=["__pycache__", "*.pyc", ".*"]),
         handler=HANDLER,
         runtime=RUNTIME,
-        architecture=ARCHITECTURE,
+        architecture=ARCHITECTURES[props.architecture],
         layers=[layer],
         role=role,
         memory_size=props.memory_size_mb,
         timeout=cdk.Duration.seconds(spec.timeout_seconds),
-        reserved_concurrent_executions=((props.sweeper_reserved_concurrency or None) if spec.single_instance else None),
+        # 0 is no reservation at all (the property left out), never a reservation of zero, which stops a function.
+        reserved_concurrent_executions=(props.sweeper_reserved_concurrency or None) if spec.reservable else None,
         tracing=lambda_.Tracing.ACTIVE,
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,

@@ -19,7 +19,7 @@ from constructs import Construct
 
 from infra.paths import CORE_SOURCE_ROOT, LAYER_BUILD_DIR, LAYER_REQUIREMENTS
 
-_PLATFORMS: Final = {
+PLATFORMS: Final = {
     "arm64": "manylinux2014_aarch64",
     "x86_64": "manylinux2014_x86_64",
 }
@@ -134,7 +134,7 @@ def build_layer(
     """The layer every function attaches, and that other functions may attach to use the core directly."""
     bundler = LayerBundler(
         python_version=runtime.name.removeprefix("python"),
-        platform=_PLATFORMS[architecture.name],
+        platform=PLATFORMS[architecture.name],
         install_dependencies=install_dependencies,
     )
     code = lambda_.Code.from_asset(

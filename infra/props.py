@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, get_type_hints
@@ -15,6 +16,38 @@ from constructs import Node
 
 CONTEXT_PREFIX: Final = "dynamo-queue:"
 
+# Limits AWS documents for what these settings become. A value outside them cannot deploy, so it stops `cdk synth`
+# instead of failing half-way through `cdk deploy`.
+# DynamoDB "Supported data types and naming rules": 3-255 characters of a-z, A-Z, 0-9, _, - and .
+TABLE_NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9_.-]{3,255}")
+# Lambda quotas, "Function memory allocation": 128 MB to 10,240 MB.
+MEMORY_SIZE_MB: Final = (128, 10_240)
+# Lambda "Selecting and configuring an instruction set architecture".
+ARCHITECTURES: Final = ("arm64", "x86_64")
+# API Gateway "CreateStage": letters, digits, hyphens and underscores, at most 128 characters.
+STAGE_NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+# API Gateway quotas, "Throttle quota per account, per Region across HTTP APIs, REST APIs, WebSocket APIs, and
+# WebSocket callback APIs": 10,000 requests per second with a burst of 5,000. A stage may not go beyond them.
+ACCOUNT_RATE_LIMIT: Final = 10_000.0
+ACCOUNT_BURST_LIMIT: Final = 5_000
+# CloudWatch "Namespaces": up to 255 of these characters, and never the "AWS/" prefix AWS services own.
+NAMESPACE_PATTERN: Final = re.compile(r"[0-9A-Za-z.\-_/#: ]{1,255}")
+# CloudWatch "Dimension": a value is 1-1,024 characters (the service name is the `service` dimension).
+SERVICE_NAME_LENGTH: Final = (1, 1_024)
+# CloudWatch "PutMetricAlarm": the evaluation periods times the period may not exceed one day. Every alarm
+# evaluates one period, which is the alarm period or the sweeper interval, whichever is longer.
+MAX_PERIOD_MINUTES: Final = 1_440
+# A sweep at a time needs no more than one reserved instance.
+MAX_SWEEPER_RESERVED_CONCURRENCY: Final = 1
+# CloudFormation "DeletionPolicy attribute": log groups and KMS keys take no Snapshot policy.
+REMOVAL_POLICIES: Final = (
+    cdk.RemovalPolicy.RETAIN,
+    cdk.RemovalPolicy.DESTROY,
+    cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
+)
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARN", "ERROR")
+EMAIL_PATTERN: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
 
 @dataclass(frozen=True)
 class DynamoQueueProps:
@@ -22,6 +55,10 @@ class DynamoQueueProps:
 
     Stateful resources (the table and the log groups) are retained and the table is deletion-protected by
     default: a `cdk destroy` must never take the messages with it unless a deployment asks for that.
+
+    Every default deploys into a new account as it is: nothing reserves Lambda concurrency, and the stack sets
+    the region's API Gateway logging role that its stage logging needs. Values that no deployment could succeed
+    with (the AWS limits above) are refused here, before anything is synthesized.
     """
 
     # Table
@@ -31,25 +68,32 @@ class DynamoQueueProps:
     table_encryption: dynamodb.TableEncryption = dynamodb.TableEncryption.AWS_MANAGED
 
     # Functions. `layer_dependencies=False` builds a layer of the project's own packages alone, for looking at
-    # the layer's layout without installing wheels.
+    # the layer's layout without installing wheels. `architecture` is "arm64" (Graviton, cheaper per second) or
+    # "x86_64" for a region whose Lambda has no arm64.
     memory_size_mb: int = 512
+    architecture: str = "arm64"
     layer_dependencies: bool = True
     log_level: str = "INFO"
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     service_name: str = "dynamo-queue"
     metrics_namespace: str = "DynamoQueue"
 
-    # Sweeper: one at a time (a second concurrent sweep only wastes conditional writes). A new account whose
-    # concurrency quota is 10 cannot reserve any: set `sweeper_reserved_concurrency` to 0 there to leave it
-    # unreserved.
+    # Sweeper. Overlapping sweeps are safe (every sweep write is conditional, and a sweep skips one that is
+    # running), so nothing is reserved by default (0): Lambda refuses a reservation that would leave the account
+    # less than its minimum of unreserved concurrency (100 at the usual quota of 1,000), and a new account whose
+    # quota is 10 has none to spare. 1 reserves one instance, which also caps the sweeper at one.
     sweeper_interval_minutes: int = 1
     sweeper_enabled: bool = True
-    sweeper_reserved_concurrency: int = 1
+    sweeper_reserved_concurrency: int = 0
 
-    # API
+    # API. Stage logging (errors and access logs) needs the region's API Gateway CloudWatch role, an account-wide
+    # setting: `api_account_logging_role=True` creates that role and sets it (a new account has none, and the
+    # stage cannot be created without it); False leaves the account's setting alone, for an account where another
+    # stack or an administrator already set it.
     api_stage_name: str = "v1"
     api_throttle_rate_limit: float = 500.0
     api_throttle_burst_limit: int = 1000
+    api_account_logging_role: bool = True
 
     # Alarms
     oldest_message_age_alarm_seconds: int = 900
@@ -60,14 +104,70 @@ class DynamoQueueProps:
     alarm_email: str | None = None
 
     def __post_init__(self) -> None:
-        if self.sweeper_interval_minutes < 1:
-            raise ValueError("sweeper_interval_minutes must be at least 1 (the Scheduler's finest rate)")
-        if self.api_throttle_burst_limit < 1 or self.api_throttle_rate_limit <= 0:
-            raise ValueError("API throttling limits must be positive")
-        if self.log_level.upper() not in {"DEBUG", "INFO", "WARN", "ERROR"}:
-            raise ValueError(f"log_level {self.log_level!r} is not one of DEBUG, INFO, WARN, ERROR")
-        if self.sweeper_reserved_concurrency < 0:
-            raise ValueError("sweeper_reserved_concurrency cannot be negative")
+        problems = self._problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def _problems(self) -> list[str]:
+        """Every setting that could not deploy, each with the limit it breaks."""
+        problems = []
+        if self.table_name is not None and not TABLE_NAME_PATTERN.fullmatch(self.table_name):
+            problems.append("table_name must be 3-255 characters of letters, digits, '_', '-' and '.'")
+        if self.removal_policy not in REMOVAL_POLICIES:
+            problems.append(
+                f"removal_policy must be RETAIN, DESTROY or RETAIN_ON_UPDATE_OR_DELETE, not {self.removal_policy}"
+            )
+        if self.removal_policy is cdk.RemovalPolicy.DESTROY and self.deletion_protection:
+            problems.append(
+                "removal_policy DESTROY needs deletion_protection=false: CloudFormation cannot delete a "
+                "deletion-protected table, so the stack's deletion would fail at it"
+            )
+        if not MEMORY_SIZE_MB[0] <= self.memory_size_mb <= MEMORY_SIZE_MB[1]:
+            problems.append(f"memory_size_mb must be {MEMORY_SIZE_MB[0]}-{MEMORY_SIZE_MB[1]} (Lambda's range)")
+        if self.architecture not in ARCHITECTURES:
+            problems.append(f"architecture must be one of {', '.join(ARCHITECTURES)}")
+        if self.log_level.upper() not in LOG_LEVELS:
+            problems.append(f"log_level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+        if not SERVICE_NAME_LENGTH[0] <= len(self.service_name) <= SERVICE_NAME_LENGTH[1]:
+            problems.append(f"service_name must be {SERVICE_NAME_LENGTH[0]}-{SERVICE_NAME_LENGTH[1]} characters")
+        if (
+            not NAMESPACE_PATTERN.fullmatch(self.metrics_namespace)
+            or not self.metrics_namespace.strip()
+            or self.metrics_namespace.startswith("AWS/")
+        ):
+            problems.append(
+                "metrics_namespace must be 1-255 characters of letters, digits, '.', '-', '_', '/', '#', ':' and "
+                "spaces, not all spaces, and must not start with 'AWS/'"
+            )
+        if not 1 <= self.sweeper_interval_minutes <= MAX_PERIOD_MINUTES:
+            problems.append(
+                f"sweeper_interval_minutes must be 1 (the Scheduler's finest rate) to {MAX_PERIOD_MINUTES} (an "
+                "alarm watches one interval, and CloudWatch evaluates at most a day)"
+            )
+        if not 0 <= self.sweeper_reserved_concurrency <= MAX_SWEEPER_RESERVED_CONCURRENCY:
+            problems.append(
+                f"sweeper_reserved_concurrency must be 0 (no reservation) to {MAX_SWEEPER_RESERVED_CONCURRENCY}"
+            )
+        if not STAGE_NAME_PATTERN.fullmatch(self.api_stage_name):
+            problems.append("api_stage_name must be 1-128 letters, digits, '-' and '_'")
+        if not 0 < self.api_throttle_rate_limit <= ACCOUNT_RATE_LIMIT:
+            problems.append(
+                f"api_throttle_rate_limit must be above 0 and at most the account's {ACCOUNT_RATE_LIMIT:,.0f}"
+            )
+        if not 1 <= self.api_throttle_burst_limit <= ACCOUNT_BURST_LIMIT:
+            problems.append(f"api_throttle_burst_limit must be 1 to the account's {ACCOUNT_BURST_LIMIT:,}")
+        if self.oldest_message_age_alarm_seconds < 1:
+            problems.append("oldest_message_age_alarm_seconds must be at least 1")
+        for name in ("dlq_depth_alarm_threshold", "dynamodb_user_errors_alarm_threshold"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} cannot be negative")
+        if not 1 <= self.alarm_period_minutes <= MAX_PERIOD_MINUTES:
+            problems.append(
+                f"alarm_period_minutes must be 1 to {MAX_PERIOD_MINUTES} (CloudWatch evaluates at most a day)"
+            )
+        if self.alarm_email is not None and not EMAIL_PATTERN.fullmatch(self.alarm_email):
+            problems.append(f"alarm_email {self.alarm_email!r} is not an email address")
+        return problems
 
     @property
     def wants_alarm_topic(self) -> bool:

@@ -10,9 +10,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
+from queue_api.operations import ROUTES, Access
 
-from infra.api import ROUTES, Access, build_api
-from infra.functions import ARCHITECTURE, RUNTIME, build_functions
+from infra.api import build_api
+from infra.functions import ARCHITECTURES, RUNTIME, build_functions
 from infra.layer import build_layer
 from infra.monitoring import Monitoring
 from infra.permissions import check_name, grant_tenant_table_access
@@ -37,7 +38,7 @@ class DynamoQueue(Construct):
         self.layer: lambda_.LayerVersion = build_layer(
             self,
             runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+            architecture=ARCHITECTURES[self.props.architecture],
             install_dependencies=self.props.layer_dependencies,
         )
         self.functions: Mapping[str, lambda_.Function] = build_functions(
@@ -129,7 +130,7 @@ class DynamoQueue(Construct):
                 route.access not in wanted or not _route_within(route.path, queue, client)
             ):
                 continue
-            path = route.path.replace("{q}", queue).replace("{c}", client).replace("{id}", "*")
+            path = route.path_for(q=queue, c=client, id="*")
             arn = self.api.arn_for_execute_api(route.method, path, stage)
             if arn not in arns:
                 arns.append(arn)

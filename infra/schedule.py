@@ -21,7 +21,7 @@ def build_sweeper_schedule(
     scope: Construct, *, sweeper: lambda_.Function, props: DynamoQueueProps
 ) -> scheduler.Schedule:
     """A missed or failed sweep is not retried: the next one is at most one interval away and does the same
-    work, whereas retries (185 over 24 h by default) would pile up behind the single reserved instance.
+    work, whereas retries (185 over 24 h by default) would only run beside the scheduled sweeps and skip.
     """
     stack = cdk.Stack.of(scope)
     # Its own role, confined to this account's schedules, instead of one shared by every schedule target of

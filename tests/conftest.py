@@ -29,6 +29,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the reliability stress tests at full size (tens of thousands of messages) instead of the short form",
     )
+    parser.addoption(
+        "--prop-sweep",
+        action="store_true",
+        default=False,
+        help="check the deploy-time rules on every deployment setting at each of its extremes alone (a synth each, "
+        "about two minutes), besides the defaults and all extremes at once",
+    )
 
 
 class FakeClock:

@@ -9,16 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from queue_api import docs, queues
 from queue_api.entry import handle_event
 from queue_api.observability import CORRELATION_ID_PATH, logger, metrics, tracer
-from queue_api.resolver import build_resolver
-
-app = build_resolver(queues.router, docs.router)
+from queue_api.operations import PRODUCER
 
 
 @logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return handle_event(event, context, app=app, actions=queues.ACTIONS)
+    return handle_event(event, context, function=PRODUCER)

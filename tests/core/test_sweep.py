@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 
+import boto3
 from queue_core import QueueClient
 
-from tests.conftest import FakeClock
+from tests.conftest import TABLE, FakeClock
+from tests.core.answers import Interleave, attached
 
 
 def test_sweep_moves_expired_over_limit_messages(client: QueueClient, clock: FakeClock) -> None:
@@ -69,3 +71,24 @@ def test_two_concurrent_sweeps_do_no_harm(client: QueueClient, clock: FakeClock)
     assert sum(report.moved_to_dlq for report in reports) == 10
     stats = queue.stats()
     assert (stats.visible, stats.dlq) == (0, 10)
+
+
+def test_a_sweep_that_overlaps_a_running_one_skips_it_and_the_next_one_runs(
+    client: QueueClient, clock: FakeClock, dynamodb
+) -> None:
+    """The scheduled sweeper takes a lease (one conditional write) and gives it back at the end: a sweep that
+    starts while another runs does nothing rather than read every sub-queue twice; a finished sweep, or one that
+    crashed once its lease ran out, never holds up the next."""
+    client.create_queue("leased")
+    client.queue("leased", "c").send("x")
+    other = QueueClient(TABLE, dynamodb=boto3.client("dynamodb", region_name="us-east-1"), clock=clock)
+    overlapping = []
+    with attached(dynamodb, Interleave("Query", lambda: overlapping.append(other.sweep(lease_seconds=50)))):
+        first = client.sweep(budget_seconds=50, lease_seconds=50)
+    assert not first.skipped and first.sub_queues == 1
+    assert overlapping[0].skipped and overlapping[0].sub_queues == 0
+    assert not client.sweep(lease_seconds=50).skipped
+    assert client._ctx.registry.take_sweep_lease(client._ctx.now_ms(), 50) is not None  # a sweep that crashed
+    assert client.sweep(lease_seconds=50).skipped
+    clock.advance(51)
+    assert not client.sweep(lease_seconds=50).skipped

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from queue_api import dlq, messages, queues
+from queue_api.invoke import actions_for
 from queue_api.openapi import document, document_json
 
 from dq.routes import ROUTES
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
-ACTIONS = {"producer": queues.ACTIONS, "poller": messages.ACTIONS, "dlq_redriver": dlq.ACTIONS}
 
 
 def operations() -> dict[tuple[str, str], dict]:
@@ -37,7 +36,7 @@ def test_each_operation_id_is_the_invoke_action_of_the_function_that_serves_it()
     for route in ROUTES:
         operation_id = operations()[(route.method, route.resource)]["operationId"]
         if route.resource != "/openapi.json":
-            assert operation_id in ACTIONS[route.function], (route, operation_id)
+            assert operation_id in actions_for(route.function), (route, operation_id)
 
 
 def test_errors_are_documented_with_the_one_error_shape() -> None:

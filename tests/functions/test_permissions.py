@@ -23,15 +23,16 @@ import pytest
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from botocore.exceptions import EndpointConnectionError
-from queue_api import core_client, dlq, messages, queues, sweep
+from queue_api import core_client
+from queue_api.invoke import actions_for
 from queue_api.openapi import document
+from queue_api.operations import ROUTES
 from queue_core import QueueClient, Throttled
 
 from functions.dlq_redriver import handler as redriver
 from functions.poller import handler as poller
 from functions.producer import handler as producer
 from functions.visibility_sweeper import handler as sweeper
-from infra.api import ROUTES
 from tests.conftest import FakeClock
 from tests.functions.conftest import TABLE, call, invoke
 from tests.infra.synth import synthesize
@@ -42,12 +43,6 @@ HANDLERS: dict[str, ModuleType] = {
     "poller": poller,
     "dlq_redriver": redriver,
     "visibility_sweeper": sweeper,
-}
-ACTIONS = {
-    "producer": queues.ACTIONS,
-    "poller": messages.ACTIONS,
-    "dlq_redriver": dlq.ACTIONS,
-    "visibility_sweeper": sweep.ACTIONS,
 }
 VIAS = ("http", "invoke")
 # Past the time a changed shard count takes to reach every process's cached settings, so that FIFO groups are
@@ -122,7 +117,7 @@ class Driver:
     def every_entry_point(self) -> set[str]:
         """The function's invoke actions and HTTP routes (of the deployed API), all of which a session must reach."""
         routes = {f"{route.method} {route.path}" for route in ROUTES if route.function == self.function}
-        return routes | {f"action {name}" for name in ACTIONS[self.function]}
+        return routes | {f"action {name}" for name in actions_for(self.function)}
 
 
 @functools.cache

@@ -13,6 +13,7 @@ from tests.functions.conftest import emf_records, invoke, metric_values
 
 REPORT_KEYS = {
     "sub_queues",
+    "skipped",
     "moved_to_dlq",
     "expired_deleted",
     "groups_freed",

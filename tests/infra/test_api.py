@@ -6,13 +6,14 @@ import json
 from typing import Any
 
 import pytest
+from queue_api.operations import ROUTES
 
 from infra.props import DynamoQueueProps
 from tests.infra.synth import Synthesized
 
 SUB_QUEUE = "/queues/{q}/clients/{c}"
-# CONTRACT.md's routes and the function that serves each.
-EXPECTED_ROUTES = {
+# CONTRACT.md's routes and the function that serves each: the operations may add routes, never lose one.
+CONTRACT_ROUTES = {
     ("PUT", "/queues/{q}"): "producer",
     ("GET", "/queues/{q}"): "producer",
     ("DELETE", "/queues/{q}"): "producer",
@@ -34,12 +35,15 @@ EXPECTED_ROUTES = {
     ("POST", f"{SUB_QUEUE}/dlq/redrive"): "dlq_redriver",
     ("POST", f"{SUB_QUEUE}/messages/{{id}}/dlq"): "dlq_redriver",
 }
-REQUIRED_BODIES = {
+CONTRACT_REQUIRED_BODIES = {
     ("POST", f"{SUB_QUEUE}/messages"),
     ("POST", f"{SUB_QUEUE}/delete"),
     ("POST", f"{SUB_QUEUE}/visibility"),
     ("POST", f"{SUB_QUEUE}/release"),
 }
+# What the API must serve: every operation's route and the function that serves it.
+EXPECTED_ROUTES = {(route.method, route.path): route.function for route in ROUTES}
+REQUIRED_BODIES = {(route.method, route.path) for route in ROUTES if route.body_required()}
 
 
 def _paths(synthesized: Synthesized) -> dict[str, str]:
@@ -69,6 +73,11 @@ def _methods(synthesized: Synthesized) -> dict[tuple[str, str], dict[str, Any]]:
 def _stage(synthesized: Synthesized) -> dict[str, Any]:
     (stage,) = synthesized.of_type("AWS::ApiGateway::Stage").values()
     return stage["Properties"]
+
+
+def test_the_operations_keep_every_contract_route_its_function_and_its_required_body() -> None:
+    assert CONTRACT_ROUTES.items() <= EXPECTED_ROUTES.items()
+    assert REQUIRED_BODIES & CONTRACT_ROUTES.keys() == CONTRACT_REQUIRED_BODIES
 
 
 def test_api_has_exactly_the_contract_routes(synthesized: Synthesized) -> None:

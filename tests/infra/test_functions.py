@@ -29,7 +29,8 @@ EXPECTED_TABLE_ACTIONS = {
 }
 # Only a query reads an index, and the DLQ redriver makes none.
 QUERIES_THE_INDEX = {"producer", "poller", "visibility_sweeper"}
-EXPECTED_TIMEOUTS = {"producer": 15, "poller": 30, "dlq_redriver": 60, "visibility_sweeper": 120}
+# The three behind the API stop by the time API Gateway does (29 s); the sweeper is only scheduled.
+EXPECTED_TIMEOUTS = {"producer": 15, "poller": 29, "dlq_redriver": 29, "visibility_sweeper": 120}
 
 
 def _function(synthesized: Synthesized, name: str) -> dict[str, Any]:
@@ -79,14 +80,14 @@ def test_function_timeouts_fit_their_work(synthesized: Synthesized, name: str) -
 
 
 def test_poller_outlasts_a_long_poll_but_api_gateway_bounds_the_wait(synthesized: Synthesized) -> None:
-    assert 20 < _function(synthesized, "poller")["Properties"]["Timeout"] <= 30
+    assert 20 < _function(synthesized, "poller")["Properties"]["Timeout"] <= 29
 
 
-def test_only_the_sweeper_is_limited_to_one_concurrent_run(synthesized: Synthesized) -> None:
+def test_no_function_reserves_concurrency_by_default(synthesized: Synthesized) -> None:
     reserved = {
         name: _function(synthesized, name)["Properties"].get("ReservedConcurrentExecutions") for name in FUNCTIONS
     }
-    assert reserved == {"producer": None, "poller": None, "dlq_redriver": None, "visibility_sweeper": 1}
+    assert reserved == dict.fromkeys(FUNCTIONS)
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

@@ -13,7 +13,8 @@ OPTIONS = {
     "dynamo-queue:removal_policy": "DESTROY",
     "dynamo-queue:deletion_protection": "false",
     "dynamo-queue:sweeper_interval_minutes": "5",
-    "dynamo-queue:sweeper_reserved_concurrency": "0",
+    "dynamo-queue:sweeper_reserved_concurrency": "1",
+    "dynamo-queue:api_account_logging_role": "false",
     "dynamo-queue:alarm_email": "ops@example.com",
     "dynamo-queue:log_retention": "ONE_WEEK",
     "dynamo-queue:api_throttle_rate_limit": "50",
@@ -49,11 +50,25 @@ def test_a_development_table_can_be_destroyed(configured: Synthesized) -> None:
     assert table["Properties"]["DeletionProtectionEnabled"] is False
 
 
-def test_sweeper_interval_and_concurrency_follow_the_props(configured: Synthesized) -> None:
+def test_sweeper_interval_and_an_opted_in_reservation_follow_the_props(configured: Synthesized) -> None:
     (schedule,) = configured.of_type("AWS::Scheduler::Schedule").values()
     sweeper = configured.resource(configured.stack.queue.sweeper)
     assert schedule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
-    assert "ReservedConcurrentExecutions" not in sweeper["Properties"]
+    assert sweeper["Properties"]["ReservedConcurrentExecutions"] == 1
+
+
+def test_without_the_account_logging_role_the_stack_leaves_the_account_setting_alone(
+    configured: Synthesized,
+) -> None:
+    (stage,) = configured.of_type("AWS::ApiGateway::Stage").values()
+    roles = configured.of_type("AWS::IAM::Role").values()
+    trusted = [role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] for role in roles]
+
+    assert configured.of_type("AWS::ApiGateway::Account") == {}
+    assert {"Service": "apigateway.amazonaws.com"} not in trusted
+    assert "DependsOn" not in stage
+    assert stage["Properties"]["MethodSettings"][0]["LoggingLevel"] == "ERROR"
+    assert "AccessLogSetting" in stage["Properties"]
 
 
 def test_alarm_email_gets_an_encrypted_topic_that_every_alarm_notifies(configured: Synthesized) -> None:
@@ -77,11 +92,44 @@ def test_log_retention_and_throttling_follow_the_props(configured: Synthesized) 
     assert stage["Properties"]["MethodSettings"][0]["ThrottlingRateLimit"] == 50
 
 
-def test_invalid_props_are_refused_before_synth() -> None:
-    with pytest.raises(ValueError, match="sweeper_interval_minutes"):
-        DynamoQueueProps(sweeper_interval_minutes=0)
-    with pytest.raises(ValueError, match="log_level"):
-        DynamoQueueProps(log_level="LOUD")
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("sweeper_interval_minutes", 0),
+        ("sweeper_interval_minutes", 1_441),
+        ("log_level", "LOUD"),
+        ("table_name", "ab"),
+        ("table_name", "queue table"),
+        ("table_name", "t" * 256),
+        ("memory_size_mb", 127),
+        ("memory_size_mb", 10_241),
+        ("architecture", "aarch64"),
+        ("service_name", ""),
+        ("metrics_namespace", "AWS/DynamoQueue"),
+        ("metrics_namespace", 'Dynamo"Queue'),
+        ("metrics_namespace", "   "),
+        ("sweeper_reserved_concurrency", -1),
+        ("sweeper_reserved_concurrency", 2),
+        ("api_stage_name", "v 1"),
+        ("api_stage_name", "s" * 129),
+        ("api_throttle_rate_limit", 0),
+        ("api_throttle_rate_limit", 10_001),
+        ("api_throttle_burst_limit", 5_001),
+        ("oldest_message_age_alarm_seconds", 0),
+        ("dlq_depth_alarm_threshold", -1),
+        ("alarm_period_minutes", 1_441),
+        ("alarm_email", "ops"),
+        ("removal_policy", cdk.RemovalPolicy.SNAPSHOT),
+    ],
+)
+def test_props_that_could_not_deploy_are_refused_before_synth(setting: str, value: object) -> None:
+    with pytest.raises(ValueError, match=setting):
+        DynamoQueueProps(**{setting: value})
+
+
+def test_a_destroyable_table_must_not_be_deletion_protected() -> None:
+    with pytest.raises(ValueError, match="deletion_protection=false"):
+        DynamoQueueProps(removal_policy=cdk.RemovalPolicy.DESTROY)
 
 
 def test_optional_resources_pass_cdk_nag_too(configured: Synthesized) -> None:

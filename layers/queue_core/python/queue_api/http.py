@@ -1,16 +1,21 @@
-"""Path and query parameters of the HTTP routes, and the error answers they document.
+"""The HTTP face of an operation: its path and query parameters, its documented answers, and the function the
+resolver calls for its route.
 
 The patterns match `queue_core`'s own checks, so a bad name is refused with a 400 before any DynamoDB call.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, Final, NamedTuple
 
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from queue_core import limits
 
-from .models import CLIENT_ID_PATTERN, MAX_MESSAGE_ID, QUEUE_NAME_PATTERN, ErrorAnswer
+from .operations import Operation
+from .schemas import ADDRESSES, CLIENT_ID_PATTERN, MAX_MESSAGE_ID, QUEUE_NAME_PATTERN, ErrorAnswer, may_be_left_out
 
 QueuePath = Annotated[
     str,
@@ -25,7 +30,26 @@ MessageIdPath = Annotated[
 ]
 LimitQuery = Annotated[int, Query(ge=1, le=limits.MAX_PEEK, description="at most this many messages")]
 
-_ERROR_DESCRIPTIONS = {
+
+class PathParameter(NamedTuple):
+    argument: str  # the route function's parameter
+    annotation: Any
+    field: str  # the address field it fills
+
+
+class QueryParameter(NamedTuple):
+    annotation: Any
+    default: Any  # the value when the query string leaves it out
+
+
+PATH_PARAMETERS: Final = {
+    "q": PathParameter("q", QueuePath, "queue"),
+    "c": PathParameter("c", ClientPath, "client"),
+    "id": PathParameter("message_id", MessageIdPath, "message_id"),
+}
+QUERY_PARAMETERS: Final = {"limit": QueryParameter(LimitQuery, 10)}
+
+_ERROR_DESCRIPTIONS: Final = {
     400: "ValidationError: malformed JSON, a wrong type, an unknown field, a value out of range, a bad name",
     404: "QueueNotFound or MessageNotFound",
     409: "QueueExists (other settings, or the queue changed meanwhile) or ReceiptHandleStale",
@@ -35,14 +59,62 @@ _ERROR_DESCRIPTIONS = {
 }
 
 
-def documented_responses(*statuses: int, success: str = "OK") -> dict[int, dict[str, Any]]:
-    """A route's documented answers: 200 with the route's return model, then its error answers (400, 429 and
-    500 always, plus `statuses`)."""
-    errors = sorted({400, 429, 500, *statuses})
-    documented: dict[int, dict[str, Any]] = {200: {"description": success}}
-    for status in errors:
+def rule(path: str) -> str:
+    """A route's path in Powertools' form: `<q>` for `{q}`."""
+    return path.replace("{", "<").replace("}", ">")
+
+
+def documented_responses(operation: Operation) -> dict[int, dict[str, Any]]:
+    """A route's documented answers: 200 with the route's answer model, then its error answers (500 always), then
+    201 for an operation that may create what it names."""
+    documented: dict[int, dict[str, Any]] = {200: {"description": operation.success}}
+    for status in sorted({*operation.errors, 500}):
         documented[status] = {
             "description": _ERROR_DESCRIPTIONS[status],
             "content": {"application/json": {"model": ErrorAnswer}},
         }
+    if operation.created:
+        documented[201] = {"description": operation.created}
     return documented
+
+
+def route_function(operation: Operation) -> Callable[..., Any]:
+    """The function Powertools calls for the operation's route. Its signature, which Powertools validates the
+    request against and documents, is built from the operation: its path parameters, its query parameters, and
+    its body (optional when every field of the request has a default). It builds the address and the request
+    from them and runs the operation's handler, as an invoke action does from the event."""
+    handler = operation.handler()
+    address_type = ADDRESSES[operation.path_parameters]
+    request_type = operation.request_type()
+    path = [PATH_PARAMETERS[name] for name in operation.path_parameters]
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [inspect.Parameter(part.argument, keyword, annotation=part.annotation) for part in path]
+    for name in operation.query:
+        query = QUERY_PARAMETERS[name]
+        parameters.append(inspect.Parameter(name, keyword, annotation=query.annotation, default=query.default))
+    if operation.has_body:
+        optional = may_be_left_out(request_type)
+        body_type = (request_type | None) if optional else request_type
+        default = None if optional else inspect.Parameter.empty
+        parameters.append(inspect.Parameter("body", keyword, annotation=Annotated[body_type, Body()], default=default))
+
+    def route(**arguments: Any) -> Any:
+        address = address_type.model_validate({part.field: arguments[part.argument] for part in path})
+        if operation.has_body:
+            request = arguments["body"] if arguments["body"] is not None else request_type()
+        else:
+            request = request_type.model_validate({name: arguments[name] for name in operation.query})
+        return http_answer(handler(address, request))
+
+    route.__name__ = route.__qualname__ = operation.name
+    route.__signature__ = inspect.Signature(parameters, return_annotation=operation.answer_type())
+    return route
+
+
+def http_answer(answer: Any) -> Any:
+    """A handler's answer as the route returns it: an `(answer, status)` pair becomes a `Response` with that
+    status; an answer alone is a 200."""
+    if isinstance(answer, tuple):
+        body, status = answer
+        return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body)
+    return answer

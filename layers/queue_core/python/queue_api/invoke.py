@@ -10,37 +10,47 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from .errors import UnsupportedBody, error_answer
-from .models import NoAddress
-
-Operation = Callable[[Any, Any], BaseModel]
+from . import operations
+from .error_mapping import UnsupportedBody, error_answer
+from .operations import Operation
+from .schemas import ADDRESSES
 
 
 @dataclass(frozen=True)
 class Action:
     """One invoke action: where it points (`address`), what it takes (`request`) and what it runs.
 
-    `run` takes the validated address and request, and the Lambda context for actions that budget their time.
+    `run` takes the validated address and request, and the Lambda context for actions that budget their time;
+    it returns the answer model, or the answer and the status its HTTP route would answer.
     """
 
-    run: Callable[[Any, Any, Any], BaseModel]
-    address: type[BaseModel] = NoAddress
-    request: Any = NoAddress
+    run: Callable[[Any, Any, Any], Any]
+    address: type[BaseModel]
+    request: Any
 
     @classmethod
-    def of(cls, operation: Operation, address: type[BaseModel] = NoAddress, request: Any = NoAddress) -> Action:
-        """An action for an operation that needs no Lambda context."""
-        return cls(run=lambda where, what, _context: operation(where, what), address=address, request=request)
+    def of(cls, operation: Operation) -> Action:
+        handler = operation.handler()
+        run = handler if operation.uses_context else lambda where, what, _context: handler(where, what)
+        return cls(run=run, address=ADDRESSES[operation.path_parameters], request=operation.request_type())
 
     @cached_property
     def request_adapter(self) -> TypeAdapter[Any]:
         """Built on first use: a cold start serves one action, not all of them."""
         return TypeAdapter(self.request)
+
+
+@cache
+def actions_for(function: str) -> Mapping[str, Action]:
+    """`function`'s invoke actions by name, built on its first invoke."""
+    return {
+        operation.name: Action.of(operation) for operation in operations.of_function(function) if operation.invocable
+    }
 
 
 def dispatch(
@@ -75,4 +85,5 @@ def run_action(action: Action, fields: Mapping[str, Any], context: Any) -> dict[
     address = action.address.model_validate({k: v for k, v in fields.items() if k in address_names})
     rest = {k: v for k, v in fields.items() if k != "action" and k not in address_names}
     request = action.request_adapter.validate_python(rest)
-    return action.run(address, request, context).model_dump(mode="json")
+    answer = action.run(address, request, context)
+    return (answer[0] if isinstance(answer, tuple) else answer).model_dump(mode="json")

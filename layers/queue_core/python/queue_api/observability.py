@@ -2,28 +2,79 @@
 
 Powertools shares state between instances of the same class, so creating them once here and importing them
 everywhere is what keeps one JSON log format, one trace and one EMF namespace per function.
+
+The Tracer records through the X-Ray SDK as Powertools' default does, but imports it when the first traced call
+opens a subsegment instead of when the handler is imported: the SDK costs a cold start about as much as boto3.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.tracing.base import BaseProvider
 
 SERVICE: Final = os.getenv("POWERTOOLS_SERVICE_NAME") or "dynamo-queue"
 NAMESPACE: Final = os.getenv("POWERTOOLS_METRICS_NAMESPACE") or "DynamoQueue"
 # Invoke events carry no request id of their own; Lambda's `function_request_id` identifies those.
 CORRELATION_ID_PATH: Final = correlation_paths.API_GATEWAY_REST
 
+
+class LazyXRayProvider(BaseProvider):
+    """The X-Ray SDK's recorder, imported on first use.
+
+    It does what Powertools does with the recorder it imports itself: while tracing is on, subsegments are
+    streamed one by one (`streaming_threshold=0`), and the modules the Tracer asks to patch (every supported one
+    by default) are patched before the first subsegment opens, so every AWS call of an invocation is traced.
+    """
+
+    def __init__(self) -> None:
+        self._recorder: Any = None
+        self._patch_all = False
+        self._patch_modules: tuple[str, ...] = ()
+
+    def _loaded(self) -> Any:
+        if self._recorder is None:
+            from aws_xray_sdk import core, global_sdk_config
+
+            if global_sdk_config.sdk_enabled():
+                core.xray_recorder.configure(streaming_threshold=0)
+            if self._patch_all:
+                core.patch_all()
+            elif self._patch_modules:
+                core.patch(self._patch_modules)
+            self._recorder = core.xray_recorder
+        return self._recorder
+
+    def in_subsegment(self, name: str | None = None, **kwargs: Any) -> Any:
+        return self._loaded().in_subsegment(name=name, **kwargs)
+
+    def in_subsegment_async(self, name: str | None = None, **kwargs: Any) -> Any:
+        return self._loaded().in_subsegment_async(name=name, **kwargs)
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        self._loaded().put_annotation(key=key, value=value)
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        self._loaded().put_metadata(key=key, value=value, namespace=namespace)
+
+    def patch(self, modules: Sequence[str]) -> None:
+        self._patch_modules = tuple(modules)
+
+    def patch_all(self) -> None:
+        self._patch_all = True
+
+
 logger = Logger(
     service=SERVICE,
     level=os.getenv("POWERTOOLS_LOG_LEVEL") or os.getenv("LOG_LEVEL") or "INFO",
 )
-tracer = Tracer(service=SERVICE)
+tracer = Tracer(service=SERVICE, provider=LazyXRayProvider())
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 # Reads (stats, peek, get) publish no metric; that is expected, not worth a warning in every log stream.

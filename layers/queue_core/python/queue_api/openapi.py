@@ -27,10 +27,10 @@ _POWERTOOLS_ERROR_SCHEMAS: Final = ("HTTPValidationError", "ValidationError", "R
 
 def documentation_app() -> Any:
     """A resolver with every function's routes, built only to describe them."""
-    from . import dlq, docs, messages, queues
+    from .operations import OPERATIONS
     from .resolver import build_resolver
 
-    return build_resolver(queues.router, messages.router, dlq.router, docs.router)
+    return build_resolver(OPERATIONS)
 
 
 @functools.cache

@@ -1,32 +1,43 @@
-"""The REST resolver every function builds from its routers, with validation on and errors mapped once."""
+"""The REST resolver of a function's routes, with validation on and errors mapped once."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from http import HTTPStatus
 from typing import Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.api_gateway import Router
 from queue_core import MessageTooLarge, limits
 
-from .errors import RouteNotFound, UnsupportedBody, error_answer, http_error_response
+from . import http, operations
+from .error_mapping import RouteNotFound, UnsupportedBody, error_answer, http_error_response
+from .operations import Operation
 
 # Room for one message at the body limit with worst-case JSON escaping, and SQS's 1 MiB total of a batch.
 MAX_REQUEST_BYTES: Final = 4 * limits.MAX_BODY_BYTES
 
 
-def build_resolver(*routers: Router) -> APIGatewayRestResolver:
-    """A resolver serving `routers`: request bodies, path and query parameters and answers are validated against
-    the routes' pydantic models, and every error leaves as `{"error": {"code", "message"}}`."""
+def build_resolver(served: Iterable[Operation]) -> APIGatewayRestResolver:
+    """A resolver serving the routes of `served`: request bodies, path and query parameters and answers are
+    validated against the operations' pydantic models, and every error leaves as `{"error": {"code", "message"}}`."""
     app = APIGatewayRestResolver(
         enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
     )
-    for router in routers:
-        app.include_router(router)
+    for operation in served:
+        if operation.method is None or operation.path is None:
+            continue
+        app.route(
+            http.rule(operation.path),
+            operation.method,
+            operation_id=operation.name,
+            summary=operation.summary,
+            tags=[operation.tag],
+            responses=http.documented_responses(operation),
+        )(http.route_function(operation))
     app.exception_handler(Exception)(http_error_response)
 
     @app.not_found
@@ -35,6 +46,13 @@ def build_resolver(*routers: Router) -> APIGatewayRestResolver:
         return http_error_response(RouteNotFound(f"no route for {event.http_method} {event.path}"))
 
     return app
+
+
+@functools.cache
+def resolver_for(function: str) -> APIGatewayRestResolver | None:
+    """The resolver of `function`'s routes, built on its first HTTP request; None when it serves no route."""
+    served = [operation for operation in operations.of_function(function) if operation.path is not None]
+    return build_resolver(served) if served else None
 
 
 def resolve(app: APIGatewayRestResolver, event: Mapping[str, Any], context: Any) -> dict[str, Any]:

@@ -97,6 +97,12 @@ class QueueClient:
         return total
 
     def sweep(
-        self, budget_seconds: float | None = None, max_items: int | None = None, cursor: str | None = None
+        self,
+        budget_seconds: float | None = None,
+        max_items: int | None = None,
+        cursor: str | None = None,
+        lease_seconds: float | None = None,
     ) -> SweepReport:
-        return Sweeper(self._ctx, self.queue).run(budget_seconds, max_items, cursor)
+        """Housekeeping of every sub-queue (see `sweep.Sweeper`); the scheduled sweeper passes `lease_seconds`
+        so that two sweeps never run over each other."""
+        return Sweeper(self._ctx, self.queue).run(budget_seconds, max_items, cursor, lease_seconds)

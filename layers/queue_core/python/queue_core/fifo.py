@@ -316,7 +316,8 @@ class FifoQueue:
 
     def _mark(self, item: Item, group_key: dict[str, str], token: str, until: int, now: int) -> Item | None:
         try:
-            return self.ctx.store.write(writes.mark({"pk": item["pk"], "sk": item["sk"]}, token, until, now))
+            key = {"pk": item["pk"], "sk": item["sk"]}
+            return self.ctx.store.write(writes.mark(key, token, until, now, int(item["receive_count"])))
         except ConditionFailed as failed:
             if failed.item is not None and failed.item.get("tok") == token:
                 return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
@@ -368,9 +369,10 @@ class FifoQueue:
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-            if "tok" in failed.item:
+            if "tok" in failed.item or not failed.repeated:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-            # Nobody holds it: this release was applied and its answer lost; the group's part is safe to repeat.
+            # Nobody holds it and the SDK repeated the request: this release was applied and its answer lost; the
+            # group's part is safe to repeat.
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
 

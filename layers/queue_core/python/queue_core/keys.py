@@ -37,6 +37,10 @@ def settings_key(queue: str) -> dict[str, str]:
     return {"pk": f"Q#{queue}", "sk": SETTINGS_SK}
 
 
+def sweep_lease_key() -> dict[str, str]:
+    return {"pk": REGISTRY_PK, "sk": "LEASE#sweep"}
+
+
 def listing_key(queue: str) -> dict[str, str]:
     return {"pk": REGISTRY_PK, "sk": f"{_LISTING_PREFIX}{queue}"}
 

@@ -89,4 +89,6 @@ class SweepReport(_Json):
     items_read: int = 0
     complete: bool = True
     cursor: str | None = None
+    # True when another sweep held the lease, so this one did nothing.
+    skipped: bool = False
     depths: list[dict[str, Any]] = field(default_factory=list)

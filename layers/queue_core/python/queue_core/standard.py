@@ -88,7 +88,10 @@ class StandardQueue:
             left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
             for position, (entry, ref, _) in enumerate(chunk):
                 results[entry.index] = (
-                    Throttled("DynamoDB throttled this entry; it was not stored, send it again")
+                    Throttled(
+                        "DynamoDB did not confirm this entry (throttled, or its answer was lost): it may not be "
+                        "stored; send it again, with a dedup id if it must be stored once"
+                    )
                     if position in left
                     else SendResult(ref.message_id, ref.sequence)
                 )
@@ -217,7 +220,12 @@ class StandardQueue:
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-            if release and "tok" not in failed.item and int(failed.item["visible_at"]) == visible_at:
+            if (
+                failed.repeated
+                and release
+                and "tok" not in failed.item
+                and int(failed.item["visible_at"]) == visible_at
+            ):
                 return visible_at  # our release was applied and its answer lost: the SDK's retry found it done
             raise ReceiptHandleStale("the message was received again since this receipt handle") from None
         return visible_at

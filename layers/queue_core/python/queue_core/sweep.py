@@ -31,9 +31,25 @@ class Sweeper:
         self._ctx = ctx
         self._sub_queue = sub_queue
 
-    def run(self, budget_seconds: float | None, max_items: int | None, cursor: str | None) -> SweepReport:
+    def run(
+        self, budget_seconds: float | None, max_items: int | None, cursor: str | None, lease_seconds: float | None
+    ) -> SweepReport:
         """Sub-queues in a stable order from `cursor`; stops when the time or item budget is spent and says
-        where to resume (`cursor`) and that work is left (`complete` False)."""
+        where to resume (`cursor`) and that work is left (`complete` False). With `lease_seconds`, a fresh sweep
+        first takes the sweep lease (one conditional write) and does nothing (`skipped`) while another sweep's
+        lease runs: overlapping sweeps are harmless, every write being conditional, but read everything twice. The
+        lease is given back at the end (a second write), so a finished sweep never delays the next one."""
+        if not lease_seconds or cursor:
+            return self._run(budget_seconds, max_items, cursor)
+        holder = self._ctx.registry.take_sweep_lease(self._ctx.now_ms(), lease_seconds)
+        if holder is None:
+            return SweepReport(skipped=True)
+        try:
+            return self._run(budget_seconds, max_items, cursor)
+        finally:
+            self._ctx.registry.release_sweep_lease(holder)
+
+    def _run(self, budget_seconds: float | None, max_items: int | None, cursor: str | None) -> SweepReport:
         report = SweepReport()
         deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
         if not cursor:

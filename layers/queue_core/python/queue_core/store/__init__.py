@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
@@ -56,16 +57,31 @@ _THROTTLES = frozenset(
 _UNREACHABLE = (BotoConnectionError, HTTPClientError)
 _BATCH_RETRIES = 8
 _NO_BLIND_PUT_RETRY = "queue-core-no-blind-put-retry"
+_NOTE_REPEAT = "queue-core-note-repeat"
 _ITEM_TOO_LARGE = "Item size"  # DynamoDB: "Item size has exceeded the maximum allowed size" (and "... to update")
 _deserializer = TypeDeserializer()
 
 
 class ConditionFailed(Exception):
-    """A write's condition did not hold; `item` is the item as it was (None when there was none)."""
+    """A write's condition did not hold; `item` is the item as it was (None when there was none). `repeated`:
+    the SDK sent the request again after an answer that may have been lost, so the write may be this call's own
+    first attempt (the caller reads `item` to tell)."""
 
-    def __init__(self, item: Item | None) -> None:
+    def __init__(self, item: Item | None, repeated: bool = False) -> None:
         super().__init__("condition failed")
         self.item = item
+        self.repeated = repeated
+
+
+# Whether the SDK has repeated the current call of this thread after a network error (botocore runs its retry
+# hooks in the calling thread).
+_call_state = threading.local()
+
+
+def _note_repeat(caught_exception: Exception | None = None, **_: Any) -> None:
+    """Notes that a request is about to be sent again after it may have been applied; decides nothing."""
+    if isinstance(caught_exception, HTTPClientError):
+        _call_state.repeated = True
 
 
 class TransactionCancelled(Exception):
@@ -129,14 +145,17 @@ class Store:
         dynamodb.meta.events.register(
             "needs-retry.dynamodb.BatchWriteItem", _no_blind_put_retry, unique_id=_NO_BLIND_PUT_RETRY
         )
+        dynamodb.meta.events.register("needs-retry.dynamodb", _note_repeat, unique_id=_NOTE_REPEAT)
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        _call_state.repeated = False
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
-                raise ConditionFailed(deserialize(error.response.get("Item"))) from None
+                repeated = getattr(_call_state, "repeated", False)
+                raise ConditionFailed(deserialize(error.response.get("Item")), repeated) from None
             if code == "TransactionCanceledException":
                 self._raise_cancelled(error)
             _raise_mapped(error)
@@ -226,22 +245,25 @@ class Store:
         return sorted(positions[_request_id(request)] for request in pending)
 
     def _write_each_once(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """After a batch's answer was lost: each put again only if its item is absent (present means the lost
-        batch stored it, since every message key is new), each delete again as it was. Returns those left."""
-        left = []
+        """After a batch's answer was lost: a put whose item is there was stored by it (every message key is
+        new); a put whose item is missing is left for the caller to report, never written again, since it may
+        have been stored, received and deleted meanwhile (written again it would come back from the dead).
+        Deletes are sent again as they were. Returns those left."""
+        puts = [request for request in requests if "PutRequest" in request]
+        keys = [{name: request["PutRequest"]["Item"][name] for name in ("pk", "sk")} for request in puts]
+        try:
+            stored = {(item["pk"], item["sk"]) for item in self.batch_get([deserialize(key) for key in keys])}
+        except Throttled:
+            return requests
+        left = [
+            request for request, key in zip(puts, keys, strict=True) if tuple(deserialize(key).values()) not in stored
+        ]
         for request in requests:
-            try:
-                if "PutRequest" in request:
-                    item = request["PutRequest"]["Item"]
-                    self._call(
-                        "put_item", TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)"
-                    )
-                else:
+            if "DeleteRequest" in request:
+                try:
                     self._call("delete_item", TableName=self.table, Key=request["DeleteRequest"]["Key"])
-            except ConditionFailed:
-                continue
-            except Throttled:
-                left.append(request)
+                except Throttled:
+                    left.append(request)
         return left
 
     def query(

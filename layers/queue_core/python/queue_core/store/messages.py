@@ -22,7 +22,7 @@ _MARK = (
     "ADD receive_count :one"
 )
 _MARK_CONDITION = (
-    "attribute_exists(pk) AND (attribute_not_exists(tok) OR attribute_not_exists(held_until) OR held_until <= :now)"
+    "receive_count = :seen AND (attribute_not_exists(tok) OR attribute_not_exists(held_until) OR held_until <= :now)"
 )
 
 
@@ -36,16 +36,19 @@ def claim(key: Key, token: str, until: int, now: int, max_receive_count: int) ->
         ":now": now,
         ":nows": now // 1000,
     }
-    condition = "visible_at <= :now AND expires_at > :nows"
+    # Never twice with one token: with a visibility of 0 the message is visible again at once, and a repeat of
+    # this very claim by the SDK would otherwise count a second receive.
+    condition = "visible_at <= :now AND expires_at > :nows AND (attribute_not_exists(tok) OR tok <> :tok)"
     if max_receive_count:
         condition += " AND receive_count < :max"
         values[":max"] = max_receive_count
     return update(key, _CLAIM, values, condition=condition, returns="ALL_NEW")
 
 
-def mark(key: Key, token: str, until: int, now: int) -> Write:
-    """A FIFO message taken by the claim of its group (which holds the lock)."""
-    values = {":tok": token, ":until": until, ":now": now, ":one": 1}
+def mark(key: Key, token: str, until: int, now: int, seen: int) -> Write:
+    """A FIFO message taken by the claim of its group (which holds the lock), only if nobody took it since the
+    claim read it (`seen` receives): a claimer that stalled past its lock must not count a receive twice."""
+    values = {":tok": token, ":until": until, ":now": now, ":one": 1, ":seen": seen}
     return update(key, _MARK, values, condition=_MARK_CONDITION, returns="ALL_NEW")
 
 

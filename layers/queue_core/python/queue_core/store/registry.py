@@ -23,6 +23,18 @@ def remove_settings(key: Key, generation: str) -> Write:
     return delete(key, condition="generation = :g", values={":g": generation})
 
 
+def take_lease(key: Key, holder: str, now: int, until: int) -> Write:
+    """A lease until `until`, only if nobody holds an unexpired one (one write, no read); `expires_at` lets TTL
+    remove it."""
+    item = {**key, "holder": holder, "lease_until": until, "expires_at": until // 1000 + 3600}
+    return put(item, condition="attribute_not_exists(pk) OR lease_until <= :now", values={":now": now})
+
+
+def release_lease(key: Key, holder: str) -> Write:
+    """The holder's lease ends early, only if it is still the holder's."""
+    return delete(key, condition="holder = :h", values={":h": holder})
+
+
 def register(item: dict[str, Any]) -> Write:
     """A client's registration in a generation, once: a repeat tells the secret the first one drew."""
     return put_new(item)

@@ -1,4 +1,5 @@
 """The visibility sweeper's one operation: run the core's sweep inside the function's time and publish depths.
+Its action (also what a schedule's event runs) is in `queue_api.operations`.
 
 The sweep stops between sub-queues when its budget is spent, so the budget is the function's remaining time less
 a margin for the sub-queue in progress and for publishing; an unfinished sweep resumes on the next schedule.
@@ -12,9 +13,8 @@ from typing import Any, Final
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from .core_client import queue_client
-from .invoke import Action
-from .models import NoAddress, SweepAnswer, SweepRequest
 from .observability import NAMESPACE, count, tracer
+from .schemas import NoAddress, SweepAnswer, SweepRequest
 
 MIN_MARGIN_SECONDS: Final = 2.0
 MARGIN_SHARE: Final = 0.2
@@ -42,7 +42,10 @@ def budget_seconds(request: SweepRequest, context: Any) -> float | None:
 
 @tracer.capture_method(capture_response=False)
 def sweep(_address: NoAddress, request: SweepRequest, context: Any) -> SweepAnswer:
-    report = queue_client().sweep(budget_seconds=budget_seconds(request, context))
+    budget = budget_seconds(request, context)
+    # A fresh sweep of a function's run holds the lease for its budget: a sweep that overlaps it (a slow run, a
+    # manual invoke) answers `skipped` instead of reading every sub-queue a second time.
+    report = queue_client().sweep(budget_seconds=budget, lease_seconds=budget)
     count("MessagesMovedToDlq", report.moved_to_dlq)
     publish_depths(report.depths)
     return SweepAnswer.model_validate(report.to_dict())
@@ -75,6 +78,3 @@ def _metrics() -> EphemeralMetrics:
     """A metrics set of its own (not the function's shared one), with no service dimension, so each record
     carries exactly the dimensions given."""
     return EphemeralMetrics(namespace=NAMESPACE, service="")
-
-
-ACTIONS = {"sweep": Action(run=sweep, request=SweepRequest)}

@@ -198,6 +198,9 @@ class SendMessageAnswer(SendBatchAnswer):
     duplicate: bool = False
 
 
+SendAnswer = SendMessageAnswer | SendBatchAnswer
+
+
 # Receiving and settling.
 
 
@@ -330,7 +333,13 @@ class SweepAnswer(Answer):
     items_read: int
     complete: bool = Field(description="false when the budget ran out with work left")
     cursor: str | None
+    skipped: bool = Field(default=False, description="true when another sweep was running, so this one did nothing")
     depths: list[QueueDepth]
+
+
+# The API's own description.
+
+OpenApiDocument = dict[str, Any]
 
 
 # Errors.
@@ -343,10 +352,6 @@ class ErrorDetail(BaseModel):
 
 class ErrorAnswer(BaseModel):
     error: ErrorDetail
-
-
-class InvokeErrorAnswer(ErrorAnswer):
-    status: int = Field(description="the HTTP status the same error has over HTTP")
 
 
 # Addresses of invoke events: the path parameters of the matching HTTP route.
@@ -366,3 +371,21 @@ class SubQueueAddress(QueueAddress):
 
 class MessageAddress(SubQueueAddress):
     message_id: MessageId
+
+
+# Each address by the path parameters of its routes: `{q}` names the queue, `{c}` the client, `{id}` the message.
+ADDRESSES: Final[dict[tuple[str, ...], type[Request]]] = {
+    (): NoAddress,
+    ("q",): QueueAddress,
+    ("q", "c"): SubQueueAddress,
+    ("q", "c", "id"): MessageAddress,
+}
+
+
+def may_be_left_out(request: Any) -> bool:
+    """Whether a request body may be absent: a model each of whose fields has a default (a union never is)."""
+    return (
+        isinstance(request, type)
+        and issubclass(request, BaseModel)
+        and not any(field.is_required() for field in request.model_fields.values())
+    )

@@ -1,0 +1,44 @@
+"""The DLQ redriver's operations: list a sub-queue's dead-letter queue, move messages back from it, and move a
+waiting message into it by hand. Their routes and actions are in `queue_api.operations`.
+
+A schedule can run `redrive` as an invoke action (`{"action": "redrive", "queue", "client", "max_messages"}`)
+to drain a DLQ at a steady rate.
+"""
+
+from __future__ import annotations
+
+from .core_client import queue_client
+from .observability import count, tracer
+from .schemas import (
+    ListRequest,
+    MessageAddress,
+    MessageList,
+    Moved,
+    NoAddress,
+    Redriven,
+    RedriveRequest,
+    SubQueueAddress,
+)
+
+
+@tracer.capture_method(capture_response=False)
+def list_dlq(address: SubQueueAddress, request: ListRequest) -> MessageList:
+    messages = queue_client().queue(address.queue, address.client).dlq_list(request.limit)
+    return MessageList.model_validate({"messages": [message.to_dict() for message in messages]})
+
+
+@tracer.capture_method(capture_response=False)
+def redrive(address: SubQueueAddress, request: RedriveRequest) -> Redriven:
+    """All of the DLQ, the oldest `max_messages`, or the given `message_ids`, back with receive counts reset."""
+    moved = queue_client().queue(address.queue, address.client).redrive(**request.model_dump())
+    count("MessagesRedriven", moved)
+    return Redriven(redriven=moved)
+
+
+@tracer.capture_method(capture_response=False)
+def move_to_dlq(address: MessageAddress, _request: NoAddress) -> Moved:
+    """An operator marks a waiting message invalid: it moves to the DLQ now, whatever its receive count, in one
+    transaction. An in-flight or FIFO message is refused (400): its receiver or its receive limit decides."""
+    moved = queue_client().queue(address.queue, address.client).move_to_dlq(address.message_id)
+    count("MessagesMovedToDlq", int(moved))
+    return Moved(moved=moved)

@@ -1,0 +1,82 @@
+"""The poller's operations: receive (long poll), delete, change visibility, release, peek, get, cancel, purge,
+stats. Their routes and actions are in `queue_api.operations`."""
+
+from __future__ import annotations
+
+from .core_client import queue_client
+from .observability import count, tracer
+from .schemas import (
+    DeleteAnswer,
+    Deleted,
+    DeleteRequest,
+    ListRequest,
+    MessageAddress,
+    MessageAnswer,
+    MessageList,
+    NoAddress,
+    Purged,
+    QueueStatsAnswer,
+    ReceiveAnswer,
+    ReceiveRequest,
+    ReleaseRequest,
+    SubQueueAddress,
+    VisibilityRequest,
+    VisibleAt,
+)
+
+
+@tracer.capture_method(capture_response=False)
+def receive(address: SubQueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
+    """Waits up to `wait_seconds` and returns as soon as anything is received."""
+    sub_queue = queue_client().queue(address.queue, address.client)
+    received = sub_queue.receive(**request.model_dump())
+    count("MessagesReceived", len(received))
+    count("ClaimConflicts", sub_queue.claim_conflicts)
+    return ReceiveAnswer.model_validate({"messages": [message.to_dict() for message in received]})
+
+
+@tracer.capture_method(capture_response=False)
+def delete(address: SubQueueAddress, request: DeleteRequest) -> DeleteAnswer:
+    result = queue_client().queue(address.queue, address.client).delete_batch(request.receipt_handles)
+    answer = DeleteAnswer.model_validate(result.to_dict())
+    count("MessagesDeleted", len(answer.successful))
+    return answer
+
+
+@tracer.capture_method(capture_response=False)
+def change_visibility(address: SubQueueAddress, request: VisibilityRequest) -> VisibleAt:
+    sub_queue = queue_client().queue(address.queue, address.client)
+    return VisibleAt(visible_at=sub_queue.change_visibility(request.receipt_handle, request.visibility_timeout))
+
+
+@tracer.capture_method(capture_response=False)
+def release(address: SubQueueAddress, request: ReleaseRequest) -> VisibleAt:
+    sub_queue = queue_client().queue(address.queue, address.client)
+    return VisibleAt(visible_at=sub_queue.release(request.receipt_handle, request.delay_seconds))
+
+
+@tracer.capture_method(capture_response=False)
+def peek(address: SubQueueAddress, request: ListRequest) -> MessageList:
+    messages = queue_client().queue(address.queue, address.client).peek(request.limit)
+    return MessageList.model_validate({"messages": [message.to_dict() for message in messages]})
+
+
+@tracer.capture_method(capture_response=False)
+def get(address: MessageAddress, _request: NoAddress) -> MessageAnswer:
+    message = queue_client().queue(address.queue, address.client).get(address.message_id)
+    return MessageAnswer.model_validate(message.to_dict())
+
+
+@tracer.capture_method(capture_response=False)
+def cancel(address: MessageAddress, _request: NoAddress) -> Deleted:
+    return Deleted(deleted=queue_client().queue(address.queue, address.client).cancel(address.message_id))
+
+
+@tracer.capture_method(capture_response=False)
+def purge(address: SubQueueAddress, _request: NoAddress) -> Purged:
+    return Purged(purged=queue_client().queue(address.queue, address.client).purge())
+
+
+@tracer.capture_method(capture_response=False)
+def stats(address: SubQueueAddress, _request: NoAddress) -> QueueStatsAnswer:
+    return QueueStatsAnswer.model_validate(queue_client().queue(address.queue, address.client).stats().to_dict())

@@ -1,0 +1,88 @@
+"""The producer's operations: create, describe, list, update and delete queues, list a queue's clients, send
+messages, and describe the API itself. Their routes and actions are in `queue_api.operations`."""
+
+from __future__ import annotations
+
+from .core_client import queue_client
+from .observability import count, tracer
+from .openapi import document
+from .schemas import (
+    ClientList,
+    CreateQueueRequest,
+    Deleted,
+    NoAddress,
+    OpenApiDocument,
+    QueueAddress,
+    QueueDescription,
+    QueueList,
+    QueueSettingsAnswer,
+    QueueStatsAnswer,
+    SendAnswer,
+    SendBatchAnswer,
+    SendBatchRequest,
+    SendMessageAnswer,
+    SendMessageRequest,
+    SubQueueAddress,
+    UpdateQueueRequest,
+)
+
+
+@tracer.capture_method(capture_response=False)
+def create_queue(address: QueueAddress, request: CreateQueueRequest) -> tuple[QueueSettingsAnswer, int]:
+    """The queue's settings, with 201 when this call created it and 200 when it existed with these settings.
+    Only the fields the caller gave are passed on, so the core's defaults stay the one source of defaults."""
+    settings = queue_client().create_queue(address.queue, **request.model_dump(exclude_unset=True))
+    return QueueSettingsAnswer.model_validate(settings.to_dict()), 201 if settings.created else 200
+
+
+@tracer.capture_method(capture_response=False)
+def get_queue(address: QueueAddress, _request: NoAddress) -> QueueDescription:
+    client = queue_client()
+    settings = client.get_queue(address.queue)
+    stats = QueueStatsAnswer.model_validate(client.queue_stats(address.queue).to_dict())
+    return QueueDescription.model_validate({**settings.to_dict(), "stats": stats})
+
+
+@tracer.capture_method(capture_response=False)
+def list_queues(_address: NoAddress, _request: NoAddress) -> QueueList:
+    queues = [QueueSettingsAnswer.model_validate(settings.to_dict()) for settings in queue_client().list_queues()]
+    return QueueList(queues=queues)
+
+
+@tracer.capture_method(capture_response=False)
+def update_queue(address: QueueAddress, request: UpdateQueueRequest) -> QueueSettingsAnswer:
+    """The queue's settings after the change. Only the fields the caller gave are changed; a concurrent change
+    of `shards` or `retention_seconds` makes this a 409 (`QueueExists`), to be read again and retried."""
+    settings = queue_client().update_queue(address.queue, **request.model_dump(exclude_none=True))
+    return QueueSettingsAnswer.model_validate(settings.to_dict())
+
+
+@tracer.capture_method(capture_response=False)
+def list_clients(address: QueueAddress, _request: NoAddress) -> ClientList:
+    """One query of the queue's client partition; a client appears once it has sent."""
+    return ClientList(clients=queue_client().clients(address.queue))
+
+
+@tracer.capture_method(capture_response=False)
+def delete_queue(address: QueueAddress, _request: NoAddress) -> Deleted:
+    queue_client().delete_queue(address.queue)
+    return Deleted(deleted=True)
+
+
+@tracer.capture_method(capture_response=False)
+def send(address: SubQueueAddress, request: SendMessageRequest | SendBatchRequest) -> SendAnswer:
+    """One message or a batch. Fields left out (or null) are not passed on, so the queue's own defaults apply."""
+    sub_queue = queue_client().queue(address.queue, address.client)
+    if isinstance(request, SendBatchRequest):
+        batch = sub_queue.send_batch([entry.model_dump(exclude_none=True) for entry in request.messages])
+        answer = SendBatchAnswer.model_validate(batch.to_dict())
+        count("MessagesSent", sum(not entry.duplicate for entry in answer.successful))
+        return answer
+    result = sub_queue.send(**request.model_dump(exclude_none=True)).to_dict()
+    count("MessagesSent", 0 if result.get("duplicate") else 1)
+    return SendMessageAnswer.model_validate({**result, "successful": [{"index": 0, **result}], "failed": []})
+
+
+def openapi(_address: NoAddress, _request: NoAddress) -> OpenApiDocument:
+    """The one OpenAPI document of every route of every function."""
+    return document()
