@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
+from queue_core import Message as QueueMessage
 from queue_core import QueueStats, ReceivedMessage
 
 from tests.reliability.ledger import receipt_token
@@ -35,6 +36,7 @@ class Message:
     receive_count: int = 0
     token: str | None = None
     in_flight: bool = False
+    released_by: str | None = None  # the claim that last gave it back, until it is received again
 
 
 @dataclass
@@ -157,6 +159,44 @@ class Reference:
                 break
         return got, moved
 
+    def check_sharded_receive(
+        self, received: list[ReceivedMessage], moved: list[str], want: int, order: str, now: int
+    ) -> None:
+        """Checks a standard receive from several shards, which it visits in an order of its own choosing: from
+        each shard it visited, the first deliverable messages in that shard's own order, the over-limit ones it
+        passed on the way moved to the DLQ; and something, when something deliverable was visible and nothing
+        over its limit stood in the way."""
+        visible = sorted(
+            (m for m in self.live.values() if m.visible_at <= now),
+            key=lambda m: (m.visible_at, m.seq),
+            reverse=order == "newest",
+        )
+        bodies = [message.body for message in received]
+        if len(bodies) > want or len(set(bodies)) != len(bodies):
+            raise Disagreement(f"asked for {want}, received {bodies}")
+        for body in moved:
+            message = self.live.get(body)
+            if message is None or message.visible_at > now or not self._over_limit(message):
+                raise Disagreement(f"{body} moved to the DLQ while not visible or under its receive limit")
+        for shard in {_shard(message.message_id) for message in received}:
+            in_shard = [m for m in visible if _shard(m.message_id) == shard]
+            got = [message.body for message in received if _shard(message.message_id) == shard]
+            deliverable = [m.body for m in in_shard if not self._over_limit(m)]
+            if got != deliverable[: len(got)]:
+                raise Disagreement(f"shard {shard} gave {got}, its first deliverable are {deliverable[: len(got)]}")
+            passed = in_shard[: [m.body for m in in_shard].index(got[-1])]
+            skipped = [m.body for m in passed if self._over_limit(m) and m.body not in moved]
+            if skipped:
+                raise Disagreement(f"shard {shard}: {skipped} passed over but not moved to the DLQ")
+        if not received and any(not self._over_limit(m) for m in visible) and not any(map(self._over_limit, visible)):
+            raise Disagreement("deliverable messages were visible, none over its limit, yet the receive found none")
+
+    def saw_ids(self, messages: list[QueueMessage]) -> None:
+        """Message ids as the queue shows them now (a redrive may move a message to another shard, so its id)."""
+        for message in messages:
+            if message.body in self.live:
+                self.live[message.body].message_id = message.message_id
+
     def claimed_standard(
         self, received: list[ReceivedMessage], moved: list[str], visibility: int | None, now: int
     ) -> None:
@@ -168,7 +208,9 @@ class Reference:
             model.receive_count += 1
             model.visible_at = now + seconds * 1000
             model.token = receipt_token(message.receipt_handle)
+            model.released_by = None
             model.in_flight = True
+            model.message_id = message.message_id
             if message.receive_count != model.receive_count:
                 raise Disagreement(f"{message.body}: receive count {message.receive_count}, {model.receive_count} due")
 
@@ -223,6 +265,7 @@ class Reference:
                     raise Disagreement(f"{message.body} delivered past its receive limit")
                 model.receive_count += 1
                 model.token = token
+                model.released_by = None
                 if message.receive_count != model.receive_count:
                     raise Disagreement(
                         f"{message.body}: receive count {message.receive_count}, due {model.receive_count}"
@@ -258,12 +301,19 @@ class Reference:
             visible_at = answered
         else:
             visible_at = now + delay * 1000
-        message.token = None
+        message.token, message.released_by = None, handle.token
         if message.group is None:
             message.visible_at, message.in_flight = visible_at, False
         else:
             self._ack(self._group_of(message), handle, visible_at, removed=False)
         return ("ok", visible_at)
+
+    def released_by(self, handle: Handle) -> bool:
+        """Whether this handle's claim gave the message back and nobody received it since: a release with it again
+        is stale, unless its answer was lost and the SDK sent it again, when it cannot tell its own first attempt
+        from the earlier release (either answer is then allowed, and neither may change anything)."""
+        message = self.live.get(handle.body)
+        return message is not None and message.token is None and message.released_by == handle.token
 
     def change_visibility(self, handle: Handle, seconds: int, now: int) -> Outcome:
         """A FIFO handle extends its group's lock while the claim still owns it; a standard one its message."""
@@ -377,6 +427,11 @@ class Reference:
 
     def dead(self) -> set[tuple[str, int]]:
         return {(body, message.receive_count) for body, message in self.dlq.items()}
+
+
+def _shard(message_id: str) -> int:
+    """The shard of a standard message id (`S{shard}.{sequence}`)."""
+    return int(message_id[1:].split(".", 1)[0])
 
 
 def _b64(text: str) -> str:

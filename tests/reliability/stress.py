@@ -1,10 +1,17 @@
-"""A crash-and-fault stress run: producers and consumers on threads, a driver that moves the fake clock.
+"""A crash-and-fault stress run: producers and consumers on threads, the fake clock moved by a thread of its own.
 
 Consumers misbehave on purpose: some crash without deleting (the message must come back when its visibility runs
 out), some give messages back, some extend their visibility while they work, some race a second delete of the same
 handle, some are too slow and lose their claim. Producers send with dedup ids and retry whatever failed with the
-same id, so that a send whose answer was lost never stores a message twice. The driver advances the clock, runs the
-sweep beside the consumers, and at checkpoints stops everyone to compare the stats with the table's content.
+same id, so that a send whose answer was lost never stores a message twice. The driver runs the sweep beside the
+consumers and, at checkpoints, stops everyone and the clock to compare the stats with the table and the ledger.
+
+An operator works beside them all: it changes the shard count of both queues again and again (up past eight and
+back down to one), and it deletes two queues of their own (standard and FIFO, with producers and consumers of
+their own) and creates them again under the same name. Each send to those records the *epoch* it returned in (the
+epoch moves on when a delete starts, when the creation after it starts and when that is done), each receive the
+epoch it started in: a message sent before a delete must never be delivered by a receive that started after the
+queue was created again.
 
 Every delivery is recorded in a `Ledger` (who held what, when, on the fake clock); every delete DynamoDB applied
 is recorded by `TableTruth`. The checks at the end compare the two with what the producers sent.
@@ -12,7 +19,6 @@ is recorded by `TableTruth`. The checks at the end compare the two with what the
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
@@ -22,42 +28,72 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from queue_core import QueueClient, QueueError, ReceiptHandleStale, ReceivedMessage, SubQueue
+from queue_core import (
+    QueueClient,
+    QueueError,
+    QueueExists,
+    QueueNotFound,
+    ReceiptHandleStale,
+    ReceivedMessage,
+    SubQueue,
+    Throttled,
+)
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector
 from tests.reliability.ledger import Hold, Ledger
-from tests.reliability.truth import TableTruth
-
-logger = logging.getLogger("tests.reliability")
+from tests.reliability.truth import DEAD_LETTERS, TableTruth
 
 STANDARD, FIFO = "stress", "stress.fifo"
 SUB_QUEUES: tuple[tuple[str, str], ...] = ((STANDARD, "a"), (STANDARD, "b"), (FIFO, "a"), (FIFO, "b"))
+MAIN_QUEUES = (STANDARD, FIFO)
 VISIBILITY = 30
 MAX_RECEIVE_COUNT = 3
 STANDARD_SHARDS = 2
+# The shard counts each queue is changed to, in turn: up past eight, and back down to one.
+# Readers visit every layout a message may still live under, so the widest one comes late: it costs each later
+# receive and stats call.
+RESHARDS: dict[str, tuple[int, ...]] = {
+    STANDARD: (3, 1, 4, 2, 5, 1, 3, 6, 9, 2, 12, 1, 16, 3),
+    FIFO: (2, 4, 1, 3, 5, 2, 1, 6, 9, 2, 12, 1, 16, 3),
+}
+RESHARD_ATTEMPTS = 40
+# The queues deleted and created again during the run, with a producer and a consumer each.
+CHURN_STANDARD, CHURN_FIFO = "churn", "churn.fifo"
+CHURN_QUEUES = (CHURN_STANDARD, CHURN_FIFO)
+CHURN_CLIENT = "c"
+CHURN_GROUPS = 3
+CHURN_SEND_PAUSE_SECONDS = 0.25  # a light load beside the main queues
+CHURN_GAP_SECONDS = 0.1  # between a delete and the creation after it: sends meet QueueNotFound meanwhile
 GROUPS_PER_SUB_QUEUE = 12
-POISON_EVERY = 50  # one message in 50 always fails: it must end in the DLQ, and nothing else may be blocked
+POISON_EVERY = 49  # one message in 49 (in every sub-queue) always fails: it must end in the DLQ, blocking nothing
 BACKLOG_CAP = 30  # messages stored and not yet settled, per sub-queue: keeps moto's table (and its scans) small
-CLOCK_STEP_SECONDS = 0.5
+CLOCK_STEP_SECONDS = 1.0
 CLOCK_TICK_SECONDS = 0.02
 SWEEP_EVERY_SECONDS = 2.0
+SWEEP_BUDGET_SECONDS = 1.0
+SETTLED_EVERY_SECONDS = 1.0
 IDLE_FIRST_SECONDS = 0.01
 IDLE_MAX_SECONDS = 0.25
-SLOW_SLEEP_SECONDS = 1.7  # more than VISIBILITY on the fake clock: the slow consumer loses its claim
+SLOW_SLEEP_SECONDS = 1.0  # more than VISIBILITY on the fake clock: the slow consumer loses its claim
 
 
 @dataclass(frozen=True)
 class Scale:
+    """How big a run is: messages to the two main queues, workers, checkpoints (runs without faults only), shard
+    changes per main queue (at most `len(RESHARDS[...])`), and deletes-and-creations of the churn queues."""
+
     messages: int
     consumers: int = 16
     producers: int = 4
     checkpoints: int = 2
+    reshards: int = 10
+    recreations: int = 3
     deadline_seconds: float = 240.0
 
 
-SHORT = Scale(messages=750)
-FULL = Scale(messages=10_000, checkpoints=6, deadline_seconds=3600.0)
+SHORT = Scale(messages=600)
+FULL = Scale(messages=10_000, checkpoints=6, reshards=14, recreations=12, deadline_seconds=3600.0)
 
 
 @dataclass(frozen=True)
@@ -91,6 +127,11 @@ class Figures:
     settle_errors: int = 0
     sweeps: int = 0
     checkpoints: int = 0
+    reshards: int = 0
+    recreations: int = 0
+    churn_sent: int = 0
+    churn_refused: int = 0
+    churn_deliveries: int = 0
     counts: Counter = field(default_factory=Counter)
 
     def add(self, name: str, amount: int = 1) -> None:
@@ -152,6 +193,9 @@ class Gate:
 
 
 class StressRun:
+    """One run: `create_queues()`, `run()` (returns when every message is settled or the deadline passed), then
+    `verify()` for the list of every invariant broken, and `report()` for the figures."""
+
     def __init__(
         self,
         client: QueueClient,
@@ -173,6 +217,7 @@ class StressRun:
         self.stored: dict[str, str] = {}
         self.stored_by_sub_queue: Counter = Counter()
         self.problems: list[str] = []
+        self.unconfirmed: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._gate = Gate()
@@ -180,19 +225,22 @@ class StressRun:
         self._racers = ThreadPoolExecutor(4, thread_name_prefix="stress-race")
         self.sub_queues = {(queue, name): client.queue(queue, name) for queue, name in SUB_QUEUES}
         self.elapsed = 0.0
+        # The churn queues: the epoch each send returned in, each delivery with the epoch its receive started in.
+        self._epoch = 0
+        self._churn_bodies = iter(range(10**9))
+        self.churn_sent: dict[str, int] = {}
+        self.churn_delivered: list[tuple[str, int]] = []
+        self._operator_done = threading.Event()
 
     # Set-up.
     def create_queues(self) -> None:
-        common = {"visibility_timeout": VISIBILITY, "max_receive_count": MAX_RECEIVE_COUNT, "dedup_window_seconds": 60}
-        self.client.create_queue(STANDARD, shards=STANDARD_SHARDS, **common)
-        self.client.create_queue(FIFO, **common)
+        self.client.create_queue(STANDARD, shards=STANDARD_SHARDS, **_COMMON)
+        self.client.create_queue(FIFO, **_COMMON)
+        for queue in CHURN_QUEUES:
+            self.client.create_queue(queue, **_COMMON)
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
-
-    def _note(self, problem: str) -> None:
-        with self._lock:
-            self.problems.append(problem)
 
     def _count(self, name: str) -> None:
         with self._lock:
@@ -226,13 +274,15 @@ class StressRun:
         return stored - self.truth.deleted_by_sub_queue[(queue, client)]
 
     def _send_until_stored(self, chunk: list[Planned], rng: random.Random) -> None:
+        """Waits for room in the backlog, then sends until every message is stored; what failed is sent again at
+        once, with its dedup id, well within the dedup window."""
         sub = self.sub_queues[(chunk[0].queue, chunk[0].client)]
         pending = list(chunk)
+        while self._backlog(chunk[0].queue, chunk[0].client) > BACKLOG_CAP and not self._stop.is_set():
+            self._gate.wait_if_paused()
+            time.sleep(0.01)
         while pending and not self._stop.is_set():
             self._gate.wait_if_paused()
-            if self._backlog(chunk[0].queue, chunk[0].client) > BACKLOG_CAP:
-                time.sleep(0.01)
-                continue
             entries = [_entry(message) for message in pending]
             try:
                 result = sub.send_batch(entries)
@@ -246,6 +296,12 @@ class StressRun:
                 self._stored(message, success["message_id"], bool(success.get("duplicate")))
                 done.add(message.index)
             if result.failed:
+                for failure in result.failed:
+                    message = pending[failure["index"]]
+                    if message.dedup_id is None and failure["code"] == "Throttled":
+                        # Unconfirmed (its answer may have been lost after it was stored): sent again without a
+                        # dedup id, it may be stored twice — at least once, as the queue promises for plain sends.
+                        self.unconfirmed.add(message.body)
                 self._count("send_retries")
                 time.sleep(rng.uniform(0, 0.01))
             pending = [message for message in pending if message.index not in done]
@@ -363,6 +419,112 @@ class StressRun:
                 time.sleep(0.005)
         return False
 
+    # The operator: shard changes and deletes-and-creations, spread over the run by the messages sent so far.
+    def _operate(self) -> None:
+        plan: list[tuple[float, Callable[[], None]]] = []
+        for n in range(self.scale.reshards):
+            for offset, queue in enumerate(MAIN_QUEUES):
+                at = (n + 0.5 * offset + 0.5) / (self.scale.reshards + 1)
+                plan.append((at, lambda queue=queue, shards=RESHARDS[queue][n]: self._reshard(queue, shards)))
+        plan += [(0.1 + 0.8 * n / self.scale.recreations, self._recreate) for n in range(self.scale.recreations)]
+        plan.sort(key=lambda step: step[0])
+        try:
+            for at, step in plan:
+                while self.figures.sent < at * self.scale.messages:
+                    if self._stop.wait(CLOCK_TICK_SECONDS):
+                        return
+                step()
+        finally:
+            self._operator_done.set()
+
+    def _reshard(self, queue: str, shards: int) -> None:
+        """A change of `shards`, tried again while the sweep changed the settings meanwhile or DynamoDB throttles."""
+        for _ in range(RESHARD_ATTEMPTS):
+            try:
+                self.client.update_queue(queue, shards=shards)
+            except (QueueExists, Throttled):
+                time.sleep(0.01)
+                continue
+            except QueueError as error:
+                self.problems.append(f"{queue}: shards={shards} refused: {error.code} {error}")
+                return
+            self._count("reshards")
+            return
+        self.problems.append(f"{queue}: shards={shards} not applied in {RESHARD_ATTEMPTS} attempts")
+
+    def _recreate(self) -> None:
+        """Both churn queues deleted, then created again under their names, while their workers go on. Epochs
+        `3k` are live, `3k + 1` deleting, `3k + 2` creating."""
+        self._next_epoch()
+        for queue in CHURN_QUEUES:
+            self._until_done(lambda queue=queue: self.client.delete_queue(queue), QueueNotFound)
+        time.sleep(CHURN_GAP_SECONDS)
+        self._next_epoch()
+        for queue in CHURN_QUEUES:
+            self._until_done(lambda queue=queue: self.client.create_queue(queue, **_COMMON), None)
+        self._next_epoch()
+        self._count("recreations")
+
+    def _next_epoch(self) -> None:
+        with self._lock:
+            self._epoch += 1
+
+    def _until_done(self, call: Callable[[], object], done: type[QueueError] | None) -> None:
+        """An administrative call repeated until it succeeds (or raises `done`: the work was done before)."""
+        for _ in range(RESHARD_ATTEMPTS):
+            try:
+                call()
+                return
+            except QueueError as error:
+                if done is not None and isinstance(error, done):
+                    return
+                time.sleep(0.01)
+        self.problems.append(f"an administrative call failed {RESHARD_ATTEMPTS} times")
+
+    def epoch(self) -> int:
+        with self._lock:
+            return self._epoch
+
+    # The churn queues' own workers: nothing they send must outlive a delete.
+    def _churn_produce(self, queue: str) -> None:
+        sub = self.client.queue(queue, CHURN_CLIENT)
+        while not self._stop.wait(CHURN_SEND_PAUSE_SECONDS):
+            number = next(self._churn_bodies)
+            body = f"{queue}/{number:06d}"
+            try:
+                sub.send(body, group_id=f"g{number % CHURN_GROUPS}" if queue == CHURN_FIFO else None)
+                self._count("churn_sent")
+            except QueueNotFound:
+                self._count("churn_refused")
+            except QueueError:
+                pass
+            with self._lock:
+                self.churn_sent[body] = self._epoch
+
+    def _churn_consume(self, queue: str) -> None:
+        sub = self.client.queue(queue, CHURN_CLIENT)
+        while not self._stop.is_set():
+            self._churn_receive(sub)
+
+    def _churn_receive(self, sub: SubQueue) -> int:
+        started = self.epoch()
+        try:
+            messages = sub.receive(max_messages=5, visibility_timeout=VISIBILITY)
+        except QueueError:
+            time.sleep(0.02)
+            return 0
+        with self._lock:
+            self.churn_delivered += [(message.body, started) for message in messages]
+            self.figures.churn_deliveries += len(messages)
+        for message in messages:
+            try:
+                sub.delete(message.receipt_handle)
+            except QueueError:
+                break
+        if not messages:
+            time.sleep(CHURN_SEND_PAUSE_SECONDS)
+        return len(messages)
+
     # The driver.
     def _tick(self) -> None:
         """Moves the fake clock steadily, apart from checkpoints, whatever the other threads are doing."""
@@ -382,21 +544,26 @@ class StressRun:
             for i in range(self.scale.consumers)
         ]
         threads.append(threading.Thread(target=self._tick, name="stress-clock", daemon=True))
+        threads.append(threading.Thread(target=self._sweep_steadily, name="stress-sweeper", daemon=True))
+        threads.append(threading.Thread(target=self._operate, name="stress-operator", daemon=True))
+        for queue in CHURN_QUEUES:
+            threads.append(threading.Thread(target=self._churn_produce, args=(queue,), name="churn-producer"))
+            threads.append(threading.Thread(target=self._churn_consume, args=(queue,), name="churn-consumer"))
         self._ticking.set()
         for thread in threads:
+            thread.daemon = True
             thread.start()
         checkpoint_at = [
             self.scale.messages * (n + 1) // (self.scale.checkpoints + 1) for n in range(self.scale.checkpoints)
         ]
-        last_sweep = time.monotonic()
+        last_look = time.monotonic()
         deadline = started + self.scale.deadline_seconds
         try:
             while time.monotonic() < deadline:
                 time.sleep(CLOCK_TICK_SECONDS)
-                if time.monotonic() - last_sweep >= SWEEP_EVERY_SECONDS:
-                    last_sweep = time.monotonic()
-                    self._sweep()
-                    if self._settled() >= self.scale.messages:
+                if time.monotonic() - last_look >= SETTLED_EVERY_SECONDS:
+                    last_look = time.monotonic()
+                    if self._settled() >= self.scale.messages and self._operator_done.is_set():
                         break
                 if checkpoint_at and self.faults is None and self.figures.sent >= checkpoint_at[0]:
                     checkpoint_at.pop(0)
@@ -418,6 +585,18 @@ class StressRun:
         self._last_poll()
         self._sweep()
 
+    def _sweep_steadily(self) -> None:
+        """The scheduled sweeper, beside the consumers: a pass in budgeted slices, each resuming where the last
+        one stopped, as the deployed sweeper runs. It stops for checkpoints between slices, like the workers."""
+        self._gate.enter()
+        cursor: str | None = None
+        try:
+            while not self._stop.wait(SWEEP_EVERY_SECONDS if cursor is None else 0):
+                self._gate.wait_if_paused()
+                cursor = self._sweep(cursor, SWEEP_BUDGET_SECONDS)
+        finally:
+            self._gate.leave()
+
     def _last_poll(self) -> None:
         """What a consumer still polling would do once everything is settled: find nothing. A receive that meets
         a FIFO group whose count a fault left too high (a delete applied, its group update lost) finds it empty
@@ -427,22 +606,38 @@ class StressRun:
             left = sub.receive(max_messages=10)
             if left:
                 self.problems.append(f"{queue}/{client}: {len(left)} delivered after the end, e.g. {left[0].body}")
+        for queue in CHURN_QUEUES:
+            while self._churn_receive(self.client.queue(queue, CHURN_CLIENT)):
+                pass
 
-    def _sweep(self) -> None:
-        self.figures.add("expired_by_ttl", self.truth.expire(self.now_ms()))
+    def _sweep(self, cursor: str | None = None, budget_seconds: float | None = None) -> str | None:
+        """One sweep (or the slice of one that starts at `cursor`); returns where the next slice starts, None when
+        the pass is complete (or failed: the next one starts over)."""
+        if cursor is None:
+            expired = self.truth.expire(self.now_ms())
+            with self._lock:
+                self.figures.add("expired_by_ttl", expired)
         try:
-            self.client.sweep()
-            self.figures.sweeps += 1
+            report = self.client.sweep(budget_seconds=budget_seconds, cursor=cursor)
+            if not report.complete and report.cursor in (None, cursor):
+                # The budget ran out before the slice swept anything: the rest of the pass goes without one.
+                report = self.client.sweep(cursor=cursor)
         except QueueError:
-            self.figures.add("sweep_errors")
+            with self._lock:
+                self.figures.add("sweep_errors")
+            return None
+        if report.complete:
+            self._count("sweeps")
+            return None
+        return report.cursor
 
     def _settled(self) -> int:
-        """Messages deleted or in the DLQ, by the table's own account."""
-        dead = sum(
-            len(self.truth.dlq_items(queue, client, STANDARD_SHARDS if queue == STANDARD else 1))
-            for queue, client in SUB_QUEUES
-        )
-        return len(self.truth.deleted) + dead
+        """Messages of the main queues deleted or in the DLQ, by the table's own account (each counted once, so a
+        message deleted twice never makes the run end before another one is settled)."""
+        dead = self.truth.by_sub_queue([DEAD_LETTERS])
+        settled = set(self.truth.deleted_bodies(MAIN_QUEUES))
+        settled.update(item["body"] for key in SUB_QUEUES for item in dead[key])
+        return len(settled)
 
     def _checkpoint(self) -> None:
         """Everyone stops between calls; the stats must then agree with the table and with the ledger."""
@@ -457,8 +652,8 @@ class StressRun:
             now = self.now_ms()
             for (queue, client), sub in self.sub_queues.items():
                 stats = sub.stats()
-                live = self._live(queue, client)
-                dead = len(self.truth.dlq_items(queue, client, STANDARD_SHARDS if queue == STANDARD else 1))
+                live = self.truth.live_messages(queue, client)
+                dead = len(self.truth.dlq_items(queue, client))
                 label = f"{queue}/{client}"
                 if stats.visible + stats.in_flight + stats.delayed != len(live) or stats.dlq != dead:
                     self.problems.append(
@@ -473,10 +668,6 @@ class StressRun:
             self._gate.resume()
             self._ticking.set()
 
-    def _live(self, queue: str, client: str) -> list[dict[str, Any]]:
-        groups = [f"g{n}" for n in range(GROUPS_PER_SUB_QUEUE)] if queue == FIFO else []
-        return self.truth.live_messages(queue, client, STANDARD_SHARDS, groups)
-
     # The verdict.
     def verify(self) -> list[str]:
         """Every check of the run; an empty list means every invariant held."""
@@ -485,17 +676,20 @@ class StressRun:
         missing = bodies - set(self.stored)
         if missing:
             problems.append(f"{len(missing)} messages never stored, e.g. {sorted(missing)[:3]}")
-        deleted = self.truth.deleted_bodies()
-        problems += [f"{body} deleted {count} times" for body, count in deleted.items() if count > 1]
+        deleted = self.truth.deleted_bodies(MAIN_QUEUES)
+        problems += [
+            f"{body} deleted {count} times"
+            for body, count in deleted.items()
+            if count > (2 if body in self.unconfirmed else 1)
+        ]
         problems += [f"{body} deleted but never sent" for body in deleted if body not in bodies]
         dead: Counter = Counter()
         for queue, client in SUB_QUEUES:
-            shards = STANDARD_SHARDS if queue == STANDARD else 1
-            for item in self.truth.dlq_items(queue, client, shards):
+            for item in self.truth.dlq_items(queue, client):
                 dead[item["body"]] += 1
                 if int(item["receive_count"]) != MAX_RECEIVE_COUNT:
                     problems.append(f"{item['body']} in the DLQ after {item['receive_count']} receives")
-            live = self._live(queue, client)
+            live = self.truth.live_messages(queue, client)
             if live:
                 problems.append(f"{queue}/{client}: {len(live)} messages left, e.g. {live[0]['body']}")
             stats = self.sub_queues[(queue, client)].stats()
@@ -520,11 +714,31 @@ class StressRun:
         self.figures.deliveries = self.ledger.deliveries
         self.figures.add("dlq", sum(dead.values()))
         self.figures.add("deleted", len(deleted))
+        return problems + self._verify_churn()
+
+    def _verify_churn(self) -> list[str]:
+        """Nothing sent before a delete is delivered by a receive that started after the creation that followed.
+        A send that returned while the queue was live (epoch `3k`) or being deleted (`3k + 1`, so into the old
+        queue if anywhere) must not be delivered from the next live epoch on (`3k + 3`); one that returned while
+        the queue was being created (`3k + 2`) may have reached the new queue, so not from the live epoch after
+        the next delete on (`3k + 6`)."""
+        problems = []
+        for body, started in self.churn_delivered:
+            sent = self.churn_sent.get(body)
+            if sent is None:
+                problems.append(f"{body} delivered by a churn queue but never sent")
+                continue
+            live_again = sent - sent % 3 + (6 if sent % 3 == 2 else 3)
+            if started % 3 == 0 and started >= live_again:
+                problems.append(f"{body} sent in epoch {sent}, before a delete, delivered in epoch {started}")
+        epochs = {started for _, started in self.churn_delivered if started % 3 == 0}
+        if self.scale.recreations and len(epochs) < 2:
+            problems.append(f"the churn queues delivered in {len(epochs)} incarnation(s) only: nothing was tested")
         return problems
 
     def report(self) -> str:
         figures = self.figures
-        faults = dict(self.faults.counts) if self.faults is not None else {}
+        faults = {str(kind): count for kind, count in self.faults.counts.items()} if self.faults is not None else {}
         return (
             f"{figures.sent} messages ({figures.counts['deleted']} deleted, {figures.counts['dlq']} to the DLQ), "
             f"{self.scale.consumers} consumers, {self.scale.producers} producers, {figures.deliveries} deliveries, "
@@ -535,9 +749,21 @@ class StressRun:
             f"{figures.settle_errors} settle errors, "
             f"{figures.sweeps} sweeps ({figures.counts['sweep_errors']} failed), "
             f"{figures.checkpoints} checkpoints, {figures.counts['expired_by_ttl']} items expired by TTL, "
-            f"faults {sum(faults.values())} { ({str(kind): count for kind, count in faults.items()}) }, "
+            f"{figures.reshards} shard changes, {figures.recreations} deletes and creations of the churn queues "
+            f"({figures.churn_sent} sent, {figures.churn_refused} refused as not found, "
+            f"{figures.churn_deliveries} delivered), "
+            f"faults {sum(faults.values())} {faults}, "
             f"{self.elapsed:.1f} s"
         )
+
+
+# The dedup window (six seconds of real time) outlasts a producer's retries of one message, so a retry is never
+# stored as a second message.
+_COMMON: dict[str, int] = {
+    "visibility_timeout": VISIBILITY,
+    "max_receive_count": MAX_RECEIVE_COUNT,
+    "dedup_window_seconds": 300,
+}
 
 
 def _entry(message: Planned) -> dict[str, Any]:

@@ -2,12 +2,21 @@
 
 After every step the stats, the receivable messages (peek) and the DLQ must agree with the reference; every
 answer (a message list, an error code, a new visibility time) must be one the contract allows.
+
+Two things change nothing the contract shows, so the reference stays as it is: a change of the shard count (a
+step of its own), and, in any step, a write applied twice because its answer was lost and the SDK sent it again.
+One step starts over: the queue is deleted and created again under its name, and nothing of the old one (a
+message, a dedup id, a receipt handle) may reach the new one.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, Phase, settings
@@ -22,6 +31,7 @@ from hypothesis.stateful import (
 from queue_core import QueueClient, QueueError, SubQueue
 
 from tests.conftest import FakeClock
+from tests.reliability.faults import WRITES, FaultInjector, Kind
 from tests.reliability.model import Disagreement, Handle, Outcome, Reference
 
 VISIBILITY = 30
@@ -30,6 +40,16 @@ DEDUP_WINDOW = 60
 GROUPS = ("g1", "g2", "g3")
 RELEASE_DELAYS = {"release": 0, "release later": 20, "back off": None}
 ACTIONS = ("delete", "delete", *RELEASE_DELAYS, "extend")
+JOBS = ("sweep", "sweep", "redrive all", "redrive one", "purge", "reshard", "delete and create again")
+# Which write of a step is applied twice, its answer lost and the SDK's retry answering instead (None: no fault).
+LOST_ANSWERS = st.sampled_from([None, None, 0, 1, 2])
+# The shard counts a queue is changed to, in turn. Every later step reads each shard of every layout kept, so the
+# counts stay small: the stress run goes wider.
+RESHARDS = (2, 4, 1, 3, 1)
+# Each change of `shards` keeps the old layout while messages may live under it, up to a limit of the core's
+# (MAX_SHARD_LAYOUTS); an example stays well below it.
+MAX_RESHARDS = 10
+STALE_HANDLES_TRIED = 4
 # No shrinking: each step costs a few moto calls, so shrinking a failure takes minutes; a failure is reported with
 # its (at most 30) steps as they ran, which reads well enough. No example database either: runs stay hermetic.
 SETTINGS = settings(
@@ -41,6 +61,20 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 _queue_numbers = itertools.count()
+# What the steps that the contract does not show did, over every example: each must have happened.
+exercised: Counter = Counter()
+
+
+def losing_an_answer(step: Callable[..., None]) -> Callable[..., None]:
+    """The step takes `lose`, the position of its write whose answer is lost and sent again by the SDK (None for
+    none); the contract, so the reference, is the same either way."""
+
+    @functools.wraps(step)
+    def run(self: QueueAgainstReference, lose: int | None, **arguments: Any) -> None:
+        with self.answer_lost(lose):
+            step(self, **arguments)
+
+    return run
 
 
 class QueueAgainstReference(RuleBasedStateMachine):
@@ -53,23 +87,46 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.client = client
         self.clock = clock
         self.name = f"model{next(_queue_numbers)}" + (".fifo" if self.fifo else "")
-        client.create_queue(
-            self.name,
-            visibility_timeout=VISIBILITY,
-            max_receive_count=MAX_RECEIVE_COUNT,
-            dedup_window_seconds=DEDUP_WINDOW,
-        )
+        self._create()
         self.sub: SubQueue = client.queue(self.name, "tenant")
         self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
         self.handles: list[Handle] = []
         self.claims: list[list[Handle]] = []
         self.bodies = itertools.count()
+        self.read_shards = 1
+        self.reshards = 0
+        self.faults = FaultInjector(retried_rate=1.0, operations=WRITES, budget=0).attach(client.dynamodb)
+
+    def _create(self) -> None:
+        self.client.create_queue(
+            self.name,
+            visibility_timeout=VISIBILITY,
+            max_receive_count=MAX_RECEIVE_COUNT,
+            dedup_window_seconds=DEDUP_WINDOW,
+        )
 
     def teardown(self) -> None:
+        self.faults.detach()
+        exercised.update(self.faults.counts)
         self.client.delete_queue(self.name)
 
     def now(self) -> int:
         return int(self.clock() * 1000)
+
+    @contextmanager
+    def answer_lost(self, position: int | None) -> Iterator[None]:
+        """The write at `position` (from 0) of what runs inside is applied twice, its answer lost."""
+        if position is None:
+            yield
+            return
+        writes = itertools.count()
+        self.faults.selects = lambda _operation, _request: next(writes) == position
+        self.faults.budget = self.faults.total + 1
+        try:
+            yield
+        finally:
+            self.faults.budget = self.faults.total
+            self.faults.selects = None
 
     def _dead_bodies(self) -> set[str]:
         return {message.body for message in self.sub.dlq_list(100)}
@@ -92,7 +149,9 @@ class QueueAgainstReference(RuleBasedStateMachine):
         group=st.sampled_from(GROUPS),
         delay=st.sampled_from([0, 0, 10]),
         dedup_id=st.sampled_from([None, None, "d1", "d2"]),
+        lose=LOST_ANSWERS,
     )
+    @losing_an_answer
     def send(self, count: int, group: str, delay: int, dedup_id: str | None) -> None:
         self._send(count, group, delay, dedup_id if count == 1 else None)
 
@@ -124,19 +183,26 @@ class QueueAgainstReference(RuleBasedStateMachine):
         visibility=st.sampled_from([None, 0, 10, 45]),
         newest=st.booleans(),
         settle_now=st.booleans(),
+        lose=LOST_ANSWERS,
     )
+    @losing_an_answer
     def receive(self, data: st.DataObject, want: int, visibility: int | None, newest: bool, settle_now: bool) -> None:
         """A receive, and half the time the consumer's work on what it got, at once."""
         now = self.now()
         order = "newest" if newest and not self.fifo else "oldest"
-        dead_before = self._dead_bodies()
-        if not self.fifo:
+        if not self.fifo and self.read_shards == 1:
             expected, moved = self.reference.receive_standard(want, visibility, order, now)
             received = self.sub.receive(max_messages=want, visibility_timeout=visibility, order=order)
             assert [message.body for message in received] == expected
-            assert self._dead_bodies() - dead_before == set(moved)
             self.reference.claimed_standard(received, moved, visibility, now)
+        elif not self.fifo:
+            dead_before = self._dead_bodies()
+            received = self.sub.receive(max_messages=want, visibility_timeout=visibility, order=order)
+            newly_dead = sorted(self._dead_bodies() - dead_before)
+            self.reference.check_sharded_receive(received, newly_dead, want, order, now)
+            self.reference.claimed_standard(received, newly_dead, visibility, now)
         else:
+            dead_before = self._dead_bodies()
             must_find = self.reference.fifo_receivable(now)
             received = self.sub.receive(max_messages=want, visibility_timeout=visibility)
             for _ in range(3):
@@ -158,7 +224,8 @@ class QueueAgainstReference(RuleBasedStateMachine):
                 self._settle(claim, data)
 
     @precondition(lambda self: self.handles)
-    @rule(data=st.data(), action=st.sampled_from(ACTIONS), seconds=st.sampled_from([0, 20, 60]))
+    @rule(data=st.data(), action=st.sampled_from(ACTIONS), seconds=st.sampled_from([0, 20, 60]), lose=LOST_ANSWERS)
+    @losing_an_answer
     def use_a_handle(self, data: st.DataObject, action: str, seconds: int) -> None:
         """Any handle held so far, fresh or stale: delete, give back, or change its visibility."""
         handle = data.draw(st.sampled_from(self.handles))
@@ -170,7 +237,8 @@ class QueueAgainstReference(RuleBasedStateMachine):
             self._act(handle, action)
 
     @precondition(lambda self: self.claims)
-    @rule(data=st.data())
+    @rule(data=st.data(), lose=LOST_ANSWERS)
+    @losing_an_answer
     def settle_a_claim(self, data: st.DataObject) -> None:
         self._settle(data.draw(st.sampled_from(self.claims)), data)
 
@@ -186,7 +254,11 @@ class QueueAgainstReference(RuleBasedStateMachine):
             assert actual == self.reference.delete(handle, now), f"delete {handle.body}"
         elif action in RELEASE_DELAYS:
             delay = RELEASE_DELAYS[action]
+            faults_before = self.faults.total
+            repeat = self.reference.released_by(handle)
             actual = self._outcome(lambda: self.sub.release(handle.handle, delay_seconds=delay))
+            if repeat and self.faults.total > faults_before and actual[0] == "ok":
+                return  # a repeat whose answer was lost: "ok" allowed, with no effect (the invariants check that)
             answered = actual[1] if actual[0] == "ok" else None
             expected = self.reference.release(handle, delay, now, answered)  # type: ignore[arg-type]
             assert actual == expected, f"{action} {handle.body}"
@@ -195,17 +267,52 @@ class QueueAgainstReference(RuleBasedStateMachine):
     def advance_clock(self, seconds: int) -> None:
         self.clock.advance(seconds)
 
-    @rule(job=st.sampled_from(["sweep", "sweep", "redrive all", "redrive one", "purge"]))
-    def housekeeping(self, job: str) -> None:
+    @rule(job=st.sampled_from(JOBS), lose=LOST_ANSWERS)
+    @losing_an_answer
+    def operate(self, job: str) -> None:
+        """What happens around the consumers: the sweep, a redrive, a purge, a change of the shard count, the queue
+        deleted and created again."""
         now = self.now()
         if job == "sweep":
             self.reference.sweep(now)
             self.client.sweep()
         elif job == "purge":
             assert self.sub.purge() == self.reference.purge()
+        elif job == "reshard":
+            self._reshard()
+        elif job == "delete and create again":
+            self._delete_and_create_again()
         else:
             limit = 1 if job == "redrive one" else None
             assert self.sub.redrive(max_messages=limit) == len(self.reference.redrive(limit, now))
+
+    def _reshard(self) -> None:
+        """Messages stay where they are, and receivers visit every layout they may live under."""
+        if self.reshards >= MAX_RESHARDS:
+            return
+        shards = RESHARDS[self.reshards % len(RESHARDS)]
+        self.client.update_queue(self.name, shards=shards)
+        self.reshards += 1
+        self.read_shards = max(self.read_shards, shards)
+        exercised["shard changes"] += 1
+
+    def _delete_and_create_again(self) -> None:
+        """The new queue starts empty, whatever the old one held; sends to the groups the old one had reuse its
+        FIFO message ids, and no receipt handle of the old queue may act on them."""
+        stale = self.handles[-STALE_HANDLES_TRIED:]
+        self.client.delete_queue(self.name)
+        self._create()
+        self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
+        self.handles, self.claims, self.read_shards, self.reshards = [], [], 1, 0
+        exercised["deletes and creations"] += 1
+        for group in GROUPS[:2]:
+            self._send(1, group, 0, None)
+        for handle in stale:
+            deleted = self._outcome(lambda handle=handle: self.sub.delete(handle.handle))
+            assert deleted in (("ok", None), ("error", "ValidationError"), ("error", "ReceiptHandleStale")), deleted
+            released = self._outcome(lambda handle=handle: self.sub.release(handle.handle, delay_seconds=0))
+            extended = self._outcome(lambda handle=handle: self.sub.change_visibility(handle.handle, 60))
+            assert released[0] == extended[0] == "error", f"{handle.body}: released {released}, extended {extended}"
 
     # What must agree after every step.
     @invariant()
@@ -216,9 +323,11 @@ class QueueAgainstReference(RuleBasedStateMachine):
 
     @invariant()
     def receivable_messages_agree(self) -> None:
-        bodies = [message.body for message in self.sub.peek(100)]
+        peeked = self.sub.peek(100)
+        bodies = [message.body for message in peeked]
         expected = self.reference.peek(self.now())
         assert (sorted(bodies) if self.fifo else bodies) == expected
+        self.reference.saw_ids(peeked)
 
     @invariant()
     def dead_letters_agree(self) -> None:
@@ -230,9 +339,16 @@ class FifoQueueAgainstReference(QueueAgainstReference):
     fifo = True
 
 
+def _run(machine: type[QueueAgainstReference], client: QueueClient, clock: FakeClock) -> None:
+    exercised.clear()
+    run_state_machine_as_test(lambda: machine(client, clock), settings=SETTINGS)
+    for step in ("shard changes", "deletes and creations", Kind.ANSWER_LOST_RETRIED):
+        assert exercised[step], f"no {step} in any example: {dict(exercised)}"
+
+
 def test_a_standard_queue_keeps_its_contract_step_by_step(client: QueueClient, clock: FakeClock) -> None:
-    run_state_machine_as_test(lambda: QueueAgainstReference(client, clock), settings=SETTINGS)
+    _run(QueueAgainstReference, client, clock)
 
 
 def test_a_fifo_queue_keeps_its_contract_step_by_step(client: QueueClient, clock: FakeClock) -> None:
-    run_state_machine_as_test(lambda: FifoQueueAgainstReference(client, clock), settings=SETTINGS)
+    _run(FifoQueueAgainstReference, client, clock)

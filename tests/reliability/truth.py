@@ -3,31 +3,45 @@
 The client's view can be wrong on purpose (an answer lost after the write), so the checks compare it with this:
 every `DeleteItem` that removed an item, recorded in the order DynamoDB applied them (moto's requests are
 serialized, and the record is made inside the request), and raw reads of the table by a client without faults.
+
+Raw reads find a sub-queue's items by the one part of the key format that is a contract (IAM confines a tenant
+with it): every key of a sub-queue starts with `{kind}#{queue}#{client}#`. So they see every shard of every layout
+a resharding left behind, and need no knowledge of shard counts or generations.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
-from collections.abc import Iterator
+from collections import Counter, defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 from moto.dynamodb.responses import DynamoHandler
-from queue_core import keys
 from queue_core.store import deserialize
 
 from tests.conftest import TABLE
+
+# Key kinds (the first part of a partition key): standard messages, FIFO messages (one partition per group), and
+# dead letters.
+STANDARD_MESSAGES, FIFO_MESSAGES, DEAD_LETTERS = "M", "G", "D"
 
 
 @dataclass
 class DeletedItem:
     pk: str
     sk: str
+    queue: str
     body: str
     token: str | None
+
+
+def sub_queue_of(pk: str) -> tuple[str, str, str]:
+    """(kind, queue, client) of a sub-queue's partition key."""
+    kind, queue, client, _ = pk.split("#", 3)
+    return kind, queue, client
 
 
 @dataclass
@@ -48,53 +62,51 @@ class TableTruth:
     def record_delete(self, answer: Any) -> None:
         attributes = getattr(answer, "result", {}).get("Attributes")
         item = deserialize(attributes) if attributes else None
-        if item is None or not str(item["pk"]).startswith(("M#", "G#")):
+        if item is None or not str(item["pk"]).startswith((f"{STANDARD_MESSAGES}#", f"{FIFO_MESSAGES}#")):
             return
-        _, queue, client, _ = str(item["pk"]).split("#", 3)
+        _, queue, client = sub_queue_of(str(item["pk"]))
         with self._lock:
-            self.deleted.append(DeletedItem(item["pk"], item["sk"], item.get("body", ""), item.get("tok")))
+            self.deleted.append(DeletedItem(item["pk"], item["sk"], queue, item.get("body", ""), item.get("tok")))
             self.deleted_by_sub_queue[(queue, client)] += 1
 
-    def deleted_bodies(self) -> Counter:
+    def deleted_bodies(self, queues: Collection[str] | None = None) -> Counter:
+        """How many times each message body was deleted, of the named queues only when `queues` is given."""
         with self._lock:
-            return Counter(entry.body for entry in self.deleted)
+            return Counter(entry.body for entry in self.deleted if queues is None or entry.queue in queues)
 
     # Raw reads.
-    def partition(self, pk: str) -> Iterator[dict[str, Any]]:
+    def by_sub_queue(self, kinds: Collection[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """Every item of the given key kinds, by (queue, client), in one scan."""
+        found: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        prefixes = {f":k{n}": f"{kind}#" for n, kind in enumerate(kinds)}
+        for item in self._scan(" OR ".join(f"begins_with(pk, {name})" for name in prefixes), prefixes):
+            _, queue, client = sub_queue_of(str(item["pk"]))
+            found[(queue, client)].append(item)
+        return found
+
+    def dlq_items(self, queue: str, client: str) -> list[dict[str, Any]]:
+        return self.by_sub_queue([DEAD_LETTERS]).get((queue, client), [])
+
+    def live_messages(self, queue: str, client: str) -> list[dict[str, Any]]:
+        """The messages of the sub-queue not deleted nor dead, whatever their shard, layout or group."""
+        return self.by_sub_queue([STANDARD_MESSAGES, FIFO_MESSAGES]).get((queue, client), [])
+
+    def _scan(self, condition: str, values: dict[str, str]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
         start: dict[str, Any] | None = None
         while True:
             options: dict[str, Any] = {"ExclusiveStartKey": start} if start else {}
-            answer = self.raw.query(
+            answer = self.raw.scan(
                 TableName=self.table,
-                KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": pk}},
                 ConsistentRead=True,
+                FilterExpression=condition,
+                ExpressionAttributeValues={name: {"S": value} for name, value in values.items()},
                 **options,
             )
-            for item in answer.get("Items", []):
-                found = deserialize(item)
-                assert found is not None
-                yield found
+            items += [item for item in map(deserialize, answer.get("Items", [])) if item is not None]
             start = answer.get("LastEvaluatedKey")
             if not start:
-                return
-
-    def space(self, queue: str, client: str) -> keys.Space:
-        """The sub-queue's keys in the queue's current generation, read from its settings item."""
-        key = {name: {"S": value} for name, value in keys.settings_key(queue).items()}
-        answer = self.raw.get_item(TableName=self.table, Key=key, ConsistentRead=True)
-        return keys.Space(queue, client, answer["Item"]["generation"]["S"])
-
-    def dlq_items(self, queue: str, client: str, shards: int) -> list[dict[str, Any]]:
-        space = self.space(queue, client)
-        return [item for shard in range(shards) for item in self.partition(space.dlq_pk(shard))]
-
-    def live_messages(self, queue: str, client: str, shards: int, groups: list[str]) -> list[dict[str, Any]]:
-        """Standard messages of every shard, or FIFO messages of the named groups."""
-        space = self.space(queue, client)
-        if groups:
-            return [item for group in groups for item in self.partition(space.group_messages_pk(group))]
-        return [item for shard in range(shards) for item in self.partition(space.message_pk(shard))]
+                return items
 
     def expire(self, now_ms: int) -> int:
         """Deletes what DynamoDB's TTL would have deleted by now (moto never does): dedup items past their window,

@@ -276,7 +276,7 @@ class FifoQueue:
             else:
                 self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
             return []
-        marked = [m for m in self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, until, now), taken) if m]
+        marked = [m for m in self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken) if m]
         if not marked:
             self.finish_group(key, token, now)
             return []
@@ -314,10 +314,10 @@ class FifoQueue:
                 taken.append(item)
         return taken, None
 
-    def _mark(self, item: Item, group_key: dict[str, str], token: str, until: int, now: int) -> Item | None:
+    def _mark(self, item: Item, group_key: dict[str, str], token: str, now: int) -> Item | None:
         try:
             key = {"pk": item["pk"], "sk": item["sk"]}
-            return self.ctx.store.write(writes.mark(key, token, until, now, int(item["receive_count"])))
+            return self.ctx.store.write(writes.mark(key, token, now, int(item["receive_count"])))
         except ConditionFailed as failed:
             if failed.item is not None and failed.item.get("tok") == token:
                 return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
@@ -429,8 +429,8 @@ class FifoQueue:
         self._count_removed(group_key, item["sk"])
 
     def _count_removed(self, group_key: dict[str, str], sequence: str) -> bool:
-        """Takes a message out of the group's count once, however often it is said (`gone` is a set, emptied
-        when the group is next claimed or unlocked)."""
+        """Takes a message out of the group's count once, however often it is said, by whichever path (`gone` is
+        a set, emptied when the group is empty)."""
         try:
             self.ctx.store.write(group_writes.count_removed(group_key, sequence))
         except ConditionFailed as failed:

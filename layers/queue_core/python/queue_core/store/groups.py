@@ -12,7 +12,8 @@ from typing import Any
 from .. import keys
 from .write import Key, Write, update
 
-_UNLOCK_CLEARS = "tok, acked, retry_at, gone"
+# `gone` stays until the group is empty: a late removal counted after a claim or an unlock must still find it.
+_UNLOCK_CLEARS = "tok, acked, retry_at"
 
 
 def append(
@@ -63,7 +64,7 @@ def move_away(key: Key, last_seq: int) -> Write:
 
 def lock(key: Key, token: str, until: int, now: int) -> Write:
     """An available group is locked by a claim until `until`."""
-    expression = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked, gone"
+    expression = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked"
     values = {":until": until, ":gsk": keys.index_sk(until, key["sk"]), ":tok": token, ":now": now}
     return update(
         key, expression, values, condition="available_at <= :now AND attribute_exists(gsi1sk)", returns="ALL_NEW"
@@ -79,7 +80,9 @@ def unlock(key: Key, token: str, available_at: int, removed: int) -> Write:
 
 def unlock_empty(key: Key, token: str, last_seq: int) -> Write:
     """The claim ends and the group leaves the index: it is empty, if no send came since `last_seq`."""
-    expression = f"REMOVE gsi1pk, gsi1sk, available_at, {_UNLOCK_CLEARS} SET msg_count = :zero, unlocked_by = :tok"
+    expression = (
+        f"REMOVE gsi1pk, gsi1sk, available_at, gone, {_UNLOCK_CLEARS} SET msg_count = :zero, unlocked_by = :tok"
+    )
     return update(
         key, expression, {":tok": token, ":ls": last_seq, ":zero": 0}, condition="tok = :tok AND last_seq = :ls"
     )
@@ -117,5 +120,5 @@ def dead_lettered(key: Key, token: str) -> Write:
 
 def empty(key: Key, last_seq: int) -> Write:
     """A purged group leaves the index, unless a send landed since its messages were removed."""
-    expression = f"REMOVE gsi1pk, gsi1sk, available_at, {_UNLOCK_CLEARS} SET msg_count = :zero"
+    expression = f"REMOVE gsi1pk, gsi1sk, available_at, gone, {_UNLOCK_CLEARS} SET msg_count = :zero"
     return update(key, expression, {":zero": 0, ":ls": last_seq}, condition="last_seq = :ls")

@@ -15,15 +15,7 @@ _CLAIM = (
     "SET visible_at = :vis, gsi1sk = :gsk, tok = :tok, in_flight = :one, "
     "first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
 )
-# A FIFO message is marked by a claim of its group unless a later claim holds it: a stalled claimer whose lock ran
-# out must not take the message from the group's next holder.
-_MARK = (
-    "SET tok = :tok, held_until = :until, first_received_at = if_not_exists(first_received_at, :now) "
-    "ADD receive_count :one"
-)
-_MARK_CONDITION = (
-    "receive_count = :seen AND (attribute_not_exists(tok) OR attribute_not_exists(held_until) OR held_until <= :now)"
-)
+_MARK = "SET tok = :tok, first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
 
 
 def claim(key: Key, token: str, until: int, now: int, max_receive_count: int) -> Write:
@@ -45,11 +37,13 @@ def claim(key: Key, token: str, until: int, now: int, max_receive_count: int) ->
     return update(key, _CLAIM, values, condition=condition, returns="ALL_NEW")
 
 
-def mark(key: Key, token: str, until: int, now: int, seen: int) -> Write:
+def mark(key: Key, token: str, now: int, seen: int) -> Write:
     """A FIFO message taken by the claim of its group (which holds the lock), only if nobody took it since the
-    claim read it (`seen` receives): a claimer that stalled past its lock must not count a receive twice."""
-    values = {":tok": token, ":until": until, ":now": now, ":one": 1, ":seen": seen}
-    return update(key, _MARK, values, condition=_MARK_CONDITION, returns="ALL_NEW")
+    claim read it (`seen` receives): a claimer that stalled past its lock neither takes the message from the
+    group's next holder nor counts a receive twice, and the SDK's repeat of this mark fails (the caller finds its
+    own token in the old item)."""
+    values = {":tok": token, ":now": now, ":one": 1, ":seen": seen}
+    return update(key, _MARK, values, condition="receive_count = :seen", returns="ALL_NEW")
 
 
 def fenced_delete(key: Key, token: str) -> Write:
