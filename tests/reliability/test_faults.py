@@ -530,6 +530,7 @@ def test_a_batch_send_whose_answer_was_lost_never_brings_back_nor_disowns_a_mess
     result = orders.send_batch(entries)
 
     assert injector.total == 1 and sorted(consumed) == ["m0", "m1", "m2"]
-    disowned = {entries[failure["index"]]["body"] for failure in result.failed} & set(consumed)
-    assert not disowned, f"reported as not stored, yet delivered: {sorted(disowned)}"
+    # A lost answer cannot tell "never stored" from "stored and consumed meanwhile": such entries are reported
+    # unconfirmed (may or may not be stored), never as surely not stored, and never written again.
+    assert all("may not be stored" in failure["message"] for failure in result.failed)
     assert _counts(orders) == (0, 0, 0) and orders.receive(max_messages=10) == [], "a deleted message came back"
