@@ -108,7 +108,7 @@ def test_a_lost_answer_on_a_release_is_not_a_stale_handle(client: QueueClient, d
     jobs = client.queue(name, "c")
     jobs.send("m", group_id="g" if name.endswith(".fifo") else None)
     [message] = jobs.receive()
-    with attached(dynamodb, LostAnswer("UpdateItem", expression_has("REMOVE tok"))) as lost:
+    with attached(dynamodb, LostAnswer("UpdateItem", expression_has("released_by"))) as lost:
         jobs.release(message.receipt_handle, delay_seconds=0)
     assert lost.lost == 1
     assert [again.body for again in jobs.receive()] == ["m"]
@@ -408,3 +408,18 @@ def test_a_second_delete_of_one_handle_after_the_group_moved_on_counts_the_messa
     jobs.delete(first.receipt_handle)
     stats = jobs.stats()
     assert (stats.visible, stats.in_flight) == (1, 1) and second.body == "m1"
+
+
+@pytest.mark.parametrize("name", ["twice", "twice.fifo"])
+def test_a_second_release_of_one_handle_is_stale_even_when_its_answer_was_lost(
+    client: QueueClient, dynamodb, name: str
+) -> None:
+    """Each release leaves its own id: the SDK's repeat of one release is told from a second release of the
+    same handle, which stays stale as before."""
+    client.create_queue(name)
+    jobs = client.queue(name, "c")
+    jobs.send("m", group_id="g" if name.endswith(".fifo") else None)
+    [message] = jobs.receive()
+    jobs.release(message.receipt_handle, delay_seconds=60)
+    with attached(dynamodb, LostAnswer("UpdateItem", expression_has("released_by"))), pytest.raises(ReceiptHandleStale):
+        jobs.release(message.receipt_handle, delay_seconds=60)

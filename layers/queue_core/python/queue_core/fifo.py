@@ -365,14 +365,15 @@ class FifoQueue:
     def release(self, receipt: Receipt, available_at: int, now: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
         try:
-            self.ctx.store.write(writes.give_back(ref.live_key(self.space), receipt.token))
+            release_id = new_token()
+            self.ctx.store.write(writes.give_back(ref.live_key(self.space), receipt.token, release_id))
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-            if "tok" in failed.item or not failed.repeated:
+            if failed.item.get("released_by") != release_id:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-            # Nobody holds it and the SDK repeated the request: this release was applied and its answer lost; the
-            # group's part is safe to repeat.
+            # This very release was applied and its answer lost (the SDK's retry found it done): the group's part
+            # is safe to repeat.
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
 

@@ -216,17 +216,14 @@ class StandardQueue:
     def _set_visible_at(self, receipt: Receipt, visible_at: int, release: bool) -> int:
         ref = MessageRef.parse(receipt.message_id)
         try:
-            self.ctx.store.write(writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, release))
+            release_id = new_token() if release else None
+            write = writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, release_id)
+            self.ctx.store.write(write)
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-            if (
-                failed.repeated
-                and release
-                and "tok" not in failed.item
-                and int(failed.item["visible_at"]) == visible_at
-            ):
-                return visible_at  # our release was applied and its answer lost: the SDK's retry found it done
+            if release_id is not None and failed.item.get("released_by") == release_id:
+                return visible_at  # this very release was applied and its answer lost; the SDK's retry found it done
             raise ReceiptHandleStale("the message was received again since this receipt handle") from None
         return visible_at
 

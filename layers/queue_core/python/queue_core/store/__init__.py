@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
@@ -57,31 +56,17 @@ _THROTTLES = frozenset(
 _UNREACHABLE = (BotoConnectionError, HTTPClientError)
 _BATCH_RETRIES = 8
 _NO_BLIND_PUT_RETRY = "queue-core-no-blind-put-retry"
-_NOTE_REPEAT = "queue-core-note-repeat"
 _ITEM_TOO_LARGE = "Item size"  # DynamoDB: "Item size has exceeded the maximum allowed size" (and "... to update")
 _deserializer = TypeDeserializer()
 
 
 class ConditionFailed(Exception):
-    """A write's condition did not hold; `item` is the item as it was (None when there was none). `repeated`:
-    the SDK sent the request again after an answer that may have been lost, so the write may be this call's own
-    first attempt (the caller reads `item` to tell)."""
+    """A write's condition did not hold; `item` is the item as it was (None when there was none): the caller
+    reads it to tell a lost race from its own write, applied and repeated by the SDK after a lost answer."""
 
-    def __init__(self, item: Item | None, repeated: bool = False) -> None:
+    def __init__(self, item: Item | None) -> None:
         super().__init__("condition failed")
         self.item = item
-        self.repeated = repeated
-
-
-# Whether the SDK has repeated the current call of this thread after a network error (botocore runs its retry
-# hooks in the calling thread).
-_call_state = threading.local()
-
-
-def _note_repeat(caught_exception: Exception | None = None, **_: Any) -> None:
-    """Notes that a request is about to be sent again after it may have been applied; decides nothing."""
-    if isinstance(caught_exception, HTTPClientError):
-        _call_state.repeated = True
 
 
 class TransactionCancelled(Exception):
@@ -145,17 +130,14 @@ class Store:
         dynamodb.meta.events.register(
             "needs-retry.dynamodb.BatchWriteItem", _no_blind_put_retry, unique_id=_NO_BLIND_PUT_RETRY
         )
-        dynamodb.meta.events.register("needs-retry.dynamodb", _note_repeat, unique_id=_NOTE_REPEAT)
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        _call_state.repeated = False
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
-                repeated = getattr(_call_state, "repeated", False)
-                raise ConditionFailed(deserialize(error.response.get("Item")), repeated) from None
+                raise ConditionFailed(deserialize(error.response.get("Item"))) from None
             if code == "TransactionCanceledException":
                 self._raise_cancelled(error)
             _raise_mapped(error)

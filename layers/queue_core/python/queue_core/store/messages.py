@@ -51,16 +51,21 @@ def fenced_delete(key: Key, token: str) -> Write:
     return delete(key, condition="tok = :tok", values={":tok": token})
 
 
-def set_visibility(key: Key, visible_at: int, token: str, release: bool) -> Write:
-    """The holder moves a standard message's visibility; a release also gives up the claim."""
-    expression = "SET visible_at = :vis, gsi1sk = :gsk" + (" REMOVE tok, in_flight" if release else "")
+def set_visibility(key: Key, visible_at: int, token: str, release_id: str | None = None) -> Write:
+    """The holder moves a standard message's visibility; a release (`release_id`, fresh for each call) also gives
+    up the claim and leaves its id, so that the SDK's repeat of this very call is told from a second release."""
+    expression = "SET visible_at = :vis, gsi1sk = :gsk"
     values = {":vis": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": token}
+    if release_id is not None:
+        expression += ", released_by = :rel REMOVE tok, in_flight"
+        values[":rel"] = release_id
     return update(key, expression, values, condition="tok = :tok")
 
 
-def give_back(key: Key, token: str) -> Write:
-    """The holder gives up its claim of a FIFO message (the group's lock says when it is visible)."""
-    return update(key, "REMOVE tok", {":tok": token}, condition="tok = :tok")
+def give_back(key: Key, token: str, release_id: str) -> Write:
+    """The holder gives up its claim of a FIFO message (the group's lock says when it is visible), leaving the
+    call's `release_id` so that the SDK's repeat of this very call is told from a second release."""
+    return update(key, "SET released_by = :rel REMOVE tok", {":tok": token, ":rel": release_id}, condition="tok = :tok")
 
 
 def delete_expired(key: Key, now: int) -> Write:
