@@ -19,6 +19,7 @@ RECEIVED_KEYS = {
     "receive_count",
     "sent_at",
     "first_received_at",
+    "attribute_types",
 }
 
 

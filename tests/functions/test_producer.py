@@ -24,6 +24,7 @@ SETTINGS_KEYS = {
     "dedup_window_seconds",
     "content_based_dedup",
     "shards",
+    "max_message_bytes",
     "created_at",
 }
 

@@ -38,6 +38,17 @@ def _int(low: int, high: int | None = None, description: str | None = None) -> A
 VisibilitySeconds = Annotated[int, _int(0, limits.MAX_VISIBILITY_SECONDS)]
 DelaySeconds = Annotated[int, _int(0, limits.MAX_DELAY_SECONDS)]
 StrictBool = Annotated[bool, Field(strict=True)]
+MaxMessageBytes = Annotated[
+    int, _int(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES, "the largest body a send may carry, in bytes")
+]
+AttributeTypes = Annotated[
+    dict[str, str] | None,
+    Field(
+        max_length=limits.MAX_ATTRIBUTES,
+        description="SQS data types of some attributes: name -> String, Number or Binary, optionally with a custom "
+        "label (Number.float); a Binary attribute's value is base64 text. Left out: plain strings",
+    ),
+]
 
 
 class Request(BaseModel):
@@ -71,6 +82,7 @@ class CreateQueueRequest(Request):
     dedup_window_seconds: Annotated[int, _int(0, limits.MAX_DEDUP_WINDOW_SECONDS)] = limits.DEFAULT_DEDUP_WINDOW_SECONDS
     content_based_dedup: StrictBool = False
     shards: Annotated[int, _int(1, limits.MAX_SHARDS)] = 1
+    max_message_bytes: MaxMessageBytes = limits.MAX_BODY_BYTES
 
 
 # The settings a queue is created with and keeps for life: they decide its key layout and its dedup.
@@ -89,6 +101,9 @@ class UpdateQueueRequest(Request):
     delay_seconds: Annotated[int | None, _int(0, limits.MAX_DELAY_SECONDS)] = None
     dedup_window_seconds: Annotated[int | None, _int(0, limits.MAX_DEDUP_WINDOW_SECONDS)] = None
     shards: Annotated[int | None, _int(1, limits.MAX_SHARDS)] = None
+    max_message_bytes: Annotated[
+        int | None, _int(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES, "the largest body a send may carry")
+    ] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -123,6 +138,7 @@ class QueueSettingsAnswer(Answer):
     dedup_window_seconds: int
     content_based_dedup: bool
     shards: int
+    max_message_bytes: int = limits.MAX_BODY_BYTES
     created_at: int = Field(description="epoch milliseconds")
 
 
@@ -146,8 +162,9 @@ class Deleted(Answer):
 
 
 class SendMessageRequest(Request):
-    body: Annotated[str, Field(min_length=1, description=f"at most {limits.MAX_BODY_BYTES} bytes of UTF-8")]
+    body: Annotated[str, Field(min_length=1, description="at most the queue's max_message_bytes of UTF-8")]
     attributes: Annotated[dict[str, str] | None, Field(max_length=limits.MAX_ATTRIBUTES)] = None
+    attribute_types: AttributeTypes = None
     delay_seconds: Annotated[int | None, _int(0, limits.MAX_DELAY_SECONDS, "null: the queue's delay")] = None
     group_id: Annotated[
         str | None, Field(min_length=1, max_length=limits.MAX_GROUP_ID, description="required on FIFO queues")
@@ -223,6 +240,9 @@ class ReceivedMessageAnswer(Answer):
     receive_count: int
     sent_at: int
     first_received_at: int | None
+    attribute_types: dict[str, str] = Field(
+        default_factory=dict, description="name -> SQS data type of each attribute whose type is not plain String"
+    )
 
 
 class ReceiveAnswer(Answer):
@@ -281,6 +301,9 @@ class MessageAnswer(Answer):
     state: Literal["visible", "in_flight", "delayed", "dlq"]
     visible_at: int | None
     expires_at: int
+    attribute_types: dict[str, str] = Field(
+        default_factory=dict, description="name -> SQS data type of each attribute whose type is not plain String"
+    )
 
 
 class MessageList(Answer):

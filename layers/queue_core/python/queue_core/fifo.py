@@ -483,6 +483,7 @@ class FifoQueue:
                         index=i,
                         body=item["body"],
                         attributes=dict(item.get("attrs", {})),
+                        attribute_types=dict(item.get("attr_types", {})),
                         group_id=group,
                         sent_at=int(item["sent_at"]),
                     )

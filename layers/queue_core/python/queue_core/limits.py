@@ -5,8 +5,16 @@ from __future__ import annotations
 from typing import Final
 
 MAX_BODY_BYTES: Final = 256 * 1024
+# A queue's `max_message_bytes` (SQS's MaximumMessageSize) lies in this range; its default is MAX_BODY_BYTES.
+MIN_MESSAGE_BYTES: Final = 1024
 MAX_ATTRIBUTES: Final = 10
 MAX_ATTRIBUTE_NAME: Final = 256
+# A typed attribute's data type: `String`, `Number` or `Binary`, optionally with a custom suffix (`Number.float`).
+MAX_ATTRIBUTE_TYPE: Final = 256
+# SQS's Number: up to 38 significant digits, magnitude from 10^-128 to 10^126.
+MAX_NUMBER_DIGITS: Final = 38
+MIN_NUMBER_EXPONENT: Final = -128
+MAX_NUMBER_EXPONENT: Final = 126
 # Attribute names and values together. With the largest body, the item still fits DynamoDB's 400 KB with room
 # (ITEM_HEADROOM_BYTES) for everything the queue writes into it later: a claim, a DLQ move, a redrive.
 MAX_ATTRIBUTES_BYTES: Final = 64 * 1024

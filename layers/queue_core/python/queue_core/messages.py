@@ -19,6 +19,8 @@ class Entry:
     index: int
     body: str
     attributes: dict[str, str] = field(default_factory=dict)
+    # The data types of the attributes whose type is not plain `String` (see `validation.attribute_types`).
+    attribute_types: dict[str, str] = field(default_factory=dict)
     delay_seconds: int = 0
     group_id: str | None = None
     dedup_id: str | None = None
@@ -45,6 +47,8 @@ def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, ex
     }
     if entry.attributes:
         item["attrs"] = entry.attributes
+    if entry.attribute_types:
+        item["attr_types"] = entry.attribute_types
     if entry.group_id is not None:
         item["group_id"] = entry.group_id
     if entry.dedup_id is not None:
@@ -54,7 +58,7 @@ def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, ex
 
 def moved_item(item: Item, key: dict[str, str], now_ms: int, **extra: Any) -> Item:
     """A copy of a message under another key (DLQ or back), keeping its body, attributes, group and sent time."""
-    kept = {k: item[k] for k in ("body", "attrs", "group_id", "dedup_id", "sent_at") if k in item}
+    kept = {k: item[k] for k in ("body", "attrs", "attr_types", "group_id", "dedup_id", "sent_at") if k in item}
     return {**key, **kept, **extra}
 
 
@@ -69,6 +73,7 @@ def received(item: Item, ref: MessageRef, handle: str) -> ReceivedMessage:
         receive_count=int(item.get("receive_count", 0)),
         sent_at=int(item["sent_at"]),
         first_received_at=item.get("first_received_at"),
+        attribute_types=dict(item.get("attr_types", {})),
     )
 
 
@@ -85,4 +90,5 @@ def looked_at(item: Item, ref: MessageRef, state: str) -> Message:
         state=state,
         visible_at=item.get("visible_at") if state != DLQ else None,
         expires_at=int(item["expires_at"]) * 1000,
+        attribute_types=dict(item.get("attr_types", {})),
     )

@@ -37,6 +37,8 @@ class ReceivedMessage(_Json):
     receive_count: int
     sent_at: int
     first_received_at: int | None
+    # Name -> SQS data type of each attribute whose type is not plain `String`; Binary values are base64 text.
+    attribute_types: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Message(_Json):
     state: str
     visible_at: int | None
     expires_at: int
+    attribute_types: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ class QueueSettings:
     dedup_window_seconds: int = limits.DEFAULT_DEDUP_WINDOW_SECONDS
     content_based_dedup: bool = False
     shards: int = 1
+    # The largest body a send may carry (SQS's MaximumMessageSize); larger ones are refused with MessageTooLarge.
+    max_message_bytes: int = limits.MAX_BODY_BYTES
     created_at: int = 0
     # The queue's incarnation: part of every key of its messages, so a queue created again under the same name
     # starts empty whatever the old one left behind.
@@ -42,6 +44,7 @@ class QueueSettings:
         "dedup_window_seconds",
         "content_based_dedup",
         "shards",
+        "max_message_bytes",
     )
 
     @classmethod
@@ -66,13 +69,14 @@ class QueueSettings:
             dedup_window_seconds=_int(options, "dedup_window_seconds", 0, limits.MAX_DEDUP_WINDOW_SECONDS),
             content_based_dedup=content_based,
             shards=_int(options, "shards", 1, limits.MAX_SHARDS),
+            max_message_bytes=_int(options, "max_message_bytes", limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
             created_at=created_at,
             generation=keys.new_generation(),
             created=True,
         )
 
     UPDATABLE = ("visibility_timeout", "max_receive_count", "retention_seconds", "delay_seconds",
-                 "dedup_window_seconds", "shards")  # fmt: skip
+                 "dedup_window_seconds", "shards", "max_message_bytes")  # fmt: skip
 
     @property
     def read_shards(self) -> int:
@@ -174,6 +178,7 @@ class QueueSettings:
             dedup_window_seconds=int(item["dedup_window_seconds"]),
             content_based_dedup=bool(item["content_based_dedup"]),
             shards=int(item["shards"]),
+            max_message_bytes=int(item.get("max_message_bytes", limits.MAX_BODY_BYTES)),
             created_at=int(item["created_at"]),
             generation=str(item["generation"]),
             version=int(item.get("version", 1)),

@@ -27,7 +27,7 @@ from .settings import QueueSettings
 from .standard import StandardQueue
 from .store import Item
 
-_ENTRY_KEYS = frozenset({"body", "attributes", "delay_seconds", "group_id", "dedup_id"})
+_ENTRY_KEYS = frozenset({"body", "attributes", "attribute_types", "delay_seconds", "group_id", "dedup_id"})
 _FIRST_POLL_SECONDS = 0.05
 _MAX_POLL_SECONDS = 0.5
 
@@ -73,10 +73,14 @@ class SubQueue:
         delay_seconds: int | None = None,
         group_id: str | None = None,
         dedup_id: str | None = None,
+        attribute_types: dict[str, str] | None = None,
     ) -> SendResult:
+        """`attribute_types` gives SQS data types (`Number`, `Binary`, `String.x`, ...) of some `attributes`;
+        left out, every attribute is a plain string."""
         raw = {
             "body": body,
             "attributes": attributes,
+            "attribute_types": attribute_types,
             "delay_seconds": delay_seconds,
             "group_id": group_id,
             "dedup_id": dedup_id,
@@ -134,18 +138,20 @@ class SubQueue:
         if unknown:
             raise ValidationError(f"unknown message fields: {', '.join(sorted(map(str, unknown)))}")
         settings = self.settings
-        body = validation.body(raw.get("body"))
+        body = validation.body(raw.get("body"), settings.max_message_bytes)
         attributes = validation.attributes(raw.get("attributes"))
+        attribute_types = validation.attribute_types(raw.get("attribute_types"), attributes)
         delay = raw.get("delay_seconds")
         dedup_id = validation.dedup_id(raw.get("dedup_id"))
         if dedup_id is None and settings.content_based_dedup:
             dedup_id = hashlib.sha256(body.encode()).hexdigest()
         group_id = validation.group_id(raw.get("group_id"), settings.fifo)
-        validation.stored_size(body, attributes, group_id, dedup_id)
+        validation.stored_size(body, attributes, group_id, dedup_id, attribute_types)
         return Entry(
             index=index,
             body=body,
             attributes=attributes,
+            attribute_types=attribute_types,
             delay_seconds=settings.delay_seconds
             if delay is None
             else validation.integer("delay_seconds", delay, 0, limits.MAX_DELAY_SECONDS),

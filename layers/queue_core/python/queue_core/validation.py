@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import binascii
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from . import limits
@@ -11,6 +13,10 @@ from .errors import MessageTooLarge, ValidationError
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _FIFO_NAME = re.compile(r"[A-Za-z0-9_-]{1,75}\.fifo")
 _GROUP = re.compile(r"[!-~]{1,128}")  # printable ASCII, as SQS allows for group and dedup ids
+# SQS's data types: a base type and an optional custom label after a dot (`Number.float`, `Binary.gif`).
+_DATA_TYPE = re.compile(r"(String|Number|Binary)(\.[!-~]+)?")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+PLAIN_TYPE = "String"
 
 
 def queue_name(name: Any) -> str:
@@ -44,14 +50,15 @@ def boolean(name: str, value: Any) -> bool:
     return value
 
 
-def body(value: Any) -> str:
+def body(value: Any, max_bytes: int = limits.MAX_BODY_BYTES) -> str:
+    """`max_bytes` is the queue's `max_message_bytes`: the one check of a message's size on every send path."""
     if not isinstance(value, str):
         raise ValidationError("body must be a string")
     if not value:
         raise ValidationError("body must not be empty")
     size = len(value.encode("utf-8", errors="strict")) if value.isascii() else _utf8_size(value)
-    if size > limits.MAX_BODY_BYTES:
-        raise MessageTooLarge(f"body is {size} bytes; at most {limits.MAX_BODY_BYTES} bytes (256 KiB) allowed")
+    if size > max_bytes:
+        raise MessageTooLarge(f"body is {size} bytes; the queue's max_message_bytes allows at most {max_bytes}")
     return value
 
 
@@ -83,10 +90,82 @@ def attributes(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def stored_size(body: str, attributes: dict[str, str], group_id: str | None, dedup_id: str | None) -> int:
+def attribute_types(value: Any, attributes: dict[str, str]) -> dict[str, str]:
+    """The data types of typed attributes, by SQS's rules: `String`, `Number` or `Binary` with an optional custom
+    label; a Number value is a decimal number SQS accepts, a Binary value is base64 text. Plain `String` types are
+    dropped, so that the stored map (and every answer) lists only the attributes whose type is not plain."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError("attribute_types must be an object of data type names")
+    types: dict[str, str] = {}
+    size = 0
+    for key, data_type in value.items():
+        if key not in attributes:
+            raise ValidationError(f"attribute_types names {str(key)[:50]!r}, which is not among the attributes")
+        if (
+            not isinstance(data_type, str)
+            or len(data_type) > limits.MAX_ATTRIBUTE_TYPE
+            or not _DATA_TYPE.fullmatch(data_type)
+        ):
+            raise ValidationError(
+                f"attribute {key[:50]!r}: the data type must be String, Number or Binary, optionally followed by "
+                f"a custom label (Number.float), at most {limits.MAX_ATTRIBUTE_TYPE} characters"
+            )
+        _typed_value(key, data_type, attributes[key])
+        size += len(data_type)
+        if data_type != PLAIN_TYPE:
+            types[key] = data_type
+    attribute_size = sum(_utf8_size(key + item) for key, item in attributes.items())
+    if attribute_size + size > limits.MAX_ATTRIBUTES_BYTES:
+        raise MessageTooLarge(
+            f"attributes are {attribute_size + size} bytes (names, types and values); at most "
+            f"{limits.MAX_ATTRIBUTES_BYTES} bytes allowed"
+        )
+    return types
+
+
+def _typed_value(key: str, data_type: str, value: str) -> None:
+    if data_type.startswith("Number"):
+        if not _NUMBER.fullmatch(value) or not _sqs_number(value):
+            raise ValidationError(
+                f"attribute {key[:50]!r}: a Number must be a decimal number of at most "
+                f"{limits.MAX_NUMBER_DIGITS} digits, from 10^{limits.MIN_NUMBER_EXPONENT} to "
+                f"10^{limits.MAX_NUMBER_EXPONENT}"
+            )
+    elif data_type.startswith("Binary"):
+        try:
+            binascii.a2b_base64(value.encode("ascii"), strict_mode=True)
+        except (UnicodeEncodeError, binascii.Error) as error:
+            raise ValidationError(f"attribute {key[:50]!r}: a Binary value must be base64 text") from error
+
+
+def _sqs_number(text: str) -> bool:
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        return False
+    if number.is_zero():
+        return True
+    # Significant digits, counted exactly (normalize() would round to the context's precision first).
+    digits = "".join(map(str, number.as_tuple().digits)).strip("0")
+    magnitude = number.copy_abs().adjusted()
+    return len(digits) <= limits.MAX_NUMBER_DIGITS and (
+        limits.MIN_NUMBER_EXPONENT <= magnitude <= limits.MAX_NUMBER_EXPONENT
+    )
+
+
+def stored_size(
+    body: str,
+    attributes: dict[str, str],
+    group_id: str | None,
+    dedup_id: str | None,
+    attribute_types: dict[str, str] | None = None,
+) -> int:
     """What a message adds to its item, counted as DynamoDB counts item size (UTF-8 names and values); refused
     unless the item keeps room for everything the queue writes into it later (a claim, a DLQ move)."""
     size = _utf8_size(body) + sum(_utf8_size(key + item) for key, item in attributes.items())
+    size += sum(_utf8_size(key + data_type) for key, data_type in (attribute_types or {}).items())
     size += len(group_id or "") + len(dedup_id or "")
     if size > limits.MAX_ITEM_BYTES - limits.ITEM_HEADROOM_BYTES:
         raise MessageTooLarge(
