@@ -13,6 +13,7 @@ from typing import Any, Final
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from .core_client import queue_client
+from .dispatcher import wake_dispatchers
 from .observability import NAMESPACE, count, tracer
 from .schemas import NoAddress, SweepAnswer, SweepRequest
 
@@ -48,6 +49,7 @@ def sweep(_address: NoAddress, request: SweepRequest, context: Any) -> SweepAnsw
     report = queue_client().sweep(budget_seconds=budget, lease_seconds=budget)
     count("MessagesMovedToDlq", report.moved_to_dlq)
     publish_depths(report.depths)
+    wake_dispatchers(report.depths)
     return SweepAnswer.model_validate(report.to_dict())
 
 

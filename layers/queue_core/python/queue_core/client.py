@@ -6,7 +6,7 @@ import contextlib
 import time
 from typing import Any
 
-from . import validation
+from . import keys, leases, validation
 from .clock import Clock
 from .context import Context
 from .models import QueueStats, SweepReport
@@ -95,6 +95,22 @@ class QueueClient:
         for client in self.clients(name):
             total = total + self.queue(name, client).stats()
         return total
+
+    def now_ms(self) -> int:
+        return self._ctx.now_ms()
+
+    def take_consumer_slot(self, queue: str, client: str, slots: int, seconds: float) -> tuple[int, str] | None:
+        """One of a push consumer's `slots` places for `seconds` at most, as (slot, holder); None when every one
+        is held. Slots are tried from a place that differs per call, so dispatchers do not all contend for one."""
+        first = time.monotonic_ns() % slots
+        order = [(first + offset) % slots for offset in range(slots)]
+        now = self._ctx.now_ms()
+        places = [keys.consumer_slot_key(queue, client, slot) for slot in order]
+        taken = leases.take_any(self._ctx.store, places, now, now + int(seconds * 1000))
+        return None if taken is None else (order[taken[0]], taken[1])
+
+    def give_back_consumer_slot(self, queue: str, client: str, slot: int, holder: str) -> None:
+        leases.give_back(self._ctx.store, keys.consumer_slot_key(queue, client, slot), holder)
 
     def sweep(
         self,

@@ -41,6 +41,26 @@ def sweep_lease_key() -> dict[str, str]:
     return {"pk": REGISTRY_PK, "sk": "LEASE#sweep"}
 
 
+def consumer_slot_key(queue: str, client: str, slot: int) -> dict[str, str]:
+    """One of the `max_concurrency` places a push consumer's dispatchers hold while they deliver."""
+    return {"pk": f"P#{queue}#{client}", "sk": str(slot)}
+
+
+def message_partition_prefixes(queue: str, client: str) -> tuple[str, str]:
+    """What every partition key of a sub-queue's live messages starts with, whatever the generation: standard
+    messages (`M#`) and FIFO group messages (`G#`). A send is an insert under one of them; a claim, a release or
+    a FIFO group item's change is not."""
+    return f"M#{queue}#{client}#", f"G#{queue}#{client}#"
+
+
+def sub_queue_of(pk: str) -> tuple[str, str] | None:
+    """The `(queue, client)` of a live message partition key, None for any other key."""
+    parts = pk.split("#")
+    if len(parts) < 4 or parts[0] not in ("M", "G"):
+        return None
+    return parts[1], parts[2]
+
+
 def listing_key(queue: str) -> dict[str, str]:
     return {"pk": REGISTRY_PK, "sk": f"{_LISTING_PREFIX}{queue}"}
 

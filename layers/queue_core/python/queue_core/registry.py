@@ -13,16 +13,15 @@ with one write the first time this process sends to it, and again after its queu
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import keys, limits
+from . import keys, leases, limits
 from .errors import QueueExists, QueueNotFound
 from .keys import Space
-from .receipts import new_secret, new_token
+from .receipts import new_secret
 from .settings import QueueSettings
 from .store import ConditionFailed, Store, TransactionCancelled
 from .store import registry as writes
@@ -145,19 +144,11 @@ class Registry:
 
     def take_sweep_lease(self, now_ms: int, seconds: float) -> str | None:
         """The lease's holder token when this sweep may run (no other sweep's lease is running), else None."""
-        holder = new_token()
-        until = now_ms + int(seconds * 1000)
-        try:
-            self._store.write(writes.take_lease(keys.sweep_lease_key(), holder, now_ms, until))
-        except ConditionFailed as failed:
-            if failed.item is None or failed.item.get("holder") != holder:
-                return None
-        return holder
+        return leases.take(self._store, keys.sweep_lease_key(), now_ms, now_ms + int(seconds * 1000))
 
     def release_sweep_lease(self, holder: str) -> None:
         """A finished sweep lets the next one run at once (a crashed one's lease runs out by itself)."""
-        with contextlib.suppress(ConditionFailed):
-            self._store.write(writes.release_lease(keys.sweep_lease_key(), holder))
+        leases.give_back(self._store, keys.sweep_lease_key(), holder)
 
     def forget(self, name: str) -> None:
         with self._lock:

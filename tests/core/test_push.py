@@ -1,0 +1,243 @@
+"""Push delivery: consumers written with Powertools get SQS events; what they fail comes back, what they finish
+never does, poison reaches the DLQ, FIFO order holds, and a consumer's concurrency bound holds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from aws_lambda_powertools.utilities.parser.models import SqsModel
+from queue_core import QueueClient, ValidationError
+from queue_core.push import (
+    MAX_PAYLOAD_BYTES,
+    ConsumerSpec,
+    Dispatcher,
+    InvokeAnswer,
+    item_failures,
+    split_for_payload,
+    woken_sub_queues,
+)
+from queue_core.sqs_event import EventSource, payload_bytes, record
+
+from dq.consumers import in_process_invoke
+from tests import powertools_consumers as consumers
+from tests.core.answers import LostAnswer, attached, expression_has
+
+SOURCE = EventSource("eu-west-1", "123456789012", "orders", "tenant-a")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_log() -> None:
+    consumers.HANDLED.clear()
+
+
+def dispatcher(client: QueueClient, function=consumers.lambda_handler, **settings) -> Dispatcher:
+    spec = ConsumerSpec(**{"queue": "orders", "client": "tenant-a", "function": "consumer", **settings})
+    return Dispatcher(client, spec, in_process_invoke(function, "consumer", spec.timeout_seconds), SOURCE)
+
+
+def run(dispatch: Dispatcher):
+    return dispatch.run(lambda: 60.0)
+
+
+def test_records_validate_against_powertools_sqs_model(client: QueueClient) -> None:
+    client.create_queue("orders")
+    queue = client.queue("orders", "tenant-a")
+    queue.send("hello", attributes={"kind": "greeting"})
+    received = queue.receive()[0]
+    shaped = record(received, SOURCE, client.now_ms())
+    SqsModel.model_validate({"Records": [shaped]})
+    assert shaped["eventSource"] == "aws:sqs" and shaped["awsRegion"] == "eu-west-1"
+    assert shaped["eventSourceARN"] == "arn:aws:sqs:eu-west-1:123456789012:orders:tenant-a"
+    assert shaped["md5OfBody"] == "5d41402abc4b2a76b9719d911017c592"
+    assert shaped["messageAttributes"] == {
+        "kind": {"stringValue": "greeting", "stringListValues": [], "binaryListValues": [], "dataType": "String"}
+    }
+    assert shaped["md5OfMessageAttributes"]
+    assert set(shaped["attributes"]) == {
+        "ApproximateReceiveCount",
+        "SentTimestamp",
+        "SenderId",
+        "ApproximateFirstReceiveTimestamp",
+    }
+
+
+def test_a_parser_consumer_gets_every_record(client: QueueClient) -> None:
+    client.create_queue("orders.fifo", fifo=True)
+    queue = client.queue("orders.fifo", "tenant-a")
+    queue.send_batch([{"body": f"m{i}", "group_id": "g", "dedup_id": f"d{i}"} for i in range(3)])
+    spec = ConsumerSpec(queue="orders.fifo", client="tenant-a", function="parsed")
+    report = Dispatcher(client, spec, in_process_invoke(consumers.parsed_handler, "parsed", 30), SOURCE).run(
+        lambda: 60.0
+    )
+    assert report.delivered == 3 and [body for body, _ in consumers.HANDLED] == ["m0", "m1", "m2"]
+
+
+def test_partial_failures_come_back_and_successes_never_do(client: QueueClient, clock) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    queue.send_batch([{"body": f"ok{i}"} for i in range(4)] + [{"body": "flaky-1"}, {"body": "flaky-2"}])
+    first = run(dispatcher(client))
+    assert first.delivered == 4 and first.failed == 2 and first.released == 2
+    clock.advance(5)  # past the first backoff
+    second = run(dispatcher(client))
+    assert second.delivered == 2 and second.failed == 0
+    bodies = [body for body, _ in consumers.HANDLED]
+    assert sorted(bodies) == sorted([f"ok{i}" for i in range(4)] + ["flaky-1", "flaky-2"] * 2)
+    assert queue.stats().visible + queue.stats().in_flight + queue.stats().delayed == 0
+
+
+def test_poison_reaches_the_dlq_after_the_receive_limit(client: QueueClient, clock) -> None:
+    client.create_queue("orders", max_receive_count=3)
+    queue = client.queue("orders", "tenant-a")
+    queue.send("fail-poison")
+    queue.send("fine")
+    moved = 0
+    for _ in range(4):
+        moved += run(dispatcher(client)).moved_to_dlq
+        clock.advance(10)
+    assert moved == 1
+    assert [body for body, _ in consumers.HANDLED].count("fail-poison") == 3
+    assert [m.body for m in queue.dlq_list()] == ["fail-poison"]
+    assert queue.stats().visible == 0
+
+
+def test_fifo_order_holds_across_failures(client: QueueClient, clock) -> None:
+    client.create_queue("orders.fifo", fifo=True, max_receive_count=5)
+    queue = client.queue("orders.fifo", "tenant-a")
+    groups = {"a1": "a", "flaky-a2": "a", "a3": "a", "b1": "b", "b2": "b"}
+    queue.send_batch([{"body": body, "group_id": group, "dedup_id": body} for body, group in groups.items()])
+    spec = ConsumerSpec(queue="orders.fifo", client="tenant-a", function="fifo")
+    dispatch = Dispatcher(client, spec, in_process_invoke(consumers.fifo_handler, "fifo", 30), SOURCE)
+    first = dispatch.run(lambda: 60.0)
+    assert first.failed >= 2  # flaky-a2, and a3 after it in its group
+    for _ in range(3):
+        clock.advance(10)
+        dispatch.run(lambda: 60.0)
+    finished = [body for body, receives in consumers.HANDLED if not (body.startswith("flaky") and receives == 1)]
+    assert [body for body in finished if groups[body] == "a"] == ["a1", "flaky-a2", "a3"]
+    assert [body for body in finished if groups[body] == "b"] == ["b1", "b2"]
+    assert queue.stats().visible + queue.stats().delayed + queue.stats().in_flight == 0
+
+
+def test_a_failed_fifo_message_releases_the_rest_of_its_group(client: QueueClient) -> None:
+    client.create_queue("orders.fifo", fifo=True, max_receive_count=5)
+    queue = client.queue("orders.fifo", "tenant-a")
+    queue.send_batch([{"body": b, "group_id": "g", "dedup_id": b} for b in ("g1", "fail-g2", "g3")])
+
+    def answers_only_g2(event: dict, context) -> dict:
+        failed = [r["messageId"] for r in event["Records"] if r["body"] == "fail-g2"]
+        return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
+
+    spec = ConsumerSpec(queue="orders.fifo", client="tenant-a", function="f")
+    report = Dispatcher(client, spec, in_process_invoke(answers_only_g2, "f", 30), SOURCE).run(lambda: 60.0)
+    assert report.delivered == 1 and report.failed == 2  # g3 goes back with fail-g2, though reported done
+    assert [m.body for m in queue.peek(10)] == [] and queue.stats().delayed + queue.stats().visible == 2
+
+
+def test_a_consumer_timeout_releases_its_batch(client: QueueClient) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    queue.send_batch([{"body": "slow"}, {"body": "quick"}])
+    report = run(dispatcher(client, timeout_seconds=0.3, visibility_timeout=1))
+    assert report.delivered == 0 and report.failed == 2 and report.released == 2
+    assert queue.stats().in_flight == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "failed"),
+    [
+        (InvokeAnswer(payload=None), set()),
+        (InvokeAnswer(payload="null"), set()),
+        (InvokeAnswer(payload='{"batchItemFailures": []}'), set()),
+        (InvokeAnswer(payload='{"batchItemFailures": null}'), set()),
+        (InvokeAnswer(payload='{"batchItemFailures": [{"itemIdentifier": "a"}]}'), {"a"}),
+        (InvokeAnswer(payload='{"batchItemFailures": [{"itemIdentifier": "zzz"}]}'), None),
+        (InvokeAnswer(payload='{"batchItemFailures": [{"itemIdentifier": ""}]}'), None),
+        (InvokeAnswer(payload='{"batchItemFailures": [{"id": "a"}]}'), None),
+        (InvokeAnswer(payload='{"batchItemFailures": "a"}'), None),
+        (InvokeAnswer(payload="not json"), None),
+        (InvokeAnswer(payload='"ok"'), None),
+        (InvokeAnswer(payload='{"batchItemFailures": []}', function_error="Unhandled"), None),
+    ],
+)
+def test_answers_are_read_as_sqs_reads_them(answer: InvokeAnswer, failed: set[str] | None) -> None:
+    assert item_failures(answer, {"a", "b"}) == failed
+
+
+def test_a_malformed_answer_releases_the_whole_batch(client: QueueClient) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    client.queue("orders", "tenant-a").send_batch([{"body": "x"}, {"body": "y"}])
+    report = run(dispatcher(client, function=lambda event, context: {"batchItemFailures": "everything"}))
+    assert report.delivered == 0 and report.failed == 2
+
+
+def test_a_batch_over_the_payload_limit_is_split_in_order(client: QueueClient) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    big = "x" * (250 * 1024)
+    queue.send_batch([{"body": f"{i}{big}"} for i in range(10)])
+    received = queue.receive(max_messages=10)
+    received += queue.receive(max_messages=10 - len(received))
+    now = client.now_ms()
+    chunks = split_for_payload(received * 3, SOURCE, now)
+    assert len(chunks) >= 2 and [m for chunk in chunks for m in chunk] == received * 3
+    assert all(payload_bytes([record(m, SOURCE, now) for m in chunk]) <= MAX_PAYLOAD_BYTES for chunk in chunks)
+
+
+def test_never_more_dispatchers_in_flight_than_max_concurrency(client: QueueClient) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    queue.send_batch([{"body": f"m{i}"} for i in range(20)])
+    queue.send_batch([{"body": f"n{i}"} for i in range(20)])
+    running, most, lock = [0], [0], threading.Lock()
+
+    def consumer(event: dict, context) -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+
+    reports = []
+    threads = [
+        threading.Thread(
+            target=lambda: reports.append(run(dispatcher(client, consumer, batch_size=2, max_concurrency=2)))
+        )
+        for _ in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert most[0] <= 2
+    assert sum(report.delivered for report in reports) == 40
+    assert any(report.skipped for report in reports)
+
+
+def test_a_slot_taken_with_its_answer_lost_is_still_held(client: QueueClient, dynamodb) -> None:
+    client.create_queue("orders")
+    lost = LostAnswer("PutItem", expression_has("lease_until"))
+    with attached(dynamodb, lost):
+        taken = client.take_consumer_slot("orders", "tenant-a", 1, 30)
+    assert lost.lost == 1 and taken is not None
+    assert client.take_consumer_slot("orders", "tenant-a", 1, 30) is None
+    client.give_back_consumer_slot("orders", "tenant-a", *taken)
+    assert client.take_consumer_slot("orders", "tenant-a", 1, 30) is not None
+
+
+def test_consumer_settings_follow_sqs_rules() -> None:
+    with pytest.raises(ValidationError, match="shorter than the consumer's timeout"):
+        ConsumerSpec(queue="q", client="c", function="f", visibility_timeout=10, timeout_seconds=30)
+    with pytest.raises(ValidationError, match="max_batching_window"):
+        ConsumerSpec(queue="q", client="c", function="f", batch_size=100)
+
+
+def test_stream_records_name_their_sub_queue() -> None:
+    def insert(pk: str) -> dict:
+        return {"eventName": "INSERT", "dynamodb": {"Keys": {"pk": {"S": pk}, "sk": {"S": "1"}}}}
+
+    found = woken_sub_queues([insert("M#orders#tenant-a#ab12cd34#0"), insert("G#f.fifo#t#ab12#g"), insert("Q#x")])
+    assert found == [("orders", "tenant-a"), ("f.fifo", "t")]
