@@ -72,10 +72,10 @@ def build_functions(
     scope: Construct, *, table: dynamodb.ITable, layer: lambda_.ILayerVersion, props: DynamoQueueProps
 ) -> Mapping[str, lambda_.Function]:
     """Each function with its own role, log group and table actions (`infra.permissions.TABLE_ACTIONS`)."""
-    return {spec.name: _build_function(scope, spec, table=table, layer=layer, props=props) for spec in FUNCTIONS}
+    return {spec.name: build_function(scope, spec, table=table, layer=layer, props=props) for spec in FUNCTIONS}
 
 
-def _build_function(
+def build_function(
     scope: Construct,
     spec: FunctionSpec,
     *,

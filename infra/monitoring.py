@@ -114,6 +114,18 @@ class Monitoring(Construct):
         )
         self.dashboard = self._build_dashboard(table, functions, api)
 
+    @property
+    def period(self) -> cdk.Duration:
+        """What every alarm evaluates: the alarm period, or the sweeper interval when that is longer."""
+        return self._period
+
+    def add_alarm(
+        self, construct_id: str, metric: cloudwatch.IMetric, *, threshold: float, description: str
+    ) -> cloudwatch.Alarm:
+        """An alarm added after the queue was built (a push consumer's), notifying the same topic."""
+        self._alarm(construct_id, metric, threshold=threshold, description=description)
+        return self.alarms[-1]
+
     def queue_metric(self, name: str, period: cdk.Duration) -> cloudwatch.Metric:
         """A queue-wide figure of the sweeper: the maximum within a period is the one that matters."""
         return cloudwatch.Metric(

@@ -58,6 +58,17 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:Query",
         "dynamodb:BatchWriteItem",
     ),
+    # Push delivery: receives, deletes and releases as the poller does, and takes and gives back a consumer's
+    # concurrency slots (a conditional put and delete).
+    "dispatcher": (
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:BatchWriteItem",
+    ),
 }
 # A query is the only call that reads an index: due messages, FIFO groups and a queue's clients are found there.
 # The DLQ redriver reads dead letters and writes messages back by key, and queries no index.
@@ -66,6 +77,7 @@ INDEX_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "poller": ("dynamodb:Query",),
     "dlq_redriver": (),
     "visibility_sweeper": ("dynamodb:Query",),
+    "dispatcher": ("dynamodb:Query",),
 }
 
 # A function that attaches the layer and works on one sub-queue may do whatever the queue's own functions do,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import aws_cdk as cdk
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -13,6 +14,7 @@ from constructs import Construct
 from queue_api.operations import ROUTES, Access
 
 from infra.api import build_api
+from infra.consumers import PushConsumer, PushConsumers
 from infra.functions import ARCHITECTURES, RUNTIME, build_functions
 from infra.layer import build_layer
 from infra.monitoring import Monitoring
@@ -48,6 +50,45 @@ class DynamoQueue(Construct):
         self.sweeper_schedule: scheduler.Schedule = build_sweeper_schedule(self, sweeper=self.sweeper, props=self.props)
         self.monitoring = Monitoring(
             self, "Monitoring", table=self.table, functions=self.functions, api=self.api, props=self.props
+        )
+
+        self.push: PushConsumers | None = None
+
+    def add_consumer(
+        self,
+        fn: lambda_.IFunction,
+        *,
+        queue: str,
+        client: str,
+        batch_size: int = 10,
+        max_batching_window: cdk.Duration | None = None,
+        max_concurrency: int = 2,
+        visibility_timeout: cdk.Duration | None = None,
+        function_timeout: cdk.Duration | None = None,
+    ) -> PushConsumer:
+        """`fn` gets `(queue, client)`'s messages as SQS events and answers `batchItemFailures`, as behind an
+        SQS event source mapping (see `infra.consumers`). `visibility_timeout` (default: the function's timeout
+        plus 30 s) may not be shorter than the function's timeout; `function_timeout` is needed only for an
+        imported function, whose timeout the construct cannot read. `fn` is granted nothing on the table."""
+        if self.push is None:
+            self.push = PushConsumers(
+                self,
+                "Push",
+                table=self.table,
+                layer=self.layer,
+                sweeper=self.sweeper,
+                monitoring=self.monitoring,
+                props=self.props,
+            )
+        return self.push.add(
+            fn,
+            queue=queue,
+            client=client,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            max_concurrency=max_concurrency,
+            visibility_timeout=visibility_timeout,
+            function_timeout=function_timeout,
         )
 
     @property

@@ -7,6 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from infra.consumers import consumer_arguments, consumers_from_context
 from infra.props import DynamoQueueProps
 from infra.queue import DynamoQueue
 
@@ -32,4 +33,13 @@ class DynamoQueueStack(cdk.Stack):
         for name, output_id in OUTPUT_FUNCTIONS.items():
             cdk.CfnOutput(
                 self, output_id, value=self.queue.functions[name].function_arn, description=f"The {name} function"
+            )
+        for index, entry in enumerate(consumers_from_context(self.node)):
+            self.queue.add_consumer(**consumer_arguments(self, index, entry))
+        if self.queue.push is not None:
+            cdk.CfnOutput(
+                self,
+                "DispatcherFunctionArn",
+                value=self.queue.push.dispatcher.function_arn,
+                description="The push dispatcher",
             )
