@@ -708,10 +708,17 @@ def local(
     sweep_interval: Annotated[
         float, typer.Option(help="Seconds between sweeps; 0: never.")
     ] = local_server.DEFAULT_SWEEP_INTERVAL,
+    consumer: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="QUEUE/CLIENT=package.module:function: push that sub-queue's messages to the function as SQS "
+            "events (repeatable; the module is imported from the working directory).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API on 127.0.0.1 with an embedded DynamoDB and the sweeper on its schedule."""
     try:
-        local_server.serve(port, dynamodb_endpoint or None, table, sweep_interval)
+        local_server.serve(port, dynamodb_endpoint or None, table, sweep_interval, consumer or [])
     except local_server.LocalServerError as error:
         typer.echo(f"dq local: {error}", err=True)
         raise typer.Exit(1) from None

@@ -139,7 +139,7 @@ class LocalDispatchers:
             thread.start()
             self._threads.append(thread)
 
-    def wake(self, queue: str, client: str) -> None:
+    def wake(self, queue: str | None, client: str | None) -> None:
         event = self._wakes.get((queue, client))
         if event is not None:
             event.set()

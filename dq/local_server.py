@@ -71,8 +71,11 @@ class LocalServer:
         table: str = DEFAULT_TABLE,
         sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
         log: TextIO | None = None,
+        consumers: Sequence[str] = (),
     ) -> None:
         self.port = port
+        self.consumer_options = list(consumers)
+        self.push: Any = None
         self.dynamodb_endpoint = dynamodb_endpoint
         self.table = table
         self.sweep_interval = sweep_interval
@@ -94,6 +97,7 @@ class LocalServer:
         missing = [name for name in FUNCTIONS if not (FUNCTIONS_DIR / name / "handler.py").is_file()]
         if missing:
             raise LocalServerError(f"no handler for {', '.join(missing)} under {FUNCTIONS_DIR}: run from a checkout")
+        consumers = _load_consumers(self.consumer_options)
         self._http = _bind(self.port, self)
         self.port = self._http.server_address[1]
         try:
@@ -106,6 +110,8 @@ class LocalServer:
             _create_table(self.table, environ)
             self._pool = EnvironmentPool(environ)
             self._pool.warm(FUNCTIONS)
+            if consumers:
+                self.push = _push_consumers(self, consumers, environ)
         except BaseException:
             self.stop()
             raise
@@ -121,6 +127,8 @@ class LocalServer:
 
     def stop(self) -> None:
         self._stopping.set()
+        if self.push is not None:
+            self.push.stop()
         if self._http is not None:
             if any(thread.name == "dq-http" for thread in self._threads):
                 self._http.shutdown()
@@ -204,13 +212,36 @@ def _bind(port: int, server: LocalServer) -> ThreadingHTTPServer:
     return http
 
 
-def _create_table(table: str, environ: Mapping[str, str]) -> None:
-    """Idempotent. Short timeouts: an unreachable endpoint should fail the start in seconds, not minutes."""
-    import boto3
-    from botocore.config import Config
+def _load_consumers(options: Sequence[str]) -> list[Any]:
+    """Each `--consumer`'s function, imported before anything starts, so that a typo fails at once."""
+    if not options:
+        return []
+    from .consumers import ConsumerOptionError, load
+
+    try:
+        return [load(option) for option in options]
+    except ConsumerOptionError as error:
+        raise LocalServerError(str(error)) from None
+
+
+def _push_consumers(server: LocalServer, consumers: list[Any], environ: Mapping[str, str]) -> Any:
+    """`--consumer` dispatchers in this process, on the server's table (see `dq.consumers`)."""
     from queue_core import QueueClient
 
-    dynamodb = boto3.client(
+    from .consumers import LocalDispatchers
+
+    client = QueueClient(server.table, dynamodb=_dynamodb_client(environ))
+    push = LocalDispatchers(consumers, client, environ["AWS_REGION"], server.sweep_interval, log=server.write_log)
+    push.start()
+    return push
+
+
+def _dynamodb_client(environ: Mapping[str, str]) -> Any:
+    """Short timeouts: an unreachable endpoint should fail the start in seconds, not minutes."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
         "dynamodb",
         config=Config(connect_timeout=5, read_timeout=30, retries={"max_attempts": 2}),
         endpoint_url=environ["AWS_ENDPOINT_URL_DYNAMODB"],
@@ -218,8 +249,14 @@ def _create_table(table: str, environ: Mapping[str, str]) -> None:
         aws_access_key_id=environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_ACCESS_KEY_ID"),
         aws_secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY") or os.environ.get("AWS_SECRET_ACCESS_KEY"),
     )
+
+
+def _create_table(table: str, environ: Mapping[str, str]) -> None:
+    """Idempotent."""
+    from queue_core import QueueClient
+
     try:
-        QueueClient(table, dynamodb=dynamodb).create_table()
+        QueueClient(table, dynamodb=_dynamodb_client(environ)).create_table()
     except Exception as error:
         raise LocalServerError(
             f"cannot create table {table!r} at {environ['AWS_ENDPOINT_URL_DYNAMODB']}: {error}"
@@ -253,6 +290,9 @@ def _handler_class(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
             elapsed = (time.monotonic() - started) * 1000
             server.write_log(f"{self.command} {self.path} {status} {elapsed:.0f} ms {match.function}")
+            if server.push is not None and status < 300 and self.command == "POST":
+                # What the table's stream does for a deployed consumer: a write to its sub-queue wakes it.
+                server.push.wake(match.path_parameters.get("q"), match.path_parameters.get("c"))
 
         def _answer(self, path: str, query: str, match: routes.Match) -> tuple[int, list[tuple[str, str]], bytes]:
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -292,10 +332,11 @@ def serve(
     dynamodb_endpoint: str | None = None,
     table: str = DEFAULT_TABLE,
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+    consumers: Sequence[str] = (),
 ) -> None:
     """Serves until Ctrl-C, printing the banner and one line per request. Raises `LocalServerError` when it
-    cannot start (the port is taken, DynamoDB is unreachable)."""
-    server = LocalServer(port, dynamodb_endpoint, table, sweep_interval, log=sys.stdout)
+    cannot start (the port is taken, DynamoDB is unreachable, a `--consumer` cannot be imported)."""
+    server = LocalServer(port, dynamodb_endpoint, table, sweep_interval, log=sys.stdout, consumers=consumers)
     try:
         server.start()
         sys.stdout.write(server.banner())
@@ -320,9 +361,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sweep-interval", type=float, default=DEFAULT_SWEEP_INTERVAL, help="seconds between sweeps; 0: never"
     )
+    parser.add_argument(
+        "--consumer",
+        action="append",
+        default=[],
+        metavar="QUEUE/CLIENT=package.module:function",
+        help="push the sub-queue's messages to this function as SQS events (repeatable; imported from here)",
+    )
     options = parser.parse_args(argv)
     try:
-        serve(options.port, options.dynamodb_endpoint, options.table, options.sweep_interval)
+        serve(options.port, options.dynamodb_endpoint, options.table, options.sweep_interval, options.consumer)
     except LocalServerError as error:
         sys.stderr.write(f"dq local: {error}\n")
         return 1

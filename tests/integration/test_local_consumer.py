@@ -1,0 +1,80 @@
+"""`dq local --consumer`: Powertools consumers imported from the working directory get what is sent over HTTP
+as SQS events; failures come back, poison goes to the DLQ, FIFO groups stay in order."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dq import local_server
+from dq.local_server import LocalServer
+from tests.integration.test_local_server import call
+
+CONSUMERS = Path(__file__).resolve().parents[1] / "powertools_consumers.py"
+
+
+@pytest.fixture(scope="module")
+def pushing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalServer, object]]:
+    workdir = tmp_path_factory.mktemp("app")
+    (workdir / "shop_consumers.py").write_text(CONSUMERS.read_text())
+    before, path = Path.cwd(), list(sys.path)
+    try:
+        os.chdir(workdir)
+        options = [
+            "orders/tenant-a=shop_consumers:lambda_handler",
+            "orders.fifo/tenant-a=shop_consumers:fifo_handler",
+        ]
+        with LocalServer(port=0, table="push", sweep_interval=0.5, log=io.StringIO(), consumers=options) as server:
+            yield server, importlib.import_module("shop_consumers")
+    finally:
+        os.chdir(before)
+        sys.path[:] = path
+        sys.modules.pop("shop_consumers", None)
+
+
+def _eventually(condition: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_sent_messages_reach_the_function_failures_come_back_and_poison_goes_to_the_dlq(pushing) -> None:
+    server, consumers = pushing
+    assert call(server, "PUT", "/queues/orders", {"max_receive_count": 2})[0] == 201
+    sent = {"messages": [{"body": "ok"}, {"body": "flaky"}, {"body": "fail-poison"}]}
+    assert call(server, "POST", "/queues/orders/clients/tenant-a/messages", sent)[0] == 200
+
+    def dlq() -> list[str]:
+        return [m["body"] for m in call(server, "GET", "/queues/orders/clients/tenant-a/dlq")[1]["messages"]]
+
+    _eventually(lambda: ("flaky", 2) in consumers.HANDLED and dlq() == ["fail-poison"])
+    handled = [body for body, _ in consumers.HANDLED]
+    assert handled.count("ok") == 1 and handled.count("fail-poison") == 2
+    stats = call(server, "GET", "/queues/orders/clients/tenant-a/stats")[1]
+    assert (stats["visible"], stats["in_flight"], stats["delayed"], stats["dlq"]) == (0, 0, 0, 1)
+
+
+def test_a_fifo_consumer_keeps_each_group_in_order_across_a_failure(pushing) -> None:
+    server, consumers = pushing
+    assert call(server, "PUT", "/queues/orders.fifo", {"fifo": True, "max_receive_count": 5})[0] == 201
+    bodies = ["g1", "flaky-g2", "g3"]
+    entries = [{"body": body, "group_id": "g", "dedup_id": body} for body in bodies]
+    assert call(server, "POST", "/queues/orders.fifo/clients/tenant-a/messages", {"messages": entries})[0] == 200
+    _eventually(lambda: ("g3", 1) in consumers.HANDLED or ("g3", 2) in consumers.HANDLED)
+    done = [body for body, count in consumers.HANDLED if body in bodies and not (body == "flaky-g2" and count == 1)]
+    assert done == bodies
+
+
+def test_a_consumer_that_cannot_be_imported_stops_the_start() -> None:
+    with pytest.raises(local_server.LocalServerError, match="cannot import"):
+        LocalServer(port=0, consumers=["q/c=no_such_module_here:handler"]).start()
+    with pytest.raises(local_server.LocalServerError, match="QUEUE/CLIENT"):
+        LocalServer(port=0, consumers=["just-a-queue"]).start()
