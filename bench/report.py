@@ -406,6 +406,34 @@ def _details(results: dict[str, Any], images: dict[str, str]) -> list[str]:
     if imports["heaviest_poller_imports"]:
         heaviest = ", ".join(f"`{name}` {ms:.0f} ms" for name, ms in imports["heaviest_poller_imports"])
         parts.append(f"\nHeaviest direct imports of the poller: {heaviest}.\n")
+    if "push" in results:
+        parts += _push_details(results["push"])
+    return parts
+
+
+def _push_details(push: dict[str, Any]) -> list[str]:
+    parts = ["\n## Push delivery\n", f"Backend: {push['backend']}. " + _first_paragraph("push")]
+    parts.append(
+        _table(
+            ["path", "send → consumer start, median ms", "p90 ms", "WU / message", "RU / message", "calls / message"],
+            [
+                [
+                    name,
+                    f"{push[f'{path}_median_ms']:.0f}",
+                    f"{push[f'{path}_p90_ms']:.0f}",
+                    _n(push["cost"][path]["write_units"]),
+                    _n(push["cost"][path]["read_units"]),
+                    _n(push["cost"][path]["api_calls"]),
+                ]
+                for path, name in (("push", "push (dispatcher)"), ("pull", "pull (long-polling Consumer)"))
+            ],
+        )
+    )
+    parts.append(
+        f"\nLatency ratio push / pull (medians, {push['messages']} messages each): {push['ratio']:.2f}. "
+        f"Idle: the long-polling consumer made {push['pull_idle_calls_per_minute']:.0f} DynamoDB calls a minute "
+        "on an empty sub-queue; push made none.\n"
+    )
     return parts
 
 
