@@ -219,3 +219,21 @@ def test_the_filter_lets_through_only_inserts_into_the_sub_queues_messages() -> 
     assert matches(pattern, _stream_record("INSERT", "M#orders#tenant-a#ffffffff#7"))  # a later generation
     assert not matches(pattern, _stream_record("MODIFY", own[0]))
     assert not matches(pattern, _stream_record("REMOVE", own[0]))
+
+
+def test_a_function_of_the_stack_gives_its_timeout_to_the_consumer(pushed: Synthesized) -> None:
+    stack = pushed.stack
+    function = lambda_.Function(
+        stack,
+        "RealConsumer",
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+        timeout=cdk.Duration.seconds(45),
+    )
+    with pytest.raises(
+        ValueError, match=r"visibility_timeout \(30 s\) is shorter than the consumer's timeout \(45 s\)"
+    ):
+        stack.queue.add_consumer(function, queue="real", client="c", visibility_timeout=cdk.Duration.seconds(30))
+    consumer = stack.queue.add_consumer(function, queue="real", client="c")
+    assert (consumer.spec.timeout_seconds, consumer.spec.visibility_timeout) == (45, 75)

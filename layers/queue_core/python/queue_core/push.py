@@ -155,10 +155,11 @@ class Dispatcher:
 
     def run(self, remaining_seconds: Callable[[], float]) -> DispatchReport:
         report = DispatchReport(queue=self.spec.queue, client=self.spec.client)
+        spec = self.spec
+        looked_again = False
         while True:
             # Never more dispatchers in flight for one consumer than its slots; each holds its slot for the rest
             # of its run at most, so a crashed one's slot frees itself.
-            spec = self.spec
             holding = self._client.take_consumer_slot(
                 spec.queue, spec.client, spec.max_concurrency, max(remaining_seconds(), 1.0)
             )
@@ -166,6 +167,7 @@ class Dispatcher:
                 report.skipped = report.batches == 0
                 return report
             slot, holder = holding
+            batches_before = report.batches
             try:
                 while self._has_time(remaining_seconds()):
                     batch = self._gather(remaining_seconds)
@@ -175,7 +177,12 @@ class Dispatcher:
             finally:
                 self._client.give_back_consumer_slot(spec.queue, spec.client, slot, holder)
             # A message inserted after the last empty receive woke a dispatcher that found no free slot: it was this
-            # one's, so it looks once more after giving the slot back.
+            # one's, so it looks once more after giving the slot back. A round that claimed nothing ends the run
+            # the second time, so a message that peek shows and no receive can claim never keeps it spinning.
+            if report.batches == batches_before:
+                if looked_again:
+                    return report
+                looked_again = True
             if not self._has_time(remaining_seconds()) or not self.sub_queue.peek(1):
                 return report
 
