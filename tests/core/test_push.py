@@ -9,6 +9,7 @@ import time
 import pytest
 from aws_lambda_powertools.utilities.parser.models import SqsModel
 from queue_core import QueueClient, ValidationError
+from queue_core.attribute_digest import md5_of_attributes
 from queue_core.push import (
     MAX_PAYLOAD_BYTES,
     ConsumerSpec,
@@ -61,6 +62,24 @@ def test_records_validate_against_powertools_sqs_model(client: QueueClient) -> N
         "SenderId",
         "ApproximateFirstReceiveTimestamp",
     }
+
+
+def test_typed_attributes_keep_their_data_type_and_digest(client: QueueClient) -> None:
+    client.create_queue("orders")
+    queue = client.queue("orders", "tenant-a")
+    attributes = {"count": "3", "blob": "AAEC", "note": "hi"}
+    queue.send("body", attributes=attributes, attribute_types={"count": "Number", "blob": "Binary"})
+    shaped = record(queue.receive()[0], SOURCE, client.now_ms())
+    SqsModel.model_validate({"Records": [shaped]})
+    assert shaped["messageAttributes"]["count"]["dataType"] == "Number"
+    assert shaped["messageAttributes"]["count"]["stringValue"] == "3"
+    assert shaped["messageAttributes"]["blob"] == {
+        "binaryValue": "AAEC",
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": "Binary",
+    }
+    assert shaped["md5OfMessageAttributes"] == md5_of_attributes(attributes, {"count": "Number", "blob": "Binary"})
 
 
 def test_a_parser_consumer_gets_every_record(client: QueueClient) -> None:

@@ -49,7 +49,7 @@ def record(message: ReceivedMessage, source: EventSource, now_ms: int) -> dict[s
         # A received message does not carry its producer's dedup id; its id is unique within the group's window.
         attributes["MessageDeduplicationId"] = message.message_id
         attributes["SequenceNumber"] = message.sequence
-    types = attribute_types(message)
+    types = message.attribute_types
     shaped = {
         "messageId": message.message_id,
         "receiptHandle": message.receipt_handle,
@@ -66,11 +66,6 @@ def record(message: ReceivedMessage, source: EventSource, now_ms: int) -> dict[s
     if message.attributes:
         shaped["md5OfMessageAttributes"] = digest.md5_of_attributes(message.attributes, types)
     return shaped
-
-
-def attribute_types(message: ReceivedMessage) -> dict[str, str]:
-    """Each attribute's SQS data type; one not named is a plain `String`."""
-    return dict(getattr(message, "attribute_types", None) or {})
 
 
 def _attribute(value: str, data_type: str) -> dict[str, Any]:
