@@ -32,7 +32,13 @@ FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
 LAYER_DIR: Final = REPO_ROOT / "layers" / "queue_core" / "python"
 
 # The deployed functions' timeouts: the poller outlasts a 20 s long poll, the sweeper a full sweep.
-TIMEOUT_SECONDS: Final = {"producer": 15.0, "poller": 30.0, "dlq_redriver": 60.0, "visibility_sweeper": 120.0}
+TIMEOUT_SECONDS: Final = {
+    "producer": 15.0,
+    "poller": 30.0,
+    "dlq_redriver": 60.0,
+    "visibility_sweeper": 120.0,
+    "sqs": 30.0,
+}
 MEMORY_MB: Final = 256
 INIT_TIMEOUT_SECONDS: Final = 60.0
 MAX_ENVIRONMENTS_PER_FUNCTION: Final = 16

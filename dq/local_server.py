@@ -20,7 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
-from queue_api.operations import FUNCTIONS
+from queue_api.operations import FUNCTIONS as REST_FUNCTIONS
+from sqs_api.routes import FUNCTION as SQS_FUNCTION
 
 from . import routes
 from .environments import FUNCTIONS_DIR, EnvironmentPool, InvocationError
@@ -34,6 +35,8 @@ DEFAULT_SWEEP_INTERVAL: Final = 60.0
 MAX_PAYLOAD_BYTES: Final = 10 * 1024 * 1024
 DEMO_QUEUE: Final = "demo"
 DEMO_CLIENT: Final = "me"
+# The REST API's functions and the one that speaks SQS at `POST /` and `POST /sqs/{client}`.
+FUNCTIONS: Final = (*REST_FUNCTIONS, SQS_FUNCTION)
 
 
 class LocalServerError(Exception):
@@ -195,6 +198,7 @@ class LocalServer:
                 f"  curl -s -X PUT {self.url}/queues/{DEMO_QUEUE}",
                 f'  curl -s -X POST {sub_queue}/messages {json_header} -d \'{{"body": "hello"}}\'',
                 f"  curl -s -X POST {sub_queue}/receive {json_header} -d '{{\"wait_seconds\": 5}}'",
+                f"SQS (boto3, aws sqs, Celery): endpoint_url={self.url} (client default), {self.url}/sqs/<client>",
                 "Ctrl-C stops.",
                 "",
             ]

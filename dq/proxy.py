@@ -35,6 +35,10 @@ def proxy_event(
     for name, value in headers:
         single_headers[name] = value
         multi_headers.setdefault(name, []).append(value)
+    # API Gateway tells the function how the client called; here that is plain HTTP, with no stage in the path.
+    if not any(name.lower() == "x-forwarded-proto" for name in single_headers):
+        single_headers["X-Forwarded-Proto"] = "http"
+        multi_headers["X-Forwarded-Proto"] = ["http"]
     single_query: dict[str, str] = {}
     multi_query: dict[str, list[str]] = {}
     for name, value in parse_qsl(query_string, keep_blank_values=True):
@@ -59,7 +63,7 @@ def proxy_event(
             "domainName": single_headers.get("Host", "127.0.0.1"),
             "httpMethod": method,
             "identity": {"sourceIp": source_ip, "userAgent": single_headers.get("User-Agent", "")},
-            "path": f"/{STAGE}{path}",
+            "path": path,
             "protocol": "HTTP/1.1",
             "requestId": str(uuid.uuid4()),
             "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),

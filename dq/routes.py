@@ -10,6 +10,7 @@ from typing import Final
 from urllib.parse import unquote
 
 from queue_api.operations import OPERATIONS, PRODUCER
+from sqs_api import routes as sqs_routes
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ ROUTES: Final = tuple(
     Route(operation.method, operation.path, operation.function)
     for operation in OPERATIONS
     if operation.method is not None and operation.path is not None
-)
+) + tuple(Route(sqs_routes.METHOD, resource, sqs_routes.FUNCTION) for resource in sqs_routes.RESOURCES)
 # Where a request no route matches goes: its resolver answers the API's 404 error.
 FALLBACK_FUNCTION: Final = PRODUCER
 
@@ -57,7 +58,7 @@ def match(method: str, raw_path: str) -> Match:
 
 
 def _bind(resource: str, segments: list[str]) -> dict[str, str] | None:
-    template = resource.strip("/").split("/")
+    template = resource.strip("/").split("/") if resource.strip("/") else []
     if len(template) != len(segments):
         return None
     parameters: dict[str, str] = {}

@@ -13,6 +13,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 from queue_api import operations
 from queue_api.operations import Operation
+from sqs_api import routes as sqs_routes
 
 from infra.compliance import acknowledge
 from infra.props import DynamoQueueProps
@@ -172,6 +173,15 @@ def build_api(
             request_parameters=parameters or None,
             request_validator=validators[body_model is not None],
             request_models={"application/json": body_model} if body_model else None,
+        )
+    # Amazon SQS's protocol: one POST per resource, the action in a header, the body checked by the function.
+    for resource in sqs_routes.RESOURCES:
+        api.root.resource_for_path(resource).add_method(
+            sqs_routes.METHOD,
+            integrations[sqs_routes.FUNCTION],
+            authorization_type=apigateway.AuthorizationType.IAM,
+            request_parameters={"method.request.path.client": True} if "{client}" in resource else None,
+            request_validator=validators[False],
         )
     _acknowledge_findings(api)
     return api

@@ -1,4 +1,4 @@
-"""The four Lambda functions: thin handlers in `functions/<name>/`, the queue core from the layer."""
+"""The Lambda functions: thin handlers in `functions/<name>/`, the queue core from the layer."""
 
 from __future__ import annotations
 
@@ -54,6 +54,13 @@ FUNCTIONS: Final = (
     # steps of `max_messages`, over HTTP and by invoke alike.
     FunctionSpec(
         "dlq_redriver", "DlqRedriver", "Lists and redrives dead-letter messages", API_INTEGRATION_TIMEOUT_SECONDS
+    ),
+    # Amazon SQS's protocol at the API's `POST /` and `POST /sqs/{client}`: a 20 s long poll plus the claims.
+    FunctionSpec(
+        "sqs",
+        "Sqs",
+        "Speaks Amazon SQS's protocol (AWS JSON 1.0) for SQS SDKs, the AWS CLI and Celery",
+        API_INTEGRATION_TIMEOUT_SECONDS,
     ),
     # Not behind the API: a sweep walks every queue within its budget (the remaining time less a margin) and
     # an unfinished one resumes on the next schedule.

@@ -149,5 +149,6 @@ def build_layer(
         code=code,
         compatible_runtimes=[runtime],
         compatible_architectures=[architecture],
-        description="queue_core and queue_api with aws-lambda-powertools[tracer] and pydantic (boto3 from the runtime)",
+        description="queue_core, queue_api and sqs_api with aws-lambda-powertools[tracer] and pydantic "
+        "(boto3 from the runtime)",
     )

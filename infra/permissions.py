@@ -19,6 +19,11 @@ from queue_core.table import table_definition
 # TransactWriteItems call: DynamoDB authorizes each item of a transaction as the PutItem, UpdateItem, DeleteItem or
 # ConditionCheckItem it contains, so those grant transactions (an unknown action would only be dead weight in the
 # policy, and cfn-lint reports it as W3037).
+# SQS's actions span the producer's, the poller's and the DLQ redriver's: the same calls as theirs together.
+SQS_ACTIONS: Final = tuple(
+    f"dynamodb:{call}"
+    for call in ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem")
+)
 TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "producer": (
         "dynamodb:GetItem",
@@ -48,6 +53,7 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:DeleteItem",
         "dynamodb:Query",
     ),
+    "sqs": SQS_ACTIONS,
     "visibility_sweeper": (
         "dynamodb:GetItem",
         # The sweep walks every queue, whose settings it reads in one batch.
@@ -76,6 +82,7 @@ INDEX_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "producer": ("dynamodb:Query",),
     "poller": ("dynamodb:Query",),
     "dlq_redriver": (),
+    "sqs": ("dynamodb:Query",),
     "visibility_sweeper": ("dynamodb:Query",),
     "dispatcher": ("dynamodb:Query",),
 }

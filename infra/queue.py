@@ -12,6 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 from queue_api.operations import ROUTES, Access
+from sqs_api import routes as sqs_routes
 
 from infra.api import build_api
 from infra.consumers import PushConsumer, PushConsumers
@@ -104,6 +105,10 @@ class DynamoQueue(Construct):
         return self.functions["dlq_redriver"]
 
     @property
+    def sqs(self) -> lambda_.Function:
+        return self.functions["sqs"]
+
+    @property
     def sweeper(self) -> lambda_.Function:
         return self.functions["visibility_sweeper"]
 
@@ -133,6 +138,17 @@ class DynamoQueue(Construct):
         of one queue does not learn the names of the others.
         """
         return self._grant_routes(grantee, set(Access), queue, "*")
+
+    def grant_sqs(self, grantee: iam.IGrantable, client: str = "*") -> iam.Grant:
+        """HTTP: Amazon SQS's protocol for `client`'s sub-queues (`POST /sqs/{client}`; the client `default` and
+        `*` also `POST /`). Every SQS action goes through one route, so this grant opens all of them, including
+        CreateQueue, SetQueueAttributes and DeleteQueue, which act on a queue for all its clients."""
+        check_name("client", client)
+        stage = self.api.deployment_stage.stage_name
+        arns = [self.api.arn_for_execute_api(sqs_routes.METHOD, f"/sqs/{client}", stage)]
+        if client in ("*", "default"):
+            arns.append(self.api.arn_for_execute_api(sqs_routes.METHOD, sqs_routes.ROOT, stage))
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["execute-api:Invoke"], resource_arns=arns)
 
     def grant_invoke_producer(self, grantee: iam.IGrantable) -> iam.Grant:
         return self.producer.grant_invoke(grantee)

@@ -120,6 +120,7 @@ def test_create_takes_every_setting_as_an_option(cli: Cli) -> None:
         "content_based_dedup": True,
         "shards": 3,
         "max_message_bytes": 256 * 1024,
+        "receive_wait_seconds": 0,
     }
 
 

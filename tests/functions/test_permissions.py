@@ -28,10 +28,12 @@ from queue_api.invoke import actions_for
 from queue_api.openapi import document
 from queue_api.operations import ROUTES
 from queue_core import QueueClient, Throttled
+from sqs_api.actions import ACTIONS as SQS_ACTIONS
 
 from functions.dlq_redriver import handler as redriver
 from functions.poller import handler as poller
 from functions.producer import handler as producer
+from functions.sqs import handler as sqs
 from functions.visibility_sweeper import handler as sweeper
 from tests.conftest import FakeClock
 from tests.functions.conftest import TABLE, call, invoke
@@ -43,6 +45,7 @@ HANDLERS: dict[str, ModuleType] = {
     "poller": poller,
     "dlq_redriver": redriver,
     "visibility_sweeper": sweeper,
+    "sqs": sqs,
 }
 VIAS = ("http", "invoke")
 # Past the time a changed shard count takes to reach every process's cached settings, so that FIFO groups are
@@ -114,8 +117,21 @@ class Driver:
         self.requests.extend(request for requests in self.recorder.requests(self.table_arn) for request in requests)
         return answer
 
+    def run_sqs(self, action: str, params: dict[str, Any]) -> Any:
+        """An SQS action at the API's root; its answer, which must be a success."""
+        self.recorder.clear()
+        headers = {"X-Amz-Target": f"AmazonSQS.{action}", "Content-Type": "application/x-amz-json-1.0"}
+        reply = call(HANDLERS[self.function], "POST", "/", params, headers=headers)
+        assert reply.status == 200, (action, reply.status, reply.body)
+        self.reached.add(f"sqs {action}")
+        self.requests.extend(request for requests in self.recorder.requests(self.table_arn) for request in requests)
+        return reply.body
+
     def every_entry_point(self) -> set[str]:
-        """The function's invoke actions and HTTP routes (of the deployed API), all of which a session must reach."""
+        """The function's invoke actions and HTTP routes (of the deployed API), all of which a session must reach;
+        for the SQS function, every SQS action it serves that can succeed."""
+        if self.function == "sqs":
+            return {f"sqs {action}" for action in SQS_ACTIONS if action != "CancelMessageMoveTask"}
         routes = {f"{route.method} {route.path}" for route in ROUTES if route.function == self.function}
         return routes | {f"action {name}" for name in actions_for(self.function)}
 
@@ -288,11 +304,60 @@ def _sweeper_session(driver: Driver, core: QueueClient, clock: FakeClock) -> Non
     run("invoke", "sweep")
 
 
+def _sqs_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None:
+    """Every SQS action on a standard queue with a DLQ and on a FIFO queue: queues created, found, listed,
+    described, changed, tagged, purged and deleted; messages sent, received, settled, dead-lettered, read from
+    the DLQ and moved back."""
+    run = driver.run_sqs
+    arn = "arn:aws:sqs:us-east-1:123456789012:"
+    policy = '{"deadLetterTargetArn": "' + arn + 'orders.dlq", "maxReceiveCount": 1}'
+    url = run("CreateQueue", {"QueueName": "orders", "Attributes": {"RedrivePolicy": policy}, "tags": {"a": "1"}})
+    url = url["QueueUrl"]
+    fifo = run("CreateQueue", {"QueueName": "jobs.fifo", "Attributes": {"FifoQueue": "true"}})["QueueUrl"]
+    dlq = run("GetQueueUrl", {"QueueName": "orders.dlq"})["QueueUrl"]
+    run("ListQueues", {})
+    run("GetQueueAttributes", {"QueueUrl": url, "AttributeNames": ["All"]})
+    run("SetQueueAttributes", {"QueueUrl": url, "Attributes": {"VisibilityTimeout": "20"}})
+    run("TagQueue", {"QueueUrl": url, "Tags": {"b": "2"}})
+    run("UntagQueue", {"QueueUrl": url, "TagKeys": ["a"]})
+    run("ListQueueTags", {"QueueUrl": url})
+    run("ListDeadLetterSourceQueues", {"QueueUrl": dlq})
+    run("SendMessage", {"QueueUrl": url, "MessageBody": "one"})
+    entries = [{"Id": f"m{n}", "MessageBody": f"m{n}"} for n in range(4)]
+    run("SendMessageBatch", {"QueueUrl": url, "Entries": entries})
+    group = {"MessageGroupId": "g", "MessageDeduplicationId": "d"}
+    run("SendMessage", {"QueueUrl": fifo, "MessageBody": "j", **group})
+    run("SendMessageBatch", {"QueueUrl": fifo, "Entries": [{"Id": "x", "MessageBody": "k", **group}]})
+    held = run("ReceiveMessage", {"QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 30})["Messages"]
+    handles = [message["ReceiptHandle"] for message in held]
+    run("ChangeMessageVisibility", {"QueueUrl": url, "ReceiptHandle": handles[0], "VisibilityTimeout": 0})
+    changes = [{"Id": "c", "ReceiptHandle": handles[1], "VisibilityTimeout": 0}]
+    run("ChangeMessageVisibilityBatch", {"QueueUrl": url, "Entries": changes})
+    run("DeleteMessage", {"QueueUrl": url, "ReceiptHandle": handles[2]})
+    run("DeleteMessageBatch", {"QueueUrl": url, "Entries": [{"Id": "d", "ReceiptHandle": handles[3]}]})
+    [job] = run("ReceiveMessage", {"QueueUrl": fifo})["Messages"]
+    run("DeleteMessage", {"QueueUrl": fifo, "ReceiptHandle": job["ReceiptHandle"]})
+    clock.advance(31)
+    for _ in range(_MAX_ROUNDS):
+        if core.queue("orders", "default").dlq_list(10):
+            break
+        run("ReceiveMessage", {"QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 0})
+        clock.advance(1)
+    [dead, *_] = run("ReceiveMessage", {"QueueUrl": dlq, "MaxNumberOfMessages": 10})["Messages"]
+    run("DeleteMessage", {"QueueUrl": dlq, "ReceiptHandle": dead["ReceiptHandle"]})
+    run("StartMessageMoveTask", {"SourceArn": f"{arn}orders.dlq"})
+    run("ListMessageMoveTasks", {"SourceArn": f"{arn}orders.dlq"})
+    run("PurgeQueue", {"QueueUrl": url})
+    run("DeleteQueue", {"QueueUrl": url})
+    run("DeleteQueue", {"QueueUrl": fifo})
+
+
 SESSIONS: dict[str, Callable[[Driver, QueueClient, FakeClock], None]] = {
     "producer": _producer_session,
     "poller": _poller_session,
     "dlq_redriver": _dlq_redriver_session,
     "visibility_sweeper": _sweeper_session,
+    "sqs": _sqs_session,
 }
 
 

@@ -25,6 +25,7 @@ SETTINGS_KEYS = {
     "content_based_dedup",
     "shards",
     "max_message_bytes",
+    "receive_wait_seconds",
     "created_at",
 }
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from queue_api.operations import ROUTES
+from sqs_api import routes as sqs_routes
 
 from infra.props import DynamoQueueProps
 from tests.infra.synth import Synthesized
@@ -42,7 +43,9 @@ CONTRACT_REQUIRED_BODIES = {
     ("POST", f"{SUB_QUEUE}/release"),
 }
 # What the API must serve: every operation's route and the function that serves it.
-EXPECTED_ROUTES = {(route.method, route.path): route.function for route in ROUTES}
+EXPECTED_ROUTES = {(route.method, route.path): route.function for route in ROUTES} | {
+    (sqs_routes.METHOD, resource): sqs_routes.FUNCTION for resource in sqs_routes.RESOURCES
+}
 REQUIRED_BODIES = {(route.method, route.path) for route in ROUTES if route.body_required()}
 
 
@@ -91,6 +94,16 @@ def test_each_route_is_served_by_its_function_through_a_proxy_integration(synthe
         function_id = synthesized.logical_id(queue.functions[EXPECTED_ROUTES[route]])
         assert integration["Type"] == "AWS_PROXY", route
         assert {"Fn::GetAtt": [function_id, "Arn"]} in integration["Uri"]["Fn::Join"][1], route
+
+
+def test_the_sqs_protocol_is_served_at_the_root_and_per_client_by_its_own_function(synthesized: Synthesized) -> None:
+    methods = _methods(synthesized)
+    function_id = synthesized.logical_id(synthesized.stack.queue.sqs)
+    for resource in ("/", "/sqs/{client}"):
+        properties = methods[("POST", resource)]
+        assert properties["AuthorizationType"] == "AWS_IAM"
+        assert {"Fn::GetAtt": [function_id, "Arn"]} in properties["Integration"]["Uri"]["Fn::Join"][1]
+    assert methods[("POST", "/sqs/{client}")]["RequestParameters"] == {"method.request.path.client": True}
 
 
 def test_every_method_requires_iam_authorization(synthesized: Synthesized) -> None:

@@ -16,6 +16,7 @@ EXPECTED_ACKNOWLEDGEMENTS = {
         "DynamoQueue/Queue/PollerRole",
         "DynamoQueue/Queue/DlqRedriverRole",
         "DynamoQueue/Queue/VisibilitySweeperRole",
+        "DynamoQueue/Queue/SqsRole",
     },
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
     "AmazonAPIGatewayPushToCloudWatchLogs]": {"DynamoQueue/Queue/Api/CloudWatchRole"},

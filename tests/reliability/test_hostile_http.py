@@ -241,3 +241,135 @@ def _is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+# Amazon SQS's protocol at `POST /` and `POST /sqs/{client}`: generated and hand-written hostile requests.
+
+SQS_QUEUE_URL = "/000000000000/fuzz"
+SQS_EXAMPLES_PER_ACTION = 8
+# A delete or purge pinned to the existing queue would empty it for every later request.
+SQS_NOT_PINNED = frozenset({"DeleteQueue", "PurgeQueue"})
+
+
+def sqs_call(server: LocalServer, target: str | None, raw: bytes, path: str = "/") -> tuple[int, dict, Any]:
+    headers = {"Content-Type": "application/x-amz-json-1.0"}
+    if target is not None:
+        headers["X-Amz-Target"] = target
+    request = urllib.request.Request(server.url + path, data=raw, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"null")
+    except HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"null")
+
+
+def sqs_error_problem(status: int, headers: dict, answer: Any) -> str | None:
+    """What is wrong with an SQS answer, or None when it is a success or SQS's error shape."""
+    if status >= 500:
+        return f"status {status}: {answer!r:.200}"
+    if status < 400:
+        return None
+    if not isinstance(answer, dict) or set(answer) != {"__type", "message"}:
+        return f"not SQS's error shape: {answer!r:.200}"
+    if not str(answer["__type"]).startswith("com.amazonaws.sqs#") or ";Sender" not in headers.get(
+        "x-amzn-query-error", ""
+    ):
+        return f"no modeled type or query error header: {answer!r:.200} {headers!r:.200}"
+    return None
+
+
+def _sqs_value(server: LocalServer) -> st.SearchStrategy[Any]:
+    urls = st.sampled_from([server.url + SQS_QUEUE_URL, f"{server.url}/sqs/other{SQS_QUEUE_URL}", "not a url"])
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.text(max_size=20), urls)
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=12) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=12,
+    )
+
+
+@pytest.mark.usefixtures("existing_queues")
+def test_generated_sqs_requests_get_sqs_errors_below_500_and_refusals_write_nothing(server: LocalServer) -> None:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sqs")
+    problems: list[str] = []
+    statuses: Counter = Counter()
+    before = [snapshot()]
+    for action in model.operation_names:
+        members = list(model.operation_model(action).input_shape.members)
+        value = _sqs_value(server)
+        body = st.fixed_dictionaries({}, optional={name: value for name in members})
+        if "QueueUrl" in members and action not in SQS_NOT_PINNED:
+            body = st.one_of(body, body.map(lambda params: {**params, "QueueUrl": server.url + SQS_QUEUE_URL}))
+
+        @FUZZ_SETTINGS
+        @given(params=body)
+        def send(params: dict[str, Any], action: str = action) -> None:
+            if isinstance(params.get("WaitTimeSeconds"), int):
+                params["WaitTimeSeconds"] = 0
+            status, headers, answer = sqs_call(server, f"AmazonSQS.{action}", json.dumps(params).encode())
+            statuses[(action, status)] += 1
+            problem = sqs_error_problem(status, headers, answer)
+            after = snapshot()
+            if status >= 400 and after != before[0]:
+                problem = problem or f"a refused request wrote: {sorted(after ^ before[0])[:2]}"
+            before[0] = after
+            if problem:
+                problems.append(f"{action} {params!r:.150}: {problem}")
+
+        send()
+    logger.info("sqs: %d generated requests, by status %s", sum(statuses.values()), dict(Counter(
+        status for _, status in statuses.elements())))  # fmt: skip
+    assert not problems, "\n".join(problems[:15])
+    assert {action for action, _ in statuses} == set(model.operation_names)
+
+
+HUGE_BATCH = [{"Id": f"m{n}", "MessageBody": "x"} for n in range(1000)]
+
+
+@pytest.mark.usefixtures("existing_queues")
+@pytest.mark.parametrize(
+    ("target", "path", "raw", "code"),
+    [
+        ("AmazonSQS.SendMessage", "/", b'{"QueueUrl": ', "InvalidParameterValue"),
+        ("AmazonSQS.SendMessage", "/", b"\xff\xfe", "InvalidParameterValue"),
+        ("AmazonSQS.SendMessage", "/", b"[1, 2]", "InvalidParameterValue"),
+        ("AmazonSQS.SendMessage", "/", b'{"QueueUrl": 5, "MessageBody": "x"}', "InvalidParameterValue"),
+        ("AmazonSQS.SendMessage", "/", b'{"QueueUrl": "URL", "MessageBody": 7}', "InvalidParameterValue"),
+        ("AmazonSQS.SendMessage", "/", b'{"QueueUrl": "URL"}', "MissingParameter"),
+        ("AmazonSQS.SendMessage", "/", b'{"QueueUrl": "URL", "MessageBody": "x", "DelaySeconds": "5"}',
+         "InvalidParameterValue"),
+        ("AmazonSQS.SendMessage", "/", b'{"QueueUrl": "URL", "MessageBody": "x", "DelaySeconds": true}',
+         "InvalidParameterValue"),
+        ("AmazonSQS.SendMessage", "/sqs/other", b'{"QueueUrl": "URL", "MessageBody": "x"}', "InvalidAddress"),
+        ("AmazonSQS.SendMessage", "/", b'{"QueueUrl": "http://x/123456789012/fuzz", "MessageBody": "x"}',
+         "InvalidAddress"),
+        ("AmazonSQS.SendMessageBatch", "/", json.dumps({"QueueUrl": "URL", "Entries": HUGE_BATCH}).encode(),
+         "TooManyEntriesInBatchRequest"),
+        ("AmazonSQS.DeleteMessageBatch", "/", json.dumps({"QueueUrl": "URL", "Entries": [
+            {"Id": f"m{n}", "ReceiptHandle": "h"} for n in range(1000)]}).encode(), "TooManyEntriesInBatchRequest"),
+        ("AmazonSQS.SendMessageBatch", "/", b'{"QueueUrl": "URL", "Entries": [{"Id": "a", "MessageBody": "' +
+         b"x" * (300 * 1024) + b'"}]}', "InvalidParameterValue"),
+        ("AmazonSQS.ReceiveMessage", "/", b'{"QueueUrl": "URL", "MaxNumberOfMessages": 11}', "InvalidParameterValue"),
+        ("AmazonSQS.ReceiveMessage", "/", b'{"QueueUrl": "URL", "WaitTimeSeconds": 21}', "InvalidParameterValue"),
+        ("AmazonSQS.CreateQueue", "/", b'{"QueueName": "bad name"}', "InvalidParameterValue"),
+        ("AmazonSQS.CreateQueue", "/", b'{"QueueName": "fuzz", "Attributes": {"VisibilityTimeout": 5}}',
+         "InvalidParameterValue"),
+        ("AmazonSQS.Explode", "/", b"{}", "InvalidAddress"),
+        ("Other.SendMessage", "/", b"{}", "InvalidAddress"),
+        (None, "/", b"{}", "InvalidAddress"),
+        ("AmazonSQS.AddPermission", "/", b'{"QueueUrl": "URL", "Label": "l", "AWSAccountIds": ["1"], '
+         b'"Actions": ["SendMessage"]}', "UnsupportedOperation"),
+        ("AmazonSQS.DeleteQueue", "/", b'{"QueueUrl": "URL/../../other"}', "InvalidAddress"),
+        ("AmazonSQS.SendMessage", "/sqs/bad%20client", b'{"QueueUrl": "URL", "MessageBody": "x"}', "InvalidAddress"),
+    ],
+)  # fmt: skip
+def test_hostile_sqs_requests_are_refused_in_sqs_shape_and_write_nothing(
+    server: LocalServer, target: str | None, path: str, raw: bytes, code: str
+) -> None:
+    before = snapshot()
+    status, headers, answer = sqs_call(server, target, raw.replace(b"URL", (server.url + SQS_QUEUE_URL).encode()), path)
+    assert (status, sqs_error_problem(status, headers, answer)) == (400, None), answer
+    assert answer["__type"] == f"com.amazonaws.sqs#{code}"
+    assert snapshot() == before

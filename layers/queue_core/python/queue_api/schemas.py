@@ -41,6 +41,9 @@ StrictBool = Annotated[bool, Field(strict=True)]
 MaxMessageBytes = Annotated[
     int, _int(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES, "the largest body a send may carry, in bytes")
 ]
+ReceiveWaitSeconds = Annotated[
+    int, _int(0, limits.MAX_WAIT_SECONDS, "how long a receive that names no wait waits (the SQS protocol's default)")
+]
 AttributeTypes = Annotated[
     dict[str, str] | None,
     Field(
@@ -83,6 +86,7 @@ class CreateQueueRequest(Request):
     content_based_dedup: StrictBool = False
     shards: Annotated[int, _int(1, limits.MAX_SHARDS)] = 1
     max_message_bytes: MaxMessageBytes = limits.MAX_BODY_BYTES
+    receive_wait_seconds: ReceiveWaitSeconds = 0
 
 
 # The settings a queue is created with and keeps for life: they decide its key layout and its dedup.
@@ -104,6 +108,7 @@ class UpdateQueueRequest(Request):
     max_message_bytes: Annotated[
         int | None, _int(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES, "the largest body a send may carry")
     ] = None
+    receive_wait_seconds: Annotated[int | None, _int(0, limits.MAX_WAIT_SECONDS)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +144,7 @@ class QueueSettingsAnswer(Answer):
     content_based_dedup: bool
     shards: int
     max_message_bytes: int = limits.MAX_BODY_BYTES
+    receive_wait_seconds: int = 0
     created_at: int = Field(description="epoch milliseconds")
 
 

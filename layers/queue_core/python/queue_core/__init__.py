@@ -15,6 +15,7 @@ from .errors import (
 )
 from .models import BatchResult, Message, QueueStats, ReceivedMessage, SendResult, SweepReport
 from .settings import QueueSettings
+from .sqs_client import sqs_client
 from .subqueue import SubQueue
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "SweepReport",
     "Throttled",
     "ValidationError",
+    "sqs_client",
 ]

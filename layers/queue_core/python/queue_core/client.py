@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import replace
 from typing import Any
 
 from . import keys, leases, validation
@@ -54,11 +55,20 @@ class QueueClient:
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
             )
 
-    def create_queue(self, name: str, **settings: Any) -> QueueSettings:
+    def create_queue(self, name: str, tags: dict[str, str] | None = None, **settings: Any) -> QueueSettings:
         """Returns the queue's settings; `.created` says whether this call created it. Creating an existing
-        queue with the same settings is a no-op, with other settings raises `QueueExists`."""
+        queue with the same settings is a no-op, with other settings raises `QueueExists`. `tags` label a new
+        queue (an existing one keeps its own)."""
         wanted = QueueSettings.validated(name, self._ctx.now_ms(), **settings)
+        if tags:
+            wanted = replace(wanted, tags=validation.tags(tags))
         return self._ctx.registry.create(wanted)
+
+    def tag_queue(self, name: str, tags: dict[str, str]) -> QueueSettings:
+        return self._ctx.registry.tag(validation.queue_name(name), tags, [])
+
+    def untag_queue(self, name: str, keys: list[str]) -> QueueSettings:
+        return self._ctx.registry.tag(validation.queue_name(name), {}, keys)
 
     def update_queue(self, name: str, **changes: Any) -> QueueSettings:
         """Changes a live queue's settings (not `fifo` nor `content_based_dedup`). A new `shards` loses nothing:

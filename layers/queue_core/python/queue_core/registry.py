@@ -70,6 +70,11 @@ class Registry:
         current = self.get(name, fresh=True)
         return self._replace(current, current.updated(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000), **changes))
 
+    def tag(self, name: str, tags: dict[str, str], removed: list[str]) -> QueueSettings:
+        """Adds or changes `tags` and removes the `removed` keys, conditional on the queue's version."""
+        current = self.get(name, fresh=True)
+        return self._replace(current, current.tagged(tags, removed))
+
     def prune_layouts(self, current: QueueSettings, now_ms: int, fifo_groups_moved: bool) -> bool:
         """Drops the shard layouts nothing can live under any more; False when there was none or the queue
         changed meanwhile (the next sweep tries again)."""

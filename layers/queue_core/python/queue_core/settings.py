@@ -22,7 +22,12 @@ class QueueSettings:
     shards: int = 1
     # The largest body a send may carry (SQS's MaximumMessageSize); larger ones are refused with MessageTooLarge.
     max_message_bytes: int = limits.MAX_BODY_BYTES
+    # How long a receive that names no wait waits (SQS's ReceiveMessageWaitTimeSeconds).
+    receive_wait_seconds: int = 0
     created_at: int = 0
+    # When the settings last changed (ms); tags label the queue. Neither decides whether a create is a repeat.
+    modified_at: int = field(default=0, compare=False)
+    tags: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     # The queue's incarnation: part of every key of its messages, so a queue created again under the same name
     # starts empty whatever the old one left behind.
     generation: str = field(default="", compare=False)
@@ -45,6 +50,7 @@ class QueueSettings:
         "content_based_dedup",
         "shards",
         "max_message_bytes",
+        "receive_wait_seconds",
     )
 
     @classmethod
@@ -70,13 +76,15 @@ class QueueSettings:
             content_based_dedup=content_based,
             shards=_int(options, "shards", 1, limits.MAX_SHARDS),
             max_message_bytes=_int(options, "max_message_bytes", limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
+            receive_wait_seconds=_int(options, "receive_wait_seconds", 0, limits.MAX_WAIT_SECONDS),
             created_at=created_at,
+            modified_at=created_at,
             generation=keys.new_generation(),
             created=True,
         )
 
     UPDATABLE = ("visibility_timeout", "max_receive_count", "retention_seconds", "delay_seconds",
-                 "dedup_window_seconds", "shards", "max_message_bytes")  # fmt: skip
+                 "dedup_window_seconds", "shards", "max_message_bytes", "receive_wait_seconds")  # fmt: skip
 
     @property
     def read_shards(self) -> int:
@@ -135,7 +143,16 @@ class QueueSettings:
             shard_history=history,
             placement_from=placement_from,
             created=False,
+            modified_at=now_ms,
+            tags=self.tags,
         )
+
+    def tagged(self, tags: dict[str, str], removed: list[str]) -> QueueSettings:
+        """These settings with `tags` added (or changed) and the keys in `removed` taken off."""
+        kept = {key: value for key, value in self.tags.items() if key not in removed} | validation.tags(tags)
+        if len(kept) > limits.MAX_TAGS:
+            raise ValidationError(f"a queue has at most {limits.MAX_TAGS} tags")
+        return replace(self, tags=kept, version=self.version + 1, created=False)
 
     def without_old_layouts(self, now_ms: int, fifo_groups_moved: bool) -> QueueSettings | None:
         """The settings with the layouts that can hold nothing any more dropped (None when none can be): a
@@ -156,7 +173,8 @@ class QueueSettings:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for internal in ("generation", "version", "created", "shard_history", "placement_from"):
+        # Internal, or kept for the SQS protocol's attributes and tags (which it reads from the settings).
+        for internal in ("generation", "version", "created", "shard_history", "placement_from", "modified_at", "tags"):
             data.pop(internal)
         return data
 
@@ -179,7 +197,10 @@ class QueueSettings:
             content_based_dedup=bool(item["content_based_dedup"]),
             shards=int(item["shards"]),
             max_message_bytes=int(item.get("max_message_bytes", limits.MAX_BODY_BYTES)),
+            receive_wait_seconds=int(item.get("receive_wait_seconds", 0)),
             created_at=int(item["created_at"]),
+            modified_at=int(item.get("modified_at", item["created_at"])),
+            tags=dict(item.get("tags", {})),
             generation=str(item["generation"]),
             version=int(item.get("version", 1)),
             shard_history=tuple((int(shards), int(until)) for shards, until in item.get("shard_history", [])),

@@ -164,14 +164,17 @@ class SubQueue:
         self,
         max_messages: int = 1,
         visibility_timeout: int | None = None,
-        wait_seconds: int = 0,
+        wait_seconds: int | None = 0,
         order: str = "oldest",
     ) -> list[ReceivedMessage]:
-        """Long-polls up to `wait_seconds`, returning as soon as anything is received."""
+        """Long-polls up to `wait_seconds` (None: the queue's `receive_wait_seconds`), returning as soon as
+        anything is received."""
         want = validation.integer("max_messages", max_messages, 1, limits.MAX_RECEIVE)
-        wait = validation.integer("wait_seconds", wait_seconds, 0, limits.MAX_WAIT_SECONDS)
         order = validation.order(order)
         engine = self.engine()
+        if wait_seconds is None:
+            wait_seconds = engine.settings.receive_wait_seconds
+        wait = validation.integer("wait_seconds", wait_seconds, 0, limits.MAX_WAIT_SECONDS)
         engine.check_order(order)
         visibility = (
             engine.settings.visibility_timeout

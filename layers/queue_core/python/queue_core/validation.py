@@ -175,6 +175,19 @@ def stored_size(
     return size
 
 
+def tags(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > limits.MAX_TAGS:
+        raise ValidationError(f"tags must be an object of at most {limits.MAX_TAGS} string values")
+    for key, item in value.items():
+        if not isinstance(key, str) or not 1 <= len(key) <= limits.MAX_TAG_KEY or key.lower().startswith("aws:"):
+            raise ValidationError(f"tag keys must be 1-{limits.MAX_TAG_KEY} characters, not starting with aws:")
+        if not isinstance(item, str) or len(item) > limits.MAX_TAG_VALUE:
+            raise ValidationError(f"tag {key[:50]!r}: the value must be a string of at most {limits.MAX_TAG_VALUE}")
+    return dict(value)
+
+
 def group_id(value: Any, fifo: bool) -> str | None:
     if not fifo:
         if value is not None:

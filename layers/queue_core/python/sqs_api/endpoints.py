@@ -1,0 +1,58 @@
+"""Where a request came in, and the queue URLs and ARNs minted there.
+
+A queue URL is `{endpoint}/{account}/{queue}`. Clients send it back in `QueueUrl`; what identifies the queue is
+its path: the client's segment (`/sqs/{client}`, or none for `default`), the account and the queue name. The
+host is not compared: the same server answers to `localhost` and `127.0.0.1`, and API Gateway to its custom
+domains. A URL whose client is not this endpoint's is refused, so one tenant's SDK client cannot reach another
+tenant's sub-queues by pasting their URL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import urlsplit
+
+from .errors import SqsError
+
+DEFAULT_CLIENT: Final = "default"
+LOCAL_ACCOUNT: Final = "000000000000"
+CLIENT_PREFIX: Final = "sqs"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """`url` is what the client called without a trailing slash (`http://127.0.0.1:8080`,
+    `https://…/prod/sqs/tenant-a`); `client` the client whose sub-queues it reaches."""
+
+    url: str
+    client: str = DEFAULT_CLIENT
+    account: str = LOCAL_ACCOUNT
+    region: str = "us-east-1"
+
+    def queue_url(self, queue: str) -> str:
+        return f"{self.url}/{self.account}/{queue}"
+
+    def queue_arn(self, queue: str) -> str:
+        return f"arn:aws:sqs:{self.region}:{self.account}:{queue}"
+
+    def queue_of_url(self, url: object) -> str:
+        """The queue named by a `QueueUrl` minted at this endpoint (an `InvalidAddress` error otherwise)."""
+        if not isinstance(url, str) or not url:
+            raise SqsError("InvalidAddress", "The address QueueUrl is not valid for this endpoint.")
+        parts = [part for part in urlsplit(url).path.split("/") if part]
+        if len(parts) < 2 or parts[-2] != self.account:
+            raise SqsError("InvalidAddress", f"The address {url[:200]} is not valid for this endpoint.")
+        client = parts[-3] if len(parts) >= 4 and parts[-4] == CLIENT_PREFIX else DEFAULT_CLIENT
+        if client != self.client:
+            raise SqsError(
+                "InvalidAddress",
+                f"The address {url[:200]} belongs to another client's endpoint; send it to that endpoint.",
+            )
+        return parts[-1]
+
+    def queue_of_arn(self, arn: object, name: str = "SourceArn") -> str:
+        prefix = f"arn:aws:sqs:{self.region}:{self.account}:"
+        if not isinstance(arn, str) or not arn.startswith(prefix) or len(arn) == len(prefix):
+            raise SqsError("ResourceNotFoundException", f"{name} is not the ARN of a queue here.")
+        return arn[len(prefix) :]

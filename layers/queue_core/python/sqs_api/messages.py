@@ -1,0 +1,318 @@
+"""The message actions: send, receive, delete and change visibility, one at a time or in batches of 10.
+
+They act on the endpoint's client's sub-queue of the queue the `QueueUrl` names. A DLQ's URL reads that
+sub-queue's DLQ: a receive answers its oldest messages without hiding them (a look, not a claim), and a delete
+with such a message's handle removes it from the DLQ.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from queue_core import Message, QueueError, QueueSettings, ReceivedMessage, SubQueue, limits
+from queue_core.attribute_digest import md5_of_attributes, md5_of_body
+
+from . import message_attributes
+from .calls import Call, Target
+from .errors import SqsError, from_code, from_core, invalid, missing
+from .shapes import integer, require
+
+MAX_BATCH: Final = 10
+MAX_RECEIVE: Final = 10
+# SQS's own delay limit, kept here whatever the core allows.
+MAX_DELAY_SECONDS: Final = 900
+# The payload of a batch, summed over its entries, as SQS limits it.
+MAX_BATCH_BYTES: Final = limits.MAX_BODY_BYTES
+_ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_ATTEMPT_ID = re.compile(r"[!-~]{1,128}")
+_DLQ_HANDLE: Final = "dlq:"
+SYSTEM_NAMES: Final = (
+    "SenderId",
+    "SentTimestamp",
+    "ApproximateReceiveCount",
+    "ApproximateFirstReceiveTimestamp",
+    "SequenceNumber",
+    "MessageGroupId",
+    "DeadLetterQueueSourceArn",
+)
+
+
+# Sending.
+
+
+def send_message(call: Call) -> dict[str, Any]:
+    target = _message_queue(call)
+    settings = call.settings(target.queue)
+    entry, digests, _ = _entry(settings, call.params)
+    try:
+        sent = call.sub_queue(target).send(**entry)
+    except QueueError as error:
+        raise from_core(error) from None
+    return {**digests, "MessageId": sent.message_id, **_sequence(settings, sent.sequence)}
+
+
+def send_message_batch(call: Call) -> dict[str, Any]:
+    target = _message_queue(call)
+    settings = call.settings(target.queue)
+    entries = _batch(call.params)
+    failed: list[dict[str, Any]] = []
+    prepared: list[tuple[dict[str, Any], dict[str, Any], dict[str, str]]] = []
+    total = 0
+    for raw in entries:
+        try:
+            entry, digests, size = _entry(settings, raw)
+        except SqsError as error:
+            failed.append(_failure(raw["Id"], error))
+            continue
+        total += size
+        prepared.append((raw, entry, digests))
+    if total > MAX_BATCH_BYTES:
+        raise SqsError(
+            "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes; got {total}."
+        )
+    successful = []
+    if prepared:
+        try:
+            result = call.sub_queue(target).send_batch([entry for _, entry, _ in prepared])
+        except QueueError as error:
+            raise from_core(error) from None
+        for done in result.successful:
+            raw, _, digests = prepared[done["index"]]
+            successful.append(
+                {"Id": raw["Id"], "MessageId": done["message_id"], **digests, **_sequence(settings, done["sequence"])}
+            )
+        for refused in result.failed:
+            raw = prepared[refused["index"]][0]
+            failed.append(_failure(raw["Id"], from_code(refused["code"], refused["message"])))
+    return {"Successful": successful, "Failed": failed}
+
+
+def _entry(settings: QueueSettings, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], int]:
+    """The core's send arguments for one SQS message, every SQS rule checked; the digests to answer; its size
+    as SQS counts it (body and attributes)."""
+    body = require(params, "MessageBody")
+    if not body:
+        raise missing("MessageBody")
+    if not message_attributes.allowed_text(body):
+        raise SqsError("InvalidMessageContents", "Invalid characters found in the message body.")
+    attributes, types, attributes_size = message_attributes.from_sqs(params.get("MessageAttributes"))
+    size = len(body.encode("utf-8")) + attributes_size
+    if size > settings.max_message_bytes:
+        raise invalid(
+            f"One or more parameters are invalid. Reason: Message must be shorter than {settings.max_message_bytes} "
+            "bytes (body and attributes)."
+        )
+    entry: dict[str, Any] = {"body": body}
+    if attributes:
+        entry["attributes"] = attributes
+        entry["attribute_types"] = types
+    delay = integer(params, "DelaySeconds", 0, MAX_DELAY_SECONDS)
+    group = params.get("MessageGroupId")
+    dedup = params.get("MessageDeduplicationId")
+    if settings.fifo:
+        if delay is not None:
+            raise invalid(
+                "Value for parameter DelaySeconds is invalid. Reason: FIFO queues take the queue's delay only."
+            )
+        if group is None:
+            raise missing("MessageGroupId")
+        if dedup is None and not settings.content_based_dedup:
+            raise invalid(
+                "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided "
+                "explicitly"
+            )
+        entry["group_id"] = group
+    if delay is not None:
+        entry["delay_seconds"] = delay
+    if dedup is not None:
+        entry["dedup_id"] = dedup
+    digests = {"MD5OfMessageBody": md5_of_body(body)}
+    if attributes:
+        digests["MD5OfMessageAttributes"] = md5_of_attributes(attributes, types) or ""
+    return entry, digests, size
+
+
+def _sequence(settings: QueueSettings, sequence: str) -> dict[str, str]:
+    return {"SequenceNumber": sequence} if settings.fifo else {}
+
+
+# Receiving.
+
+
+def receive_message(call: Call) -> dict[str, Any]:
+    target = call.target()
+    want = integer(call.params, "MaxNumberOfMessages", 1, MAX_RECEIVE, default=1)
+    visibility = integer(call.params, "VisibilityTimeout", 0, limits.MAX_VISIBILITY_SECONDS)
+    wait = integer(call.params, "WaitTimeSeconds", 0, limits.MAX_WAIT_SECONDS)
+    attempt = call.params.get("ReceiveRequestAttemptId")
+    if attempt is not None and not _ATTEMPT_ID.fullmatch(attempt):
+        raise invalid("ReceiveRequestAttemptId must be 1-128 printable ASCII characters.")
+    system = set(call.params.get("AttributeNames") or ()) | set(call.params.get("MessageSystemAttributeNames") or ())
+    system_wanted = set(SYSTEM_NAMES) if "All" in system else system
+    names = call.params.get("MessageAttributeNames")
+    sub_queue = call.sub_queue(target)
+    settings = call.settings(target.queue)
+    try:
+        if target.dlq:
+            found: list[Message | ReceivedMessage] = list(sub_queue.dlq_list(want))
+        else:
+            found = list(sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=wait))
+    except QueueError as error:
+        raise from_core(error) from None
+    messages = [_message(call, target, settings, message, system_wanted, names) for message in found]
+    return {"Messages": messages} if messages else {}
+
+
+def _message(
+    call: Call,
+    target: Target,
+    settings: QueueSettings,
+    message: Message | ReceivedMessage,
+    system: set[str],
+    names: list[str] | None,
+) -> dict[str, Any]:
+    handle = message.receipt_handle if isinstance(message, ReceivedMessage) else _DLQ_HANDLE + message.message_id
+    answer: dict[str, Any] = {
+        "MessageId": message.message_id,
+        "ReceiptHandle": handle,
+        "MD5OfBody": md5_of_body(message.body),
+        "Body": message.body,
+    }
+    values = {
+        "SenderId": call.endpoint.account,
+        "SentTimestamp": str(message.sent_at),
+        "ApproximateReceiveCount": str(message.receive_count),
+        "ApproximateFirstReceiveTimestamp": str(message.first_received_at or message.sent_at),
+    }
+    if settings.fifo:
+        values["SequenceNumber"] = message.sequence
+        if message.group_id is not None:
+            values["MessageGroupId"] = message.group_id
+    if target.dlq:
+        values["DeadLetterQueueSourceArn"] = call.endpoint.queue_arn(target.queue)
+    chosen_system = {name: value for name, value in values.items() if name in system}
+    if chosen_system:
+        answer["Attributes"] = chosen_system
+    attributes = message_attributes.chosen(message.attributes, names)
+    if attributes:
+        answer["MD5OfMessageAttributes"] = md5_of_attributes(attributes, message.attribute_types)
+        answer["MessageAttributes"] = message_attributes.to_sqs(attributes, message.attribute_types)
+    return answer
+
+
+# Settling.
+
+
+def delete_message(call: Call) -> dict[str, Any]:
+    target = call.target()
+    _delete(call.sub_queue(target), target, require(call.params, "ReceiptHandle"))
+    return {}
+
+
+def delete_message_batch(call: Call) -> dict[str, Any]:
+    target = call.target()
+    sub_queue = call.sub_queue(target)
+    successful, failed = [], []
+    for entry in _batch(call.params):
+        try:
+            _delete(sub_queue, target, require(entry, "ReceiptHandle"))
+        except SqsError as error:
+            failed.append(_failure(entry["Id"], error))
+        else:
+            successful.append({"Id": entry["Id"]})
+    return {"Successful": successful, "Failed": failed}
+
+
+def _delete(sub_queue: SubQueue, target: Target, handle: str) -> None:
+    """As in SQS, a handle of a message already deleted, or received again since, deletes nothing and is no
+    error; a handle that was never valid here is `ReceiptHandleIsInvalid`."""
+    try:
+        if target.dlq:
+            if not handle.startswith(_DLQ_HANDLE):
+                raise SqsError("ReceiptHandleIsInvalid", "The input receipt handle is invalid.")
+            sub_queue.cancel(handle[len(_DLQ_HANDLE) :])
+        else:
+            sub_queue.delete(handle)
+    except QueueError as error:
+        if error.code in ("ReceiptHandleStale", "MessageNotFound"):
+            return
+        raise _handle_error(error) from None
+
+
+def change_message_visibility(call: Call) -> dict[str, Any]:
+    target = _message_queue(call)
+    _change(call, target, call.params)
+    return {}
+
+
+def change_message_visibility_batch(call: Call) -> dict[str, Any]:
+    target = _message_queue(call)
+    successful, failed = [], []
+    for entry in _batch(call.params):
+        try:
+            _change(call, target, entry)
+        except SqsError as error:
+            failed.append(_failure(entry["Id"], error))
+        else:
+            successful.append({"Id": entry["Id"]})
+    return {"Successful": successful, "Failed": failed}
+
+
+def _change(call: Call, target: Target, params: dict[str, Any]) -> None:
+    handle = require(params, "ReceiptHandle")
+    seconds = integer(params, "VisibilityTimeout", 0, limits.MAX_VISIBILITY_SECONDS)
+    if seconds is None:
+        raise missing("VisibilityTimeout")
+    try:
+        call.sub_queue(target).change_visibility(handle, seconds)
+    except QueueError as error:
+        if error.code in ("ReceiptHandleStale", "MessageNotFound"):
+            raise SqsError("MessageNotInflight", "The message referred to isn't in flight.") from None
+        raise _handle_error(error) from None
+
+
+def _handle_error(error: QueueError) -> SqsError:
+    if error.code == "ValidationError":
+        return SqsError("ReceiptHandleIsInvalid", f"The input receipt handle is invalid: {error.message}")
+    return from_core(error)
+
+
+# Batches.
+
+
+def _batch(params: dict[str, Any]) -> list[dict[str, Any]]:
+    entries = require(params, "Entries")
+    if not entries:
+        raise SqsError("EmptyBatchRequest", "There should be at least one entry in the request.")
+    if len(entries) > MAX_BATCH:
+        raise SqsError(
+            "TooManyEntriesInBatchRequest",
+            f"Maximum number of entries per request are {MAX_BATCH}. You have sent {len(entries)}.",
+        )
+    seen: set[str] = set()
+    for entry in entries:
+        entry_id = require(entry, "Id")
+        if not _ENTRY_ID.fullmatch(entry_id):
+            raise SqsError(
+                "InvalidBatchEntryId",
+                "A batch entry id can only contain alphanumeric characters, hyphens and underscores. "
+                "It can be at most 80 letters long.",
+            )
+        if entry_id in seen:
+            raise SqsError("BatchEntryIdsNotDistinct", f"Id {entry_id} repeated.")
+        seen.add(entry_id)
+    return entries
+
+
+def _failure(entry_id: str, error: SqsError) -> dict[str, Any]:
+    return {"Id": entry_id, "SenderFault": error.status < 500, "Code": error.code, "Message": error.message}
+
+
+def _message_queue(call: Call) -> Target:
+    target = call.target()
+    if target.dlq:
+        raise invalid(
+            f"{target.name} is a dead-letter queue: read it with ReceiveMessage, empty it with DeleteMessage."
+        )
+    return target
