@@ -304,8 +304,8 @@ def test_generated_sqs_requests_get_sqs_errors_below_500_and_refusals_write_noth
             body = st.one_of(body, body.map(lambda params: {**params, "QueueUrl": server.url + SQS_QUEUE_URL}))
 
         @FUZZ_SETTINGS
-        @given(params=body)
-        def send(params: dict[str, Any], action: str = action) -> None:
+        @given(params=body, action=st.just(action))
+        def send(params: dict[str, Any], action: str) -> None:
             if isinstance(params.get("WaitTimeSeconds"), int):
                 params["WaitTimeSeconds"] = 0
             status, headers, answer = sqs_call(server, f"AmazonSQS.{action}", json.dumps(params).encode())
@@ -350,7 +350,7 @@ HUGE_BATCH = [{"Id": f"m{n}", "MessageBody": "x"} for n in range(1000)]
         ("AmazonSQS.DeleteMessageBatch", "/", json.dumps({"QueueUrl": "URL", "Entries": [
             {"Id": f"m{n}", "ReceiptHandle": "h"} for n in range(1000)]}).encode(), "TooManyEntriesInBatchRequest"),
         ("AmazonSQS.SendMessageBatch", "/", b'{"QueueUrl": "URL", "Entries": [{"Id": "a", "MessageBody": "' +
-         b"x" * (300 * 1024) + b'"}]}', "InvalidParameterValue"),
+         b"x" * (300 * 1024) + b'"}]}', "BatchRequestTooLong"),
         ("AmazonSQS.ReceiveMessage", "/", b'{"QueueUrl": "URL", "MaxNumberOfMessages": 11}', "InvalidParameterValue"),
         ("AmazonSQS.ReceiveMessage", "/", b'{"QueueUrl": "URL", "WaitTimeSeconds": 21}', "InvalidParameterValue"),
         ("AmazonSQS.CreateQueue", "/", b'{"QueueName": "bad name"}', "InvalidParameterValue"),
