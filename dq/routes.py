@@ -24,7 +24,9 @@ ROUTES: Final = tuple(
     Route(operation.method, operation.path, operation.function)
     for operation in OPERATIONS
     if operation.method is not None and operation.path is not None
-) + tuple(Route(sqs_routes.METHOD, resource, sqs_routes.FUNCTION) for resource in sqs_routes.RESOURCES)
+)
+# Amazon SQS's protocol: not REST routes of the OpenAPI document, served by their own function.
+SQS_ROUTES: Final = tuple(Route(sqs_routes.METHOD, resource, sqs_routes.FUNCTION) for resource in sqs_routes.RESOURCES)
 # Where a request no route matches goes: its resolver answers the API's 404 error.
 FALLBACK_FUNCTION: Final = PRODUCER
 
@@ -48,7 +50,7 @@ def match(method: str, raw_path: str) -> Match:
     """The route for a method and a percent-encoded path, with its path parameters decoded (as API Gateway
     decodes them)."""
     segments = raw_path.strip("/").split("/") if raw_path.strip("/") else []
-    for route in ROUTES:
+    for route in ROUTES + SQS_ROUTES:
         if route.method != method:
             continue
         parameters = _bind(route.resource, segments)

@@ -1,4 +1,4 @@
-"""The four functions: runtime, architecture, layer, logging, tracing, limits, and exactly their permissions."""
+"""The functions: runtime, architecture, layer, logging, tracing, limits, and exactly their permissions."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import pytest
 from infra.paths import FUNCTIONS_DIR
 from tests.infra.synth import Synthesized
 
-FUNCTIONS = ("producer", "poller", "dlq_redriver", "visibility_sweeper")
+FUNCTIONS = ("producer", "poller", "dlq_redriver", "visibility_sweeper", "sqs")
 
 # Written out rather than read from infra.permissions: this is the reviewed list the policies must equal.
 EXPECTED_TABLE_ACTIONS = {
     "producer": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
     "poller": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
     "dlq_redriver": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},
+    "sqs": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
     "visibility_sweeper": {
         "GetItem",
         "BatchGetItem",
@@ -28,9 +29,9 @@ EXPECTED_TABLE_ACTIONS = {
     },
 }
 # Only a query reads an index, and the DLQ redriver makes none.
-QUERIES_THE_INDEX = {"producer", "poller", "visibility_sweeper"}
+QUERIES_THE_INDEX = {"producer", "poller", "visibility_sweeper", "sqs"}
 # The three behind the API stop by the time API Gateway does (29 s); the sweeper is only scheduled.
-EXPECTED_TIMEOUTS = {"producer": 15, "poller": 29, "dlq_redriver": 29, "visibility_sweeper": 120}
+EXPECTED_TIMEOUTS = {"producer": 15, "poller": 29, "dlq_redriver": 29, "visibility_sweeper": 120, "sqs": 29}
 
 
 def _function(synthesized: Synthesized, name: str) -> dict[str, Any]:

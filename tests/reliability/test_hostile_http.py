@@ -247,8 +247,8 @@ def _is_utf8(data: bytes) -> bool:
 
 SQS_QUEUE_URL = "/000000000000/fuzz"
 SQS_EXAMPLES_PER_ACTION = 8
-# A delete or purge pinned to the existing queue would empty it for every later request.
-SQS_NOT_PINNED = frozenset({"DeleteQueue", "PurgeQueue"})
+# Pinned to the existing queue, these would delete or empty it, or make its receives wait, for later requests.
+SQS_NOT_PINNED = frozenset({"DeleteQueue", "PurgeQueue", "SetQueueAttributes"})
 
 
 def sqs_call(server: LocalServer, target: str | None, raw: bytes, path: str = "/") -> tuple[int, dict, Any]:
@@ -278,8 +278,10 @@ def sqs_error_problem(status: int, headers: dict, answer: Any) -> str | None:
     return None
 
 
-def _sqs_value(server: LocalServer) -> st.SearchStrategy[Any]:
-    urls = st.sampled_from([server.url + SQS_QUEUE_URL, f"{server.url}/sqs/other{SQS_QUEUE_URL}", "not a url"])
+def _sqs_value(server: LocalServer, pinnable: bool) -> st.SearchStrategy[Any]:
+    urls = st.sampled_from(
+        [f"{server.url}/sqs/other{SQS_QUEUE_URL}", "not a url", *([server.url + SQS_QUEUE_URL] if pinnable else [])]
+    )
     scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.text(max_size=20), urls)
     return st.recursive(
         scalars,
@@ -298,7 +300,7 @@ def test_generated_sqs_requests_get_sqs_errors_below_500_and_refusals_write_noth
     before = [snapshot()]
     for action in model.operation_names:
         members = list(model.operation_model(action).input_shape.members)
-        value = _sqs_value(server)
+        value = _sqs_value(server, pinnable=action not in SQS_NOT_PINNED)
         body = st.fixed_dictionaries({}, optional={name: value for name in members})
         if "QueueUrl" in members and action not in SQS_NOT_PINNED:
             body = st.one_of(body, body.map(lambda params: {**params, "QueueUrl": server.url + SQS_QUEUE_URL}))
@@ -306,7 +308,7 @@ def test_generated_sqs_requests_get_sqs_errors_below_500_and_refusals_write_noth
         @FUZZ_SETTINGS
         @given(params=body, action=st.just(action))
         def send(params: dict[str, Any], action: str) -> None:
-            if isinstance(params.get("WaitTimeSeconds"), int):
+            if action == "ReceiveMessage" or isinstance(params.get("WaitTimeSeconds"), int):
                 params["WaitTimeSeconds"] = 0
             status, headers, answer = sqs_call(server, f"AmazonSQS.{action}", json.dumps(params).encode())
             statuses[(action, status)] += 1
