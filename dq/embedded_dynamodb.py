@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import logging
 import threading
+import time
 from types import TracebackType
 from typing import Any, Final
 
@@ -21,6 +23,8 @@ from typing import Any, Final
 MOTO_VERSIONS: Final = frozenset({"5.2.5"})
 
 _LOCK = threading.RLock()
+# DynamoDB keeps a transaction's client request token this long after the transaction completed.
+TRANSACTION_TOKEN_SECONDS: Final = 600
 
 
 class UnsupportedMotoVersion(RuntimeError):
@@ -73,6 +77,7 @@ class EmbeddedDynamoDB:
         from moto.server import ThreadedMotoServer
 
         serialize_moto_requests()
+        idempotent_transactions()
         # Werkzeug would otherwise log every DynamoDB call to the console.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
@@ -146,6 +151,53 @@ def fast_transactions() -> None:
 
     transact_write_items._item_level = True  # type: ignore[attr-defined]
     backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def idempotent_transactions() -> None:
+    """Idempotent: moto ignores `TransactWriteItems`' `ClientRequestToken`; DynamoDB does not. A repeat of a
+    transaction that committed, with the same token and the same request, within ten minutes, is answered with
+    success and applies nothing; the same token with another request is `IdempotentParameterMismatchException`.
+    Without this a test cannot show what a commit repeated by the SDK after a lost answer does in the service."""
+    require_moto_version("idempotent_transactions", MOTO_VERSIONS)
+    from moto.dynamodb.exceptions import DynamodbException
+    from moto.dynamodb.responses import DynamoHandler
+
+    if getattr(DynamoHandler.transact_write_items, "_idempotent", False):
+        return
+    original = DynamoHandler.transact_write_items
+    committed: dict[tuple[str, str], tuple[str, float]] = {}
+
+    @functools.wraps(original)
+    def transact_write_items(self: Any) -> Any:
+        token = self.body.get("ClientRequestToken")
+        if not token:
+            return original(self)
+        request = json.dumps(self.body.get("TransactItems"), sort_keys=True, default=str)
+        now = time.monotonic()
+        with _LOCK:
+            for key, (_, at) in list(committed.items()):
+                if now - at > TRANSACTION_TOKEN_SECONDS:
+                    del committed[key]
+            seen = committed.get((self.current_account, token))
+            if seen is not None:
+                if seen[0] != request:
+                    raise DynamodbException(
+                        "com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",
+                        "The request uses the same client token as a previous, but non-identical request.",
+                    )
+                return _empty_transaction_answer()
+            answer = original(self)
+            committed[(self.current_account, token)] = (request, now)
+            return answer
+
+    transact_write_items._idempotent = True  # type: ignore[attr-defined]
+    DynamoHandler.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def _empty_transaction_answer() -> Any:
+    from moto.core.responses import ActionResult
+
+    return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
 
 
 def _restore(table: Any, hash_key: Any, range_key: Any, old: Any) -> None:

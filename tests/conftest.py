@@ -61,10 +61,11 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def dynamodb() -> Iterator[object]:
-    from dq.embedded_dynamodb import fast_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import fast_transactions, idempotent_transactions, serialize_moto_requests
 
     serialize_moto_requests()
     fast_transactions()
+    idempotent_transactions()
     with mock_aws():
         yield boto3.client("dynamodb", region_name="us-east-1")
 

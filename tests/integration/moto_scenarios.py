@@ -486,10 +486,11 @@ def run_queries(client: Any) -> dict[str, Any]:
 
 def _apply(configuration: str) -> None:
     if configuration in ("embedded", "bench"):
-        from dq.embedded_dynamodb import fast_transactions, serialize_moto_requests
+        from dq.embedded_dynamodb import fast_transactions, idempotent_transactions, serialize_moto_requests
 
         serialize_moto_requests()
         fast_transactions()
+        idempotent_transactions()
     if configuration == "bench":
         from bench.backend import faster_key_ordering
 

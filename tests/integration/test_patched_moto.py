@@ -25,6 +25,7 @@ from dq.embedded_dynamodb import (
     MOTO_VERSIONS,
     UnsupportedMotoVersion,
     fast_transactions,
+    idempotent_transactions,
     serialize_moto_requests,
 )
 from tests.integration.moto_scenarios import CONFIGURATIONS, QUERIED
@@ -127,6 +128,7 @@ def test_paged_queries_follow_the_exclusive_start_key_through_every_item(outcome
 PATCHES: dict[str, Callable[[], None]] = {
     "serialize_moto_requests": serialize_moto_requests,
     "fast_transactions": fast_transactions,
+    "idempotent_transactions": idempotent_transactions,
     "faster_key_ordering": faster_key_ordering,
 }
 
@@ -139,12 +141,22 @@ def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
     from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.responses import DynamoHandler
 
-    untouched = (DynamoHandler.call_action, models.DynamoDBBackend.transact_write_items, DynamoType.__eq__)
+    untouched = (
+        DynamoHandler.call_action,
+        DynamoHandler.transact_write_items,
+        models.DynamoDBBackend.transact_write_items,
+        DynamoType.__eq__,
+    )
     monkeypatch.setattr(moto, "__version__", "99.0.0")
     with pytest.raises(UnsupportedMotoVersion) as refusal:
         PATCHES[patch]()
     assert re.search(rf"{patch} .* written for moto 5\.2\.5, but moto 99\.0\.0 is installed", str(refusal.value))
-    assert (DynamoHandler.call_action, models.DynamoDBBackend.transact_write_items, DynamoType.__eq__) == untouched
+    assert (
+        DynamoHandler.call_action,
+        DynamoHandler.transact_write_items,
+        models.DynamoDBBackend.transact_write_items,
+        DynamoType.__eq__,
+    ) == untouched
 
 
 def test_the_pinned_moto_is_installed_and_is_a_version_every_patch_was_written_for() -> None:

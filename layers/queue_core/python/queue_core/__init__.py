@@ -3,6 +3,7 @@
 from .client import QueueClient
 from .consumer import Consumer, ConsumerReport
 from .errors import (
+    DuplicateMessage,
     InternalError,
     MessageNotFound,
     MessageTooLarge,
@@ -11,17 +12,20 @@ from .errors import (
     QueueNotFound,
     ReceiptHandleStale,
     Throttled,
+    TransactionConditionFailed,
     ValidationError,
 )
 from .models import BatchResult, Message, QueueStats, ReceivedMessage, SendResult, SweepReport
 from .settings import QueueSettings
 from .sqs_client import sqs_client
 from .subqueue import SubQueue
+from .transactions import TransactAck, TransactSend
 
 __all__ = [
     "BatchResult",
     "Consumer",
     "ConsumerReport",
+    "DuplicateMessage",
     "InternalError",
     "Message",
     "MessageNotFound",
@@ -38,6 +42,9 @@ __all__ = [
     "SubQueue",
     "SweepReport",
     "Throttled",
+    "TransactAck",
+    "TransactSend",
+    "TransactionConditionFailed",
     "ValidationError",
     "sqs_client",
 ]

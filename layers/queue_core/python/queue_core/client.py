@@ -17,6 +17,7 @@ from .store import Store
 from .subqueue import SubQueue, remove_sub_queue
 from .sweep import Sweeper
 from .table import TTL_ATTRIBUTE, table_definition
+from .transactions import commit
 
 
 def default_dynamodb() -> Any:
@@ -98,6 +99,21 @@ class QueueClient:
 
     def queue(self, name: str, client: str) -> SubQueue:
         return SubQueue(self._ctx, name, client)
+
+    def transact(self, items: list[Any], token: str | None = None) -> None:
+        """Commits the caller's own TransactWriteItems entries (any table of this account and region) together
+        with sends (`send_transact_items`) and acks (`delete_transact_items`), at most 100 entries in all.
+
+        A cancellation is mapped index by index: a failed condition of the caller's own item raises
+        `TransactionConditionFailed` (its `index` and the item as it was); a duplicate dedup id raises
+        `DuplicateMessage` naming the first message; an ack whose message was received again raises
+        `ReceiptHandleStale`. A FIFO group's sequence moved by another sender is not an error: the send is built
+        again and the transaction committed again (nothing of the cancelled one was applied). Every attempt
+        carries a client request token, so the SDK's repeat of a commit whose answer was lost is answered with
+        its success, not failed by its own first write. After a `Throttled`, call again with the same `token`
+        within ten minutes to learn whether the first attempt committed (DynamoDB answers it without applying
+        it twice)."""
+        commit(self._ctx.store, items, token)
 
     def queue_stats(self, name: str) -> QueueStats:
         """Summed over the queue's clients."""

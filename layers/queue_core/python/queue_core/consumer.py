@@ -4,6 +4,11 @@ What users of a queue otherwise write by hand, with the details that are easy to
 still running keeps its message (heartbeats extend the visibility), a failure releases the message with backoff,
 empty receives and errors back off with jitter, FIFO groups are processed in order and never in parallel, and
 `shutdown` stops receiving at once, lets running handlers finish and gives back what was not started.
+
+With `transactional=True` the handler returns the TransactWriteItems entries of its effect (or None for none), and
+the consumer commits them with the message's ack in one transaction: the effect is applied if and only if the ack
+is. A message received again since (a slow handler lost its claim) cancels the transaction, so nothing is applied
+and the message is left to its new holder: effects are applied exactly once however often a message is delivered.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import QueueError
-from .limits import MAX_RECEIVE
+from .errors import QueueError, ReceiptHandleStale, ValidationError
+from .limits import MAX_RECEIVE, MAX_TRANSACTION_ITEMS
 from .models import ReceivedMessage
 from .subqueue import SubQueue
 
@@ -39,6 +44,9 @@ class ConsumerReport:
     heartbeats: int = 0
     receive_errors: int = 0
     delete_errors: int = 0
+    # Transactional: acks cancelled because the message had been received again since, so its effect was not
+    # applied a second time.
+    stale_acks: int = 0
     clean_shutdown: bool = True
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,11 +62,13 @@ class Consumer:
         batch_size: int | None = None,
         visibility_timeout: int | None = None,
         heartbeat_seconds: float | None = None,
+        transactional: bool = False,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.queue = queue
         self.handler = handler
+        self.transactional = transactional
         self.concurrency = concurrency
         self.batch_size = min(batch_size or concurrency, MAX_RECEIVE)
         self.visibility_timeout = visibility_timeout or queue.settings.visibility_timeout or 30
@@ -165,7 +175,8 @@ class Consumer:
                 self._release(unit[position:])
                 return
             try:
-                self.handler(message)
+                effect = self.handler(message)
+                items = self._transaction(message, effect) if self.transactional else None
             except Exception:
                 logger.exception("handler failed for message %s", message.message_id)
                 self.report.failed += 1
@@ -175,14 +186,45 @@ class Consumer:
                 return
             self._forget(message)
             try:
-                self.queue.delete(message.receipt_handle)
+                if items is None:
+                    self.queue.delete(message.receipt_handle)
+                else:
+                    self.queue.transact(items)
                 self.report.succeeded += 1
+            except ReceiptHandleStale:
+                # Received again since: nothing was applied, and the message is its new holder's to process.
+                logger.info("message %s was received again: its effect is left to the new holder", message.message_id)
+                self.report.stale_acks += 1
+                self._release(unit[position + 1 :])
+                return
             except QueueError:
+                if items is not None:
+                    # The effect was not applied (its own condition failed, or DynamoDB refused): a failure.
+                    logger.exception("transaction failed for message %s", message.message_id)
+                    self.report.failed += 1
+                    self._give_back(message, None)
+                    self._release(unit[position + 1 :])
+                    return
                 logger.exception("delete failed for message %s", message.message_id)
                 self.report.delete_errors += 1
                 if message.group_id is not None:
                     self._release(unit[position + 1 :])
                     return
+
+    def _transaction(self, message: ReceivedMessage, effect: Any) -> list[Any]:
+        """The handler's entries and the ack, all in one transaction: never split, or the effect could be
+        applied without the ack (and again by the next holder)."""
+        if effect is None:
+            effect = []
+        if not isinstance(effect, list | tuple) or not all(isinstance(item, dict) for item in effect):
+            raise ValidationError("a transactional handler returns a list of TransactWriteItems entries (or None)")
+        ack = self.queue.delete_transact_items(message.receipt_handle)
+        if len(effect) + len(ack) > MAX_TRANSACTION_ITEMS:
+            raise ValidationError(
+                f"the handler's {len(effect)} transaction items and the ack's {len(ack)} exceed DynamoDB's "
+                f"{MAX_TRANSACTION_ITEMS} per transaction; a transactional handler's effect must fit in one"
+            )
+        return [*effect, *ack]
 
     def _forget(self, message: ReceivedMessage) -> None:
         with self._lock:

@@ -7,6 +7,7 @@ handles a receive hands out.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from .errors import QueueError
@@ -15,7 +16,18 @@ from .messages import Entry
 from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepReport
 from .receipts import Receipt
 from .settings import QueueSettings
-from .store import Item
+from .store import Item, Write
+
+
+@dataclass(frozen=True)
+class SendWrites:
+    """The writes that store one message, together in one transaction; `dedup` and `fence` are the places of the
+    dedup item's write and of the FIFO group's sequence fence among them (None when there is none)."""
+
+    ref: MessageRef
+    writes: list[Write]
+    dedup: int | None = None
+    fence: int | None = None
 
 
 class Engine(Protocol):
@@ -31,6 +43,20 @@ class Engine(Protocol):
 
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
         """Each entry succeeds or fails on its own; the results are in the entries' order."""
+
+    def send_writes(self, entry: Entry, now: int, last_seq: int | None = None) -> SendWrites:
+        """The writes a send of `entry` makes in one transaction, built by the code a normal send runs, so that a
+        transactional send stores what a normal one stores. `last_seq` is a FIFO group's last sequence as a
+        cancelled transaction's old group item told it (None: as known or read now)."""
+
+    def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
+        """The writes of a delete in one transaction, each conditional on the claim token, so that a message
+        received again since the handle cancels the transaction. `group_may_be_empty` False: a FIFO group is
+        unlocked, never taken out of the index (a send came since the claim)."""
+
+    def delete_committed(self, receipt: Receipt, now: int) -> None:
+        """Bookkeeping after a transaction of `delete_writes` committed: a FIFO group whose held messages are now
+        all done is unlocked at once instead of when its lock runs out."""
 
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
         """Claims up to `want` visible messages until `now + visibility`."""

@@ -46,6 +46,32 @@ class ReceiptHandleStale(QueueError):
     status = 409
 
 
+class TransactionConditionFailed(QueueError):
+    """A condition of one of the caller's own items failed a transaction that carried a send or an ack: nothing
+    of it was applied. `index` is the item's place in the transaction, `item` the item as it was (or None)."""
+
+    code = "TransactionConditionFailed"
+    status = 409
+
+    def __init__(self, message: str, index: int, item: dict | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.item = item
+
+
+class DuplicateMessage(QueueError):
+    """A transactional send's dedup id was used inside the window: the whole transaction was cancelled. Names the
+    first message, as the answer of a normal duplicate send does."""
+
+    code = "DuplicateMessage"
+    status = 409
+
+    def __init__(self, message: str, message_id: str, sequence: str) -> None:
+        super().__init__(message)
+        self.message_id = message_id
+        self.sequence = sequence
+
+
 class MessageTooLarge(QueueError):
     code = "MessageTooLarge"
     status = 413

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from . import keys, limits
 from .context import Context
 from .dedup import dedup_put, duplicate_of
+from .engine import SendWrites
 from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled, ValidationError
 from .keys import MessageRef, Space
 from .messages import (
@@ -154,6 +155,27 @@ class FifoQueue:
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
             return results
         raise Throttled("too many concurrent sends to this group; retry")
+
+    def send_writes(self, entry: Entry, now: int, last_seq: int | None = None) -> SendWrites:
+        """The group's update (its sequence fence), the dedup item, the message, and the marks of the group's old
+        places when a change of `shards` moves it: the actions `append` runs for one entry. The fence is the
+        `last_seq` given, else the group's last sequence as known here or read now (one read), so that a caller's
+        transaction is rarely cancelled by a stale guess."""
+        group = entry.group_id or ""
+        placement = self._placement(group, now)
+        if placement.moves:
+            expected = None
+        elif last_seq is not None:
+            expected = last_seq
+        elif placement.known_last_seq is not None:
+            expected = placement.known_last_seq
+        else:
+            found = self.ctx.store.get(placement.key)
+            expected = int(found["last_seq"]) if found and "last_seq" in found and not found.get("moved") else None
+        actions, refs = self._append_actions(group, [entry], expected, now, placement)
+        return SendWrites(
+            refs[0][1], actions + placement.moves, dedup=1 if entry.dedup_id is not None else None, fence=0
+        )
 
     def _placement(self, group: str, now: int) -> _Placement:
         """Where a send goes. Without a kept earlier layout: the group's shard, no read. With one: the old place
@@ -361,6 +383,31 @@ class FifoQueue:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
             gone_before = True
         self._ack(receipt, ref, now, removed=1, late_count=not gone_before)
+
+    def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
+        """The fenced delete and the group's part, conditional on the claim's lock: the last held message
+        unlocks the group (out of the index when the claim saw nothing after it and no send came since, as
+        `finish_group` does), one of several held is added to the done set (see `delete_committed`)."""
+        ref = MessageRef.parse(receipt.message_id)
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        if receipt.held > 1:
+            group = group_writes.ack(key, receipt.token, ref.sequence, 1, None)
+        elif receipt.last_seq and group_may_be_empty:
+            group = group_writes.unlock_empty(key, receipt.token, int(receipt.last_seq))
+        else:
+            group = group_writes.unlock(key, receipt.token, now, 1)
+        return [writes.fenced_delete(ref.live_key(self.space), receipt.token), group]
+
+    def delete_committed(self, receipt: Receipt, now: int) -> None:
+        """With several messages held, the one whose ack completes the done set unlocks the group (one read; an
+        ack cannot read the set inside a transaction). Without this the group waits for its lock to run out."""
+        if receipt.held <= 1:
+            return
+        ref = MessageRef.parse(receipt.message_id)
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        group = self.ctx.store.get(key)
+        if group and group.get("tok") == receipt.token and len(group.get("acked", set())) >= receipt.held:
+            self.finish_group(key, receipt.token, max(now, int(group.get("retry_at", 0))))
 
     def release(self, receipt: Receipt, available_at: int, now: int) -> int:
         ref = MessageRef.parse(receipt.message_id)

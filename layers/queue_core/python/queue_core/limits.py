@@ -39,6 +39,9 @@ MAX_PEEK: Final = 100
 MAX_TAGS: Final = 50
 MAX_TAG_KEY: Final = 128
 MAX_TAG_VALUE: Final = 256
+# DynamoDB's limit of actions in one TransactWriteItems call: a transactional send or ack shares it with the
+# caller's own items.
+MAX_TRANSACTION_ITEMS: Final = 100
 
 DEFAULT_VISIBILITY_SECONDS: Final = 30
 DEFAULT_MAX_RECEIVE_COUNT: Final = 5

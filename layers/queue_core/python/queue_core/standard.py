@@ -16,6 +16,7 @@ from . import keys, limits
 from .clock import sequence_ms
 from .context import Context
 from .dedup import dedup_put, duplicate_of
+from .engine import SendWrites
 from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled, ValidationError
 from .keys import MessageRef, Space
 from .messages import (
@@ -35,7 +36,7 @@ from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepRepor
 from .receipts import Receipt, new_token
 from .settings import QueueSettings
 from .shards import visit
-from .store import ConditionFailed, Item, TransactionCancelled
+from .store import ConditionFailed, Item, TransactionCancelled, Write
 from .store import messages as writes
 
 _CLAIM_ROUNDS = 3
@@ -101,13 +102,20 @@ class StandardQueue:
         return [results[entry.index] for entry in entries]
 
     def _send_dedup(self, entry: Entry, now: int) -> SendResult:
-        ref, item = self.build(entry, now)
-        dedup = dedup_put(self.space, self.settings, entry.dedup_id or "", ref, now)
+        planned = self.send_writes(entry, now)
         try:
-            self.ctx.store.transact_writes([dedup, writes.store_new(item)])
+            self.ctx.store.transact_writes(planned.writes)
         except TransactionCancelled as cancelled:
             return duplicate_of(cancelled.reasons[0])
-        return SendResult(ref.message_id, ref.sequence)
+        return SendResult(planned.ref.message_id, planned.ref.sequence)
+
+    def send_writes(self, entry: Entry, now: int, last_seq: int | None = None) -> SendWrites:
+        """The dedup item first (when the entry has a dedup id), then the message, conditional on a new key."""
+        ref, item = self.build(entry, now)
+        if entry.dedup_id is None:
+            return SendWrites(ref, [writes.store_new(item)])
+        dedup = dedup_put(self.space, self.settings, entry.dedup_id, ref, now)
+        return SendWrites(ref, [dedup, writes.store_new(item)], dedup=0)
 
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
@@ -200,12 +208,20 @@ class StandardQueue:
     # Claimed messages.
     def delete(self, receipt: Receipt, now: int) -> None:
         """Idempotent: a message already gone counts as deleted; one claimed again since raises."""
-        key = MessageRef.parse(receipt.message_id).live_key(self.space)
+        (write,) = self.delete_writes(receipt, now)
         try:
-            self.ctx.store.write(writes.fenced_delete(key, receipt.token))
+            self.ctx.store.write(write)
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+
+    def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
+        """One write: the delete, fenced by the claim token."""
+        key = MessageRef.parse(receipt.message_id).live_key(self.space)
+        return [writes.fenced_delete(key, receipt.token)]
+
+    def delete_committed(self, receipt: Receipt, now: int) -> None:
+        """Nothing is left to do: the delete was the whole of it."""
 
     def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
         return self._set_visible_at(receipt, visible_at, release=False)

@@ -26,6 +26,7 @@ from .receipts import Receipt
 from .settings import QueueSettings
 from .standard import StandardQueue
 from .store import Item
+from .transactions import TransactAck, TransactSend, commit
 
 _ENTRY_KEYS = frozenset({"body", "attributes", "attribute_types", "delay_seconds", "group_id", "dedup_id"})
 _FIRST_POLL_SECONDS = 0.05
@@ -77,15 +78,7 @@ class SubQueue:
     ) -> SendResult:
         """`attribute_types` gives SQS data types (`Number`, `Binary`, `String.x`, ...) of some `attributes`;
         left out, every attribute is a plain string."""
-        raw = {
-            "body": body,
-            "attributes": attributes,
-            "attribute_types": attribute_types,
-            "delay_seconds": delay_seconds,
-            "group_id": group_id,
-            "dedup_id": dedup_id,
-        }
-        entry = self._entry(0, raw)
+        entry = self._entry(0, _raw_entry(body, attributes, delay_seconds, group_id, dedup_id, attribute_types))
         result = self._send([entry])[0]
         if isinstance(result, QueueError):
             raise result
@@ -130,6 +123,28 @@ class SubQueue:
             outcome = results[first]
             results[index] = replace(outcome, duplicate=True) if isinstance(outcome, SendResult) else outcome
         return [results[entry.index] for entry in entries]
+
+    def send_transact_items(
+        self,
+        body: str,
+        attributes: dict[str, str] | None = None,
+        delay_seconds: int | None = None,
+        group_id: str | None = None,
+        dedup_id: str | None = None,
+        attribute_types: dict[str, str] | None = None,
+    ) -> TransactSend:
+        """The writes of `send` as TransactWriteItems entries for the caller's own transaction: the message
+        exists if and only if that transaction commits (an outbox with no relay). Validated as `send` is;
+        nothing is written here but the client's registration (once per process). Commit with
+        `QueueClient.transact` to have a cancellation mapped to our errors."""
+        entry = self._entry(0, _raw_entry(body, attributes, delay_seconds, group_id, dedup_id, attribute_types))
+        self._ctx.registry.register_client(self.engine().space, self._now())
+        return TransactSend(self._engine_for, self._ctx.store.table, entry, self._now)
+
+    def _engine_for(self, fresh: bool) -> Engine:
+        if fresh:
+            self._ctx.registry.get(self.queue, fresh=True)
+        return self.engine()
 
     def _entry(self, index: int, raw: Any) -> Entry:
         if not isinstance(raw, dict):
@@ -207,6 +222,18 @@ class SubQueue:
     def delete(self, receipt_handle: str) -> None:
         receipt = self._receipt(receipt_handle)
         self.engine().delete(receipt, self._now())
+
+    def delete_transact_items(self, receipt_handle: str) -> TransactAck:
+        """The writes of `delete` as TransactWriteItems entries (standard: 1, FIFO: 2), each conditional on the
+        claim: in the caller's transaction with the effect of processing the message, the effect and the ack
+        commit together, and if the message was received again since this handle the whole transaction is
+        cancelled (`ReceiptHandleStale` through `transact`). Reads nothing."""
+        receipt = self._receipt(receipt_handle)
+        return TransactAck(self._engine_for, self._ctx.store.table, receipt, self._now)
+
+    def transact(self, items: list[Any], token: str | None = None) -> None:
+        """`QueueClient.transact` on this sub-queue's table."""
+        commit(self._ctx.store, items, token)
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
         handles = validation.batch("receipt_handles", receipt_handles)
@@ -337,6 +364,25 @@ class SubQueue:
     def move_to_dlq(self, message_id: str) -> bool:
         """An operator marks a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
         return self.engine().move_to_dlq(self._ref(message_id), self._now())
+
+
+def _raw_entry(
+    body: str,
+    attributes: dict[str, str] | None,
+    delay_seconds: int | None,
+    group_id: str | None,
+    dedup_id: str | None,
+    attribute_types: dict[str, str] | None,
+) -> dict[str, Any]:
+    """One message's fields as a batch entry carries them, validated by `_entry` like every other entry."""
+    return {
+        "body": body,
+        "attributes": attributes,
+        "attribute_types": attribute_types,
+        "delay_seconds": delay_seconds,
+        "group_id": group_id,
+        "dedup_id": dedup_id,
+    }
 
 
 def engine_for(ctx: Context, settings: QueueSettings, client: str) -> Engine:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
@@ -27,7 +28,7 @@ from botocore.exceptions import (
     ConnectionError as BotoConnectionError,
 )
 
-from ..errors import InternalError, MessageTooLarge, Throttled
+from ..errors import InternalError, MessageTooLarge, Throttled, ValidationError
 from ..keys import index_upper
 from ..table import INDEX_NAME
 from .write import Write, serialize
@@ -56,6 +57,8 @@ _THROTTLES = frozenset(
 _UNREACHABLE = (BotoConnectionError, HTTPClientError)
 _BATCH_RETRIES = 8
 _NO_BLIND_PUT_RETRY = "queue-core-no-blind-put-retry"
+# Refusals of a request's shape: for a transaction that carries a caller's own items, the caller's input.
+_REFUSED_INPUT = frozenset({"ValidationException", "IdempotentParameterMismatchException"})
 _ITEM_TOO_LARGE = "Item size"  # DynamoDB: "Item size has exceeded the maximum allowed size" (and "... to update")
 _deserializer = TypeDeserializer()
 
@@ -131,11 +134,14 @@ class Store:
             "needs-retry.dynamodb.BatchWriteItem", _no_blind_put_retry, unique_id=_NO_BLIND_PUT_RETRY
         )
 
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+    def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
+            if caller_input and code in _REFUSED_INPUT:
+                message = error.response.get("Error", {}).get("Message", "") or code
+                raise ValidationError(f"DynamoDB refused the transaction: {message}") from None
             if code == "ConditionalCheckFailedException":
                 raise ConditionFailed(deserialize(error.response.get("Item"))) from None
             if code == "TransactionCanceledException":
@@ -183,6 +189,18 @@ class Store:
     def transact_writes(self, writes: Sequence[Write]) -> None:
         """All writes or none; a failed condition raises `TransactionCancelled` with each action's reason."""
         self._call("transact_write_items", TransactItems=[write.transact_item(self.table) for write in writes])
+
+    def transact_items(self, items: Sequence[dict[str, Any]], token: str | None = None) -> None:
+        """A transaction of items already in the low-level format, on any table (a caller's own items beside
+        ours). The client request token makes a repeat idempotent for ten minutes: when the SDK sends a commit
+        again after a lost answer, DynamoDB answers success without applying it twice, instead of failing the
+        conditions the first attempt changed. DynamoDB's refusals of the items' shape are `ValidationError`."""
+        self._call(
+            "transact_write_items",
+            caller_input=True,
+            TransactItems=list(items),
+            ClientRequestToken=token or str(uuid.uuid4()),
+        )
 
     # Many items.
     def batch_get(self, keys: list[dict[str, str]]) -> list[Item]:

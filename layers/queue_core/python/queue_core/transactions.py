@@ -1,0 +1,260 @@
+"""Sends and acks inside the caller's own DynamoDB transaction: the outbox without a relay, exactly-once effects.
+
+A transactional send is the very writes a normal send makes (the engines build both), handed to the caller as
+TransactWriteItems entries: the message exists if and only if the caller's transaction commits. A transactional
+ack is the delete a normal delete makes (plus the FIFO group's release), each write conditional on the claim
+token: if the message was received again since the handle, the whole transaction is cancelled, so the caller's
+effect is applied once, by whoever still holds the message.
+
+Our entries are `OwnedItem`s: plain dicts to the SDK, that remember which send or ack they belong to wherever the
+caller copies them, so that `commit` reads a cancellation index by index: the caller's own condition, a duplicate,
+a stale claim, or a FIFO fence moved by another sender (built again and committed again: nothing of the cancelled
+attempt was applied, and the caller's conditions are checked afresh).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .dedup import duplicate_of
+from .engine import Engine, SendWrites
+from .errors import (
+    DuplicateMessage,
+    QueueError,
+    ReceiptHandleStale,
+    Throttled,
+    TransactionConditionFailed,
+    ValidationError,
+)
+from .limits import MAX_TRANSACTION_ITEMS
+from .messages import Entry
+from .receipts import Receipt
+from .store import Item, Store, TransactionCancelled
+
+logger = logging.getLogger("queue_core.transactions")
+
+# Commits of one transaction while FIFO fences keep moving under other senders (each attempt applies nothing).
+_COMMIT_ATTEMPTS = 25
+_STALE = "the message was received again since this receipt handle (or is gone): nothing of the transaction applied"
+
+# Gives the sub-queue's engine for the current settings; True asks for settings read afresh.
+EngineSource = Callable[[bool], Engine]
+
+
+class OwnedItem(dict):
+    """One TransactWriteItems entry of a send or an ack: a plain dict to the SDK; `owner` and `position` say
+    whose entry it is, so that a cancellation reason at its index is read as ours."""
+
+    owner: _Part
+    position: int
+
+
+def _owned(entries: list[dict[str, Any]], owner: _Part) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for position, entry in enumerate(entries):
+        item = OwnedItem(entry)
+        item.owner = owner
+        item.position = position
+        items.append(item)
+    return items
+
+
+class _Part:
+    """A send or an ack inside a caller's transaction."""
+
+    items: list[dict[str, Any]]
+
+    def failure(self, position: int, old: Item | None) -> QueueError | None:
+        """What a failed condition of our entry at `position` means; None when the entries were built again
+        (the cancellation is one a new attempt gets past)."""
+        raise NotImplementedError
+
+    def committed(self) -> None:
+        """Runs once the transaction committed."""
+
+
+class TransactSend(_Part):
+    """A message that exists once the caller's transaction commits. `items` are its TransactWriteItems entries
+    (standard: 1, 2 with a dedup id; FIFO: 2, 3 with a dedup id, plus one per earlier place of the group while a
+    change of `shards` moves it); `message_id` and `sequence` name the message. Committed through
+    `QueueClient.transact`, a FIFO send may be built again after another sender moved its group's sequence:
+    `items`, `message_id` and `sequence` then name the message as committed."""
+
+    def __init__(self, engine_of: EngineSource, table: str, entry: Entry, now_ms: Callable[[], int]) -> None:
+        self._engine_of = engine_of
+        self._table = table
+        self._entry = entry
+        self._now_ms = now_ms
+        self.items: list[dict[str, Any]] = []
+        self.message_id = ""
+        self.sequence = ""
+        self._planned: SendWrites | None = None
+        self._build(self._engine_of(False), None)
+
+    def __repr__(self) -> str:
+        return f"TransactSend(message_id={self.message_id!r}, items={len(self.items)})"
+
+    def _build(self, engine: Engine, last_seq: int | None) -> None:
+        planned = engine.send_writes(self._entry, self._now_ms(), last_seq)
+        self._planned = planned
+        self.items[:] = _owned([write.transact_item(self._table) for write in planned.writes], self)
+        self.message_id = planned.ref.message_id
+        self.sequence = planned.ref.sequence
+
+    def failure(self, position: int, old: Item | None) -> QueueError | None:
+        planned = self._planned
+        assert planned is not None
+        if position == planned.dedup:
+            try:
+                first = duplicate_of(("ConditionalCheckFailed", old))
+            except Throttled as raced:
+                return raced
+            return DuplicateMessage(
+                f"dedup id {self._entry.dedup_id!r} was used by message {first.message_id!r} inside the dedup "
+                "window: the transaction was cancelled",
+                first.message_id,
+                first.sequence,
+            )
+        if position == planned.fence and old is not None and not old.get("moved") and "last_seq" in old:
+            self._build(self._engine_of(False), int(old["last_seq"]))  # another sender moved the group's sequence
+            return None
+        # The group moved to another place (a change of `shards`), or one of its old places changed meanwhile.
+        self._build(self._engine_of(True), None)
+        return None
+
+
+class TransactAck(list):
+    """The TransactWriteItems entries of an ack (standard: 1, FIFO: 2): a list, as `delete_transact_items`
+    promises, that also knows its receipt."""
+
+    def __init__(self, engine_of: EngineSource, table: str, receipt: Receipt, now_ms: Callable[[], int]) -> None:
+        super().__init__()
+        self._part = _AckPart(self, engine_of, table, receipt, now_ms)
+
+    @property
+    def message_id(self) -> str:
+        return self._part.receipt.message_id
+
+
+class _AckPart(_Part):
+    def __init__(
+        self, items: list[dict[str, Any]], engine_of: EngineSource, table: str, receipt: Receipt, now_ms: Any
+    ) -> None:
+        self.items = items
+        self.receipt = receipt
+        self._engine_of = engine_of
+        self._table = table
+        self._now_ms = now_ms
+        self._build(group_may_be_empty=True)
+
+    def _build(self, group_may_be_empty: bool) -> None:
+        writes = self._engine_of(False).delete_writes(self.receipt, self._now_ms(), group_may_be_empty)
+        self.items[:] = _owned([write.transact_item(self._table) for write in writes], self)
+        self._may_empty = group_may_be_empty
+
+    def failure(self, position: int, old: Item | None) -> QueueError | None:
+        held = old is not None and old.get("tok") == self.receipt.token
+        if position == 1 and held and self._may_empty and self.receipt.held <= 1:
+            # The lock is still ours; a send came since the claim, so the group is not empty: unlock it instead.
+            self._build(group_may_be_empty=False)
+            return None
+        return ReceiptHandleStale(_STALE)
+
+    def committed(self) -> None:
+        try:
+            self._engine_of(False).delete_committed(self.receipt, self._now_ms())
+        except QueueError:
+            # The ack committed; only the group's early unlock is missing, and its lock running out makes up for it.
+            logger.warning("group bookkeeping after the ack of %s failed", self.receipt.message_id, exc_info=True)
+
+
+def commit(store: Store, items: Iterable[Any], token: str | None = None) -> None:
+    """Runs one transaction of the caller's items with our sends and acks among them, and maps a cancellation
+    to our errors (see `QueueClient.transact`)."""
+    slots = _expand(items)
+    if not slots:
+        raise ValidationError("a transaction needs at least one item")
+    if len(slots) > MAX_TRANSACTION_ITEMS:
+        raise ValidationError(
+            f"a transaction takes at most {MAX_TRANSACTION_ITEMS} items (DynamoDB's limit); this one has {len(slots)}"
+        )
+    if not _complete(slots):
+        raise ValidationError("a send's or an ack's items must all be in the transaction, each once")
+    for attempt in range(_COMMIT_ATTEMPTS):
+        try:
+            store.transact_items([item for item, _, _ in slots], token=token if attempt == 0 else None)
+        except TransactionCancelled as cancelled:
+            slots = _after_cancel(slots, cancelled.reasons)
+            continue
+        parts = {id(part): part for _, part, _ in slots if part is not None}
+        for part in parts.values():
+            part.committed()
+        return
+    raise Throttled("other senders kept moving the FIFO group's sequence; nothing was applied; retry")
+
+
+_Slot = tuple[dict[str, Any], _Part | None, int]
+
+
+def _expand(items: Iterable[Any]) -> list[_Slot]:
+    """Flattens what the caller passes: entries (its own or ours), sends (their `items`), lists of entries."""
+    slots: list[_Slot] = []
+    for element in items:
+        if isinstance(element, OwnedItem):
+            slots.append((element, element.owner, element.position))
+        elif isinstance(element, dict):
+            slots.append((element, None, -1))
+        elif isinstance(element, TransactSend):
+            slots += _expand(element.items)
+        elif isinstance(element, list | tuple):
+            slots += _expand(element)
+        else:
+            raise ValidationError(
+                f"a transaction item must be a TransactWriteItems entry (a dict), not {type(element).__name__}"
+            )
+    return slots
+
+
+def _after_cancel(slots: list[_Slot], reasons: Sequence[tuple[str, Item | None]]) -> list[_Slot]:
+    """Raises the error a cancellation means; or, when only FIFO fences moved, returns the entries built again."""
+    failed = [(index, old) for index, (code, old) in enumerate(reasons) if code == "ConditionalCheckFailed"]
+    for index, old in failed:
+        if slots[index][1] is None:
+            raise TransactionConditionFailed(
+                f"the condition of transaction item {index} failed: nothing of the transaction was applied",
+                index,
+                old,
+            )
+    errors = [
+        error
+        for index, old in failed
+        if (error := _own_failure(slots[index], old)) is not None  # type: ignore[arg-type]
+    ]
+    stale = [error for error in errors if isinstance(error, ReceiptHandleStale)]
+    if errors:
+        raise (stale or errors)[0]
+    if not _complete(slots):
+        # Built again with another number of entries (the group moved to another place meanwhile): the caller's
+        # list cannot be brought up to date here.
+        raise Throttled("the FIFO group moved to another place meanwhile; nothing was applied; send again")
+    return [
+        (part.items[position], part, position) if part is not None else (item, part, position)
+        for item, part, position in slots
+    ]
+
+
+def _complete(slots: list[_Slot]) -> bool:
+    """Whether every send and ack among the slots is there whole, each entry once."""
+    positions: dict[int, list[int]] = {}
+    for _, part, position in slots:
+        if part is not None:
+            positions.setdefault(id(part), []).append(position)
+    return all(sorted(positions[id(part)]) == list(range(len(part.items))) for _, part, _ in slots if part is not None)
+
+
+def _own_failure(slot: _Slot, old: Item | None) -> QueueError | None:
+    _, part, position = slot
+    assert part is not None
+    return part.failure(position, old)
