@@ -220,6 +220,13 @@ def _expand(items: Iterable[Any]) -> list[_Slot]:
 def _after_cancel(slots: list[_Slot], reasons: Sequence[tuple[str, Item | None]]) -> list[_Slot]:
     """Raises the error a cancellation means; or, when only FIFO fences moved, returns the entries built again."""
     failed = [(index, old) for index, (code, old) in enumerate(reasons) if code == "ConditionalCheckFailed"]
+    own = [(index, old) for index, old in failed if slots[index][1] is not None]
+    errors = [error for index, old in own if (error := _own_failure(slots[index], old)) is not None]
+    # A stale ack first: once another consumer holds (or finished) the message, the caller's own condition
+    # failing too is most likely that consumer's effect, already applied.
+    stale = [error for error in errors if isinstance(error, ReceiptHandleStale)]
+    if stale:
+        raise stale[0]
     for index, old in failed:
         if slots[index][1] is None:
             raise TransactionConditionFailed(
@@ -227,14 +234,8 @@ def _after_cancel(slots: list[_Slot], reasons: Sequence[tuple[str, Item | None]]
                 index,
                 old,
             )
-    errors = [
-        error
-        for index, old in failed
-        if (error := _own_failure(slots[index], old)) is not None  # type: ignore[arg-type]
-    ]
-    stale = [error for error in errors if isinstance(error, ReceiptHandleStale)]
     if errors:
-        raise (stale or errors)[0]
+        raise errors[0]
     if not _complete(slots):
         # Built again with another number of entries (the group moved to another place meanwhile): the caller's
         # list cannot be brought up to date here.
