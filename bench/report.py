@@ -408,6 +408,8 @@ def _details(results: dict[str, Any], images: dict[str, str]) -> list[str]:
         parts.append(f"\nHeaviest direct imports of the poller: {heaviest}.\n")
     if "push" in results:
         parts += _push_details(results["push"])
+    if "transactions" in results:
+        parts += _transactions(results["transactions"])
     return parts
 
 
@@ -435,6 +437,49 @@ def _push_details(push: dict[str, Any]) -> list[str]:
         "on an empty sub-queue; push made none.\n"
     )
     return parts
+
+
+def _transactions(figures: dict[str, Any]) -> list[str]:
+    """Write units per message: ours alone, plain and in a transaction; then with the caller's own write."""
+    rows = []
+    for kind in ("standard", "standard_dedup", "fifo", "fifo_dedup"):
+        for step, alone, together in (
+            ("send", "business_then_plain", "business_in_transaction"),
+            ("ack", "effect_then_plain", "effect_in_transaction"),
+        ):
+            ways = figures[kind][step]
+            plain, transactional = ways["plain"]["write_units"], ways["transactional"]["write_units"]
+            apart, joined = ways[alone]["write_units"], ways[together]["write_units"]
+            rows.append(
+                [
+                    kind.replace("_", " + "),
+                    step,
+                    _n(plain),
+                    _n(transactional),
+                    _n(transactional - plain),
+                    _n(apart),
+                    _n(joined),
+                    _n(joined - apart),
+                    _n(ways["transactional"]["read_units"]),
+                ]
+            )
+    header = [
+        "queue",
+        "step",
+        "plain WU",
+        "transactional WU",
+        "extra WU",
+        "caller's write, then plain WU",
+        "both in one transaction WU",
+        "extra WU",
+        "transactional RU",
+    ]
+    return [
+        "\n## Transactional send and ack\n",
+        f"Backend: {figures['backend']}. " + _first_paragraph("transactions"),
+        _table(header, rows),
+        "",
+    ]
 
 
 def _first_paragraph(scenario: str) -> str:

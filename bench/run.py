@@ -16,14 +16,25 @@ from pathlib import Path
 from typing import Any, Final
 
 from . import plots, report
-from .scenarios import backlog, cold_import, contention, cost, fifo_blocked, life_cost, push, sharding, throughput
+from .scenarios import (
+    backlog,
+    cold_import,
+    contention,
+    cost,
+    fifo_blocked,
+    life_cost,
+    push,
+    sharding,
+    throughput,
+    transactions,
+)
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DOC: Final = ROOT / "docs" / "benchmarks.md"
 IMAGES: Final = ROOT / "docs" / "img"
 SCENARIOS: Final = {
     module.NAME: module
-    for module in (life_cost, backlog, contention, fifo_blocked, throughput, sharding, cold_import, push)
+    for module in (life_cost, backlog, contention, fifo_blocked, throughput, sharding, cold_import, push, transactions)
 }
 
 

@@ -8,7 +8,7 @@ from bench.backend import moto_backend
 from bench.baselines import HiddenUntilQueue, StatusIndexQueue
 from bench.messages import KB, body
 from bench.queues import OursQueue
-from bench.scenarios import backlog, contention, life_cost
+from bench.scenarios import backlog, contention, life_cost, transactions
 from bench.update_expression import apply_update
 
 
@@ -90,6 +90,15 @@ def test_life_cost_scenario_runs_on_quick_sizes() -> None:
     standard = life["standard"]
     assert standard["fitting_body"]["total"]["write_units"] <= standard["kb_body"]["total"]["write_units"]
     assert standard["kb_body_batched"]["total"]["api_calls"] < standard["kb_body"]["total"]["api_calls"]
+
+
+def test_transactions_scenario_charges_a_transaction_twice_per_item() -> None:
+    figures = transactions.run(quick=True)
+    for kind, ack_items in (("standard", 1), ("fifo", 2)):
+        ack = figures[kind]["ack"]
+        extra = ack["transactional"]["write_units"] - ack["plain"]["write_units"]
+        assert extra >= ack_items - 0.01, kind
+        assert ack["transactional"]["api_calls"] == 1, "the ack is one transaction"
 
 
 def test_contention_scenario_runs_on_tiny_sizes(backend) -> None:

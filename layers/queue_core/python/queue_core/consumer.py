@@ -191,13 +191,13 @@ class Consumer:
                 else:
                     self.queue.transact(items)
                 self.report.succeeded += 1
-            except ReceiptHandleStale:
-                # Received again since: nothing was applied, and the message is its new holder's to process.
-                logger.info("message %s was received again: its effect is left to the new holder", message.message_id)
-                self.report.stale_acks += 1
-                self._release(unit[position + 1 :])
-                return
-            except QueueError:
+            except QueueError as error:
+                if items is not None and isinstance(error, ReceiptHandleStale):
+                    # Received again since: nothing was applied; the message is its new holder's to process.
+                    logger.info("message %s was received again: its effect is left to its holder", message.message_id)
+                    self.report.stale_acks += 1
+                    self._release(unit[position + 1 :])
+                    return
                 if items is not None:
                     # The effect was not applied (its own condition failed, or DynamoDB refused): a failure.
                     logger.exception("transaction failed for message %s", message.message_id)
