@@ -308,6 +308,44 @@ def test_a_tenant_transaction_is_refused_when_any_of_its_items_is_not_its_own(
     assert all_allowed(statements["tenant_function"], requests) is expected
 
 
+# The one grant a tenant function needs besides `grant_library_access` to put the queue's items in a transaction
+# with its own: the actions its own items use, on its own table (README: "Exactly-once effects and the outbox").
+SHOP_TABLE_ARN = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/shop-orders"
+SHOP_GRANT = {
+    "Effect": "Allow",
+    "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"],
+    "Resource": [SHOP_TABLE_ARN],
+}
+
+
+@pytest.mark.parametrize("queue", list(LIBRARY_ROLES))
+def test_a_tenant_function_commits_the_queues_items_with_its_own_given_one_grant_on_its_own_table(
+    policies: tuple[Resolver, dict[str, list[dict[str, Any]]]], client: QueueClient, queue: str
+) -> None:
+    """DynamoDB authorizes each item of a transaction on its own: the queue's items by the library grant, the
+    caller's own by the grant on its own table. The transaction action itself needs no grant."""
+    resolver, statements = policies
+    (table,) = resolver.logical_ids("AWS::DynamoDB::Table")
+    client.create_queue(queue)
+    sub = client.queue(queue, "a")
+    group = "g" if queue.endswith(".fifo") else None
+    send = sub.send_transact_items("order placed", group_id=group, dedup_id="order-1")
+    sub.send("to acknowledge", group_id=group)
+    handles = []
+    while not handles:
+        handles = [message.receipt_handle for message in sub.receive(max_messages=1)]
+    ack = sub.delete_transact_items(handles[0])
+    own = {"Put": {"TableName": "shop-orders", "Item": {"pk": {"S": "order#1"}}}}
+    queue_requests = dynamodb_requests(
+        "TransactWriteItems", {"TransactItems": [*send.items, *ack]}, resolver.table_arn(table)
+    )
+    own_requests = dynamodb_requests("TransactWriteItems", {"TransactItems": [own]}, SHOP_TABLE_ARN)
+    granted = statements[LIBRARY_ROLES[queue]]
+    assert all_allowed(granted, queue_requests)
+    assert not all_allowed(granted, [*queue_requests, *own_requests])
+    assert all_allowed([*granted, SHOP_GRANT], [*queue_requests, *own_requests])
+
+
 @pytest.fixture
 def tenant_dynamodb(dynamodb: Any) -> Iterator[tuple[Any, DynamoDbRecorder]]:
     """A DynamoDB client of the tenant's own (the administrator's calls go through another), recorded."""
