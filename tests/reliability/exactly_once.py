@@ -234,7 +234,7 @@ class ExactlyOnceRun:
             idle = 0.005
             self._add("deliveries", len(messages))
             self._add("redeliveries", sum(message.receive_count > 1 for message in messages))
-            for message in messages:  # a FIFO batch is one group's, in order: the first not committed ends it
+            for message in messages:  # the first not committed ends the batch: its group's later ones must wait
                 if not self._work(sub, message, rng):
                     break
 
