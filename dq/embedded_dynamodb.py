@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from types import TracebackType
 from typing import Any, Final
 
@@ -165,19 +167,20 @@ def idempotent_transactions() -> None:
     if getattr(DynamoHandler.transact_write_items, "_idempotent", False):
         return
     original = DynamoHandler.transact_write_items
-    committed: dict[tuple[str, str], tuple[str, float]] = {}
+    # In the order they committed, so that expired tokens are dropped from the front.
+    committed: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
 
     @functools.wraps(original)
     def transact_write_items(self: Any) -> Any:
         token = self.body.get("ClientRequestToken")
         if not token:
             return original(self)
-        request = json.dumps(self.body.get("TransactItems"), sort_keys=True, default=str)
+        items = json.dumps(self.body.get("TransactItems"), sort_keys=True, default=str)
+        request = hashlib.sha256(items.encode()).hexdigest()
         now = time.monotonic()
         with _LOCK:
-            for key, (_, at) in list(committed.items()):
-                if now - at > TRANSACTION_TOKEN_SECONDS:
-                    del committed[key]
+            while committed and now - next(iter(committed.values()))[1] > TRANSACTION_TOKEN_SECONDS:
+                committed.popitem(last=False)
             seen = committed.get((self.current_account, token))
             if seen is not None:
                 if seen[0] != request:

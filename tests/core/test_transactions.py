@@ -267,6 +267,9 @@ def test_the_callers_own_retry_with_its_token_learns_the_first_commit_succeeded(
     assert order(client.dynamodb, "effect")["n"] == {"N": "1"}
     with pytest.raises(ReceiptHandleStale):
         client.transact(items)  # without the token it is a new transaction, and the message is gone
+    with pytest.raises(ValidationError, match="same client token"):
+        client.transact([bump("another")], token="order-effect-1")
+    assert order(client.dynamodb, "another") is None
 
 
 def test_fifo_acks_of_several_held_messages_release_the_group_when_the_last_commits(
