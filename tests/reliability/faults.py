@@ -215,13 +215,12 @@ class FaultInjector:
         call goes on as the retry, and its answer is the one the caller reads; if not, the caller reads the
         timeout of the first attempt.
 
-        A transaction carries a `ClientRequestToken` (botocore fills one in once per call, or the caller gives
-        it), so its retry carries the first attempt's token, and DynamoDB answers a retry of a transaction that
-        succeeded with that success, applying nothing again. Stock moto ignores the token: there, applying the
-        transaction a second time would be a fault the service never makes, so the call is sent once, and its
-        answer stands for both attempts; moto patched to honour the token gets both attempts."""
+        A transaction is the exception. botocore fills `ClientRequestToken` in once per call, so its retry carries
+        the first attempt's token, and DynamoDB answers a retry of a transaction that succeeded with that success,
+        applying nothing again. moto ignores the token: applying the transaction a second time here would be a
+        fault the service never makes, so the call is sent once, and its answer stands for both attempts."""
         operation = model.name
-        if operation != "TransactWriteItems" or _tokens_honoured():
+        if operation != "TransactWriteItems":
             self._elsewhere(lambda: _first_attempt(client, operation, context["fault_parameters"]))
         timeout = ReadTimeoutError(endpoint_url=_ENDPOINT)
         retried = _sdk_retries(client, model, params, timeout)
@@ -230,7 +229,7 @@ class FaultInjector:
             self._elsewhere(self.meanwhile)
         if retried:
             return
-        if operation != "TransactWriteItems" or _tokens_honoured():
+        if operation != "TransactWriteItems":
             raise timeout
         context["fault_loses_answer"] = True
 
@@ -325,13 +324,6 @@ def _sdk_retries(client: Any, model: Any, request: dict[str, Any], error: Except
     )
     delay = first_non_none_response(answers)
     return delay is not None and delay is not False
-
-
-def _tokens_honoured() -> bool:
-    """Whether moto answers a repeated transaction by its client request token, as DynamoDB does."""
-    from moto.dynamodb.responses import DynamoHandler
-
-    return bool(getattr(DynamoHandler.transact_write_items, "_idempotent", False))
 
 
 def _first_attempt(client: Any, operation: str, parameters: dict[str, Any]) -> None:
