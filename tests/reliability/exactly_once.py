@@ -56,7 +56,7 @@ class Scale:
 
 
 SHORT = Scale(messages=80, consumers=4, producers=2)
-FULL = Scale(messages=3_000, consumers=16, producers=4, deadline_seconds=3600.0)
+FULL = Scale(messages=2_000, consumers=16, producers=4, deadline_seconds=3600.0)
 
 
 @dataclass(frozen=True)
