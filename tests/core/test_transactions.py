@@ -88,6 +88,27 @@ def test_the_items_join_the_callers_own_transact_write_items(client: QueueClient
     assert message.message_id == send.message_id and message.group_id == "o2"
 
 
+@pytest.mark.parametrize("queue_name", ["typed", "typed.fifo"])
+def test_a_transactional_send_stores_what_a_plain_send_stores(
+    client: QueueClient, orders: str, queue_name: str
+) -> None:
+    client.create_queue(queue_name)
+    queue = client.queue(queue_name, "shop")
+    group = "g" if queue_name.endswith(".fifo") else None
+    fields = {"attributes": {"n": "42", "kind": "placed"}, "attribute_types": {"n": "Number"}, "group_id": group}
+    plain = queue.send("same", **fields)
+    send = queue.send_transact_items("same", **fields)
+    client.transact([new_order("o8"), send])
+    first, second = queue.receive(max_messages=10) if group is None else [*queue.receive(), None]
+    if group is not None:
+        queue.delete(first.receipt_handle)
+        [second] = queue.receive()
+    assert (first.message_id, second.message_id) == (plain.message_id, send.message_id)
+    assert first.to_dict() | {"message_id": "", "receipt_handle": "", "sequence": "", "sent_at": 0} == (
+        second.to_dict() | {"message_id": "", "receipt_handle": "", "sequence": "", "sent_at": 0}
+    )
+
+
 def test_a_failed_business_condition_leaves_no_message_and_nothing_half_written(
     client: QueueClient, orders: str
 ) -> None:
