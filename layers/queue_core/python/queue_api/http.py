@@ -53,6 +53,7 @@ _ERROR_DESCRIPTIONS: Final = {
     400: "ValidationError: malformed JSON, a wrong type, an unknown field, a value out of range, a bad name",
     404: "QueueNotFound or MessageNotFound",
     409: "QueueExists (other settings, or the queue changed meanwhile) or ReceiptHandleStale",
+    410: "MessageBodyMissing: the message's offloaded body is gone from the bucket",
     413: "MessageTooLarge: a body over the queue's max_message_bytes (default 256 KiB), or attributes too large",
     429: "Throttled: DynamoDB kept throttling; retry later",
     500: "InternalError",

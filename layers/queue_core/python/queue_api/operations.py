@@ -174,7 +174,7 @@ OPERATIONS: Final = (
     Operation(
         "get", "GET", f"{SUB_QUEUE}/messages/{{id}}", POLLER, Access.CONSUME, answer="MessageAnswer",
         summary="One message and its state: visible, in_flight, delayed or dlq", tag=MESSAGES_TAG,
-        errors=(400, 404, 429),
+        errors=(400, 404, 410, 429),
     ),
     Operation(
         "cancel", "DELETE", f"{SUB_QUEUE}/messages/{{id}}", POLLER, Access.CONSUME, answer="Deleted",

@@ -5,6 +5,7 @@ from .consumer import Consumer, ConsumerReport
 from .errors import (
     DuplicateMessage,
     InternalError,
+    MessageBodyMissing,
     MessageNotFound,
     MessageTooLarge,
     QueueError,
@@ -28,6 +29,7 @@ __all__ = [
     "DuplicateMessage",
     "InternalError",
     "Message",
+    "MessageBodyMissing",
     "MessageNotFound",
     "MessageTooLarge",
     "QueueClient",

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import replace
 from typing import Any
 
-from . import keys, leases, validation
+from . import keys, leases, limits, validation
+from .bodies import Bodies
 from .clock import Clock
 from .context import Context
 from .models import QueueStats, SweepReport
 from .registry import Registry
 from .settings import QueueSettings
 from .store import Store
+from .store.objects import ObjectStore
 from .subqueue import SubQueue, remove_sub_queue
 from .sweep import Sweeper
 from .table import TTL_ATTRIBUTE, table_definition
@@ -34,13 +37,33 @@ def default_dynamodb() -> Any:
 
 class QueueClient:
     """The library's entry point on one table: create, change, list and delete queues, reach a `(queue, client)`
-    sub-queue with `queue()`, and run the sweep. Thread-safe; keep one per process (it caches settings)."""
+    sub-queue with `queue()`, and run the sweep. Thread-safe; keep one per process (it caches settings).
 
-    def __init__(self, table_name: str, dynamodb: Any = None, clock: Clock = time.time) -> None:
+    `bucket` (default `$QUEUE_BUCKET`) is the S3 bucket for bodies too large for an item or over `offload_bytes`
+    stored (default `$QUEUE_OFFLOAD_BYTES`, else `limits.DEFAULT_OFFLOAD_BYTES`); `s3` a boto3 S3 client (default:
+    one from the environment, built on first use). Without a bucket, nothing is offloaded."""
+
+    def __init__(
+        self,
+        table_name: str,
+        dynamodb: Any = None,
+        clock: Clock = time.time,
+        *,
+        s3: Any = None,
+        bucket: str | None = None,
+        offload_bytes: int | None = None,
+    ) -> None:
         self.table_name = table_name
         self.dynamodb = dynamodb if dynamodb is not None else default_dynamodb()
         store = Store(self.dynamodb, table_name)
-        self._ctx = Context(store=store, registry=Registry(store), clock=clock)
+        bodies = Bodies(
+            objects=ObjectStore(s3),
+            bucket=bucket if bucket is not None else os.environ.get("QUEUE_BUCKET") or None,
+            offload_bytes=offload_bytes
+            if offload_bytes is not None
+            else int(os.environ.get("QUEUE_OFFLOAD_BYTES") or limits.DEFAULT_OFFLOAD_BYTES),
+        )
+        self._ctx = Context(store=store, registry=Registry(store), clock=clock, bodies=bodies)
 
     def create_table(self) -> None:
         """Idempotent: creates the table (the same keys, TTL and index as the CDK stack) if it is missing."""

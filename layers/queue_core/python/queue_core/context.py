@@ -1,4 +1,5 @@
-"""What every part of the core shares: the store, the registry, the clock, sequences and a claim pool."""
+"""What every part of the core shares: the store, the registry, the clock, the bodies' forms and their bucket,
+sequences and a claim pool."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from .bodies import OFFLOADED, Bodies
 from .clock import Clock, SequenceSource, to_ms
 from .keys import Space
 from .registry import Registry
@@ -21,6 +23,7 @@ class Context:
     store: Store
     registry: Registry
     clock: Clock
+    bodies: Bodies = field(default_factory=Bodies)
     sequences: SequenceSource = field(default_factory=SequenceSource)
     pool: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-claim")
@@ -33,6 +36,10 @@ class Context:
 
     traffic_by_sub_queue: dict[tuple[Space, int, int], Traffic] = field(default_factory=dict)
     traffic_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def delete_messages(self, pk: str) -> int:
+        """Removes every message item of a partition for good, and the objects of their offloaded bodies."""
+        return self.store.delete_partition(pk, attributes=(OFFLOADED,), removed=self.bodies.discard)
 
     def now_ms(self) -> int:
         return to_ms(self.clock())

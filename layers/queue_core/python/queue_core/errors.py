@@ -72,6 +72,14 @@ class DuplicateMessage(QueueError):
         self.sequence = sequence
 
 
+class MessageBodyMissing(QueueError):
+    """The message is there but its offloaded body is not (removed from the bucket, or expired by its lifecycle
+    rule). A receive moves such a message to the DLQ instead of delivering it."""
+
+    code = "MessageBodyMissing"
+    status = 410
+
+
 class MessageTooLarge(QueueError):
     code = "MessageTooLarge"
     status = 413

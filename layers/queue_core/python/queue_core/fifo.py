@@ -16,15 +16,25 @@ whose old item shows the write already done (our token, our sequence in the set)
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from . import keys, limits
+from .bodies import stored_form
 from .context import Context
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
-from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled, ValidationError
+from .errors import (
+    MessageBodyMissing,
+    MessageNotFound,
+    MessageTooLarge,
+    QueueError,
+    ReceiptHandleStale,
+    Throttled,
+    ValidationError,
+)
 from .keys import MessageRef, Space
 from .messages import (
     DELAYED,
@@ -51,6 +61,7 @@ _SEND_ATTEMPTS = 25
 _CLAIM_ROUNDS = 3
 _TIDY_LOCK_SECONDS = 30  # how long the sweep holds a stuck group while it tidies the group's head
 _CHUNK = 45  # entries per transaction: one group update plus at most two actions an entry, within 100
+logger = logging.getLogger("queue_core")
 
 
 class FifoQueue:
@@ -126,6 +137,7 @@ class FifoQueue:
             try:
                 self.ctx.store.transact_writes(actions + placement.moves + extra)
             except TransactionCancelled as cancelled:
+                self.ctx.bodies.discard_unstored(actions, cancelled.reasons)
                 code, old = cancelled.reasons[0]
                 moved_meanwhile = any(
                     reason == "ConditionalCheckFailed"
@@ -227,6 +239,7 @@ class FifoQueue:
                 now,
                 now + entry.delay_seconds * 1000,
                 expires_s(now, retention),
+                self.ctx.bodies,
             )
             actions.append(writes.store_new(item))
             refs.append((entry, ref))
@@ -299,6 +312,7 @@ class FifoQueue:
                 self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
             return []
         marked = [m for m in self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken) if m]
+        marked = self._with_bodies(marked, key, token, now)
         if not marked:
             self.finish_group(key, token, now)
             return []
@@ -316,8 +330,25 @@ class FifoQueue:
                 last_seq=last_seq,
                 group_shard=keys.shard_of(key["pk"]),
             )
-            messages.append(received(item, ref, receipt.encode(secret)))
+            messages.append(received(item, ref, receipt.encode(secret), self.ctx.bodies))
         return messages
+
+    def _with_bodies(self, marked: list[Item], group_key: dict[str, str], token: str, now: int) -> list[Item]:
+        """The marked messages with their bodies as sent (offloaded ones fetched in parallel). One whose body is
+        gone cannot be processed by anyone: it goes to the DLQ, as a message past its receive limit does, and the
+        group moves on."""
+
+        def resolve(item: Item) -> Item | None:
+            try:
+                return self.ctx.bodies.resolved(item)
+            except MessageBodyMissing:
+                logger.warning(
+                    "message %s of group %s: its offloaded body is gone; moved to the DLQ", item["sk"], group_key["sk"]
+                )
+                self._to_dlq(item, group_key, token, now)
+                return None
+
+        return [item for item in self.ctx.inner_pool.map(resolve, marked) if item is not None]
 
     def _take_heads(
         self, group_key: dict[str, str], token: str, heads: list[Item], budget: int, now: int
@@ -377,7 +408,9 @@ class FifoQueue:
         ref = MessageRef.parse(receipt.message_id)
         gone_before = False
         try:
-            self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))
+            self.ctx.bodies.discard(
+                [self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))]
+            )
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
@@ -470,7 +503,9 @@ class FifoQueue:
         """Counted even when the delete finds nothing: it may have been this delete, its answer lost; the count
         is a set of sequences, so a message another caller removed is not counted twice."""
         try:
-            self.ctx.store.write(writes.delete_expired({"pk": item["pk"], "sk": item["sk"]}, now))
+            self.ctx.bodies.discard(
+                [self.ctx.store.write(writes.delete_expired({"pk": item["pk"], "sk": item["sk"]}, now))]
+            )
         except ConditionFailed as failed:
             if failed.item is not None:
                 return
@@ -528,11 +563,12 @@ class FifoQueue:
                 entries = [
                     Entry(
                         index=i,
-                        body=item["body"],
+                        body="",
                         attributes=dict(item.get("attrs", {})),
                         attribute_types=dict(item.get("attr_types", {})),
                         group_id=group,
                         sent_at=int(item["sent_at"]),
+                        stored=stored_form(item),
                     )
                     for i, item in enumerate(chunk)
                 ]
@@ -556,9 +592,9 @@ class FifoQueue:
         live, dead = found.pop((live_key["pk"], live_key["sk"]), None), found.pop((dlq_key["pk"], dlq_key["sk"]), None)
         if live and not is_expired(live, now):
             holders = [group for group in found.values() if group.get("tok") and group.get("tok") == live.get("tok")]
-            return looked_at(live, ref, self.state(live, now, holders[0] if holders else None))
+            return looked_at(live, ref, self.state(live, now, holders[0] if holders else None), self.ctx.bodies)
         if dead and not is_expired(dead, now):
-            return looked_at(dead, ref, DLQ)
+            return looked_at(dead, ref, DLQ, self.ctx.bodies)
         return None
 
     def get_keys(self, ref: MessageRef) -> list[dict[str, str]]:
@@ -594,12 +630,16 @@ class FifoQueue:
                         continue
                     if int(item["visible_at"]) > now:
                         break
-                    found.append(looked_at(item, MessageRef(0, item["sk"], group_entry["sk"]), VISIBLE))
+                    with contextlib.suppress(MessageBodyMissing):  # the next receive moves it to the DLQ
+                        found.append(
+                            looked_at(item, MessageRef(0, item["sk"], group_entry["sk"]), VISIBLE, self.ctx.bodies)
+                        )
         found.sort(key=lambda message: (message.sent_at, message.sequence))
         return found[:limit]
 
     def cancel(self, ref: MessageRef, now: int) -> bool:
         old = self.ctx.store.delete(ref.live_key(self.space))
+        self.ctx.bodies.discard([old])
         if old is None:
             return False
         for group_key in self.get_keys(ref)[1:]:
@@ -616,7 +656,7 @@ class FifoQueue:
         for shard in range(self.settings.read_shards):
             for group_item in list(self.group_items(shard)):
                 group = group_item["sk"]
-                purged += self.ctx.store.delete_partition(self.space.group_messages_pk(group))
+                purged += self.ctx.delete_messages(self.space.group_messages_pk(group))
                 try:
                     self.ctx.store.write(
                         group_writes.empty({"pk": group_item["pk"], "sk": group}, int(group_item.get("last_seq", 0)))

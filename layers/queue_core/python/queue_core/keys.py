@@ -99,6 +99,13 @@ def group_shard(group: str, shards: int) -> int:
     return stable_hash(group) % shards
 
 
+def object_prefix_of(pk: str) -> str:
+    """The bucket prefix of the sub-queue a message partition key (`{kind}#{queue}#{client}#{generation}#…`)
+    belongs to: `Space.object_prefix` of its space."""
+    _, queue, client, generation = pk.split("#", 4)[:4]
+    return Space(queue, client, generation).object_prefix()
+
+
 def shard_of(pk: str) -> int:
     """The shard a message, DLQ or group-item partition key ends with."""
     return int(pk.rsplit("#", 1)[1])
@@ -128,6 +135,11 @@ class Space:
 
     def _prefix(self, kind: str) -> str:
         return f"{kind}#{self.queue}#{self.client}#{self.generation}#"
+
+    def object_prefix(self) -> str:
+        """Where the sub-queue's offloaded bodies live in the bucket: `{queue}/{client}/` first, so that IAM can
+        confine a tenant to its own objects with one prefix, as `dynamodb:LeadingKeys` does in the table."""
+        return f"{self.queue}/{self.client}/{self.generation}/"
 
     def message_pk(self, shard: int) -> str:
         return f"{self._prefix('M')}{shard}"

@@ -20,6 +20,17 @@ MAX_NUMBER_EXPONENT: Final = 126
 MAX_ATTRIBUTES_BYTES: Final = 64 * 1024
 MAX_ITEM_BYTES: Final = 400 * 1024
 ITEM_HEADROOM_BYTES: Final = 4 * 1024
+# Bodies (UTF-8) from this size on are compressed when that lowers the item's write units: below it, an item of
+# a body and the queue's own attributes stays within one unit whatever compression does.
+COMPRESS_MIN_BYTES: Final = 512
+# A stored body (compressed or not) above this many bytes goes to S3 when a bucket is configured, the item
+# keeping a pointer: a write unit per KB is paid three times in a message's life (send, claim, delete), an S3
+# PUT and GET about as much as 3 KB of it, and below this size the object's round trips would cost more time
+# than they save money. Bodies whose item would not fit in DynamoDB go to S3 whatever this says.
+DEFAULT_OFFLOAD_BYTES: Final = 32 * 1024
+# What a claim, a release and a DLQ move add to an item besides the message's own attributes (tokens, times,
+# counts, index keys): counted when deciding whether compression lowers the units of those writes too.
+CLAIM_BYTES: Final = 160
 MAX_BATCH: Final = 25
 MAX_RECEIVE: Final = 10
 MAX_VISIBILITY_SECONDS: Final = 43_200

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .keys import MessageRef
+from .bodies import FORMS, Bodies, item_size
+from .keys import MessageRef, index_sk, object_prefix_of
 from .models import Message, ReceivedMessage
 from .store import Item
 
@@ -26,6 +27,9 @@ class Entry:
     dedup_id: str | None = None
     # Kept from the first send when a message is moved back from the DLQ.
     sent_at: int | None = None
+    # The body as the DLQ item stored it (`bodies.stored_form`), when a message is moved back: kept as it is, so
+    # an offloaded body keeps its object.
+    stored: Item | None = None
 
 
 def expires_s(now_ms: int, retention_seconds: int) -> int:
@@ -36,10 +40,11 @@ def is_expired(item: Item, now_ms: int) -> bool:
     return int(item.get("expires_at", 0)) <= now_ms // 1000
 
 
-def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, expires_at: int) -> Item:
+def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, expires_at: int, bodies: Bodies) -> Item:
+    """Every message item is built here, whatever sends it: the body is stored compressed or offloaded as
+    `bodies` decides (an offloaded body's object is written now, before the caller writes the item)."""
     item: Item = {
         **key,
-        "body": entry.body,
         "sent_at": entry.sent_at or now_ms,
         "visible_at": visible_at,
         "receive_count": 0,
@@ -53,16 +58,24 @@ def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, ex
         item["group_id"] = entry.group_id
     if entry.dedup_id is not None:
         item["dedup_id"] = entry.dedup_id
+    if entry.stored is not None:
+        item.update(entry.stored)
+    else:
+        # The index keys are counted too: every message item carries them or a FIFO group's equivalent.
+        around = item_size(item) + item_size({"gsi1pk": key["pk"], "gsi1sk": index_sk(visible_at, key["sk"])})
+        item.update(bodies.stored(entry.body, object_prefix_of(key["pk"]), around))
     return item
 
 
 def moved_item(item: Item, key: dict[str, str], now_ms: int, **extra: Any) -> Item:
     """A copy of a message under another key (DLQ or back), keeping its body, attributes, group and sent time."""
-    kept = {k: item[k] for k in ("body", "attrs", "attr_types", "group_id", "dedup_id", "sent_at") if k in item}
+    kept = {k: item[k] for k in (*FORMS, "attrs", "attr_types", "group_id", "dedup_id", "sent_at") if k in item}
     return {**key, **kept, **extra}
 
 
-def received(item: Item, ref: MessageRef, handle: str) -> ReceivedMessage:
+def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies) -> ReceivedMessage:
+    """`MessageBodyMissing` when the body was offloaded and its object is gone."""
+    item = bodies.resolved(item)
     return ReceivedMessage(
         message_id=ref.message_id,
         receipt_handle=handle,
@@ -77,7 +90,9 @@ def received(item: Item, ref: MessageRef, handle: str) -> ReceivedMessage:
     )
 
 
-def looked_at(item: Item, ref: MessageRef, state: str) -> Message:
+def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Message:
+    """`MessageBodyMissing` when the body was offloaded and its object is gone."""
+    item = bodies.resolved(item)
     return Message(
         message_id=ref.message_id,
         body=item["body"],

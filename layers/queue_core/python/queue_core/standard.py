@@ -9,6 +9,7 @@ moves it past now. Visibility is exact: an expired claim is visible again by its
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 from typing import Any
 
@@ -17,7 +18,15 @@ from .clock import sequence_ms
 from .context import Context
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
-from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled, ValidationError
+from .errors import (
+    MessageBodyMissing,
+    MessageNotFound,
+    MessageTooLarge,
+    QueueError,
+    ReceiptHandleStale,
+    Throttled,
+    ValidationError,
+)
 from .keys import MessageRef, Space
 from .messages import (
     DELAYED,
@@ -40,6 +49,7 @@ from .store import ConditionFailed, Item, TransactionCancelled, Write
 from .store import messages as writes
 
 _CLAIM_ROUNDS = 3
+logger = logging.getLogger("queue_core")
 
 
 class StandardQueue:
@@ -74,6 +84,7 @@ class StandardQueue:
             now,
             visible_at,
             expires_s(now, self.settings.retention_seconds),
+            self.ctx.bodies,
         )
         item["gsi1pk"] = item["pk"]
         item["gsi1sk"] = keys.index_sk(visible_at, ref.sequence)
@@ -84,8 +95,14 @@ class StandardQueue:
         with its dedup item."""
         results: dict[int, SendResult | QueueError] = {}
         plain = [entry for entry in entries if entry.dedup_id is None]
-        for start in range(0, len(plain), 25):
-            chunk = [(entry, *self.build(entry, now)) for entry in plain[start : start + 25]]
+        built = []
+        for entry in plain:
+            try:
+                built.append((entry, *self.build(entry, now)))
+            except QueueError as error:  # its body could not be offloaded: nothing of it is stored
+                results[entry.index] = error
+        for start in range(0, len(built), 25):
+            chunk = built[start : start + 25]
             left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
             for position, (entry, ref, _) in enumerate(chunk):
                 results[entry.index] = (
@@ -106,6 +123,7 @@ class StandardQueue:
         try:
             self.ctx.store.transact_writes(planned.writes)
         except TransactionCancelled as cancelled:
+            self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
             return duplicate_of(cancelled.reasons[0])
         return SendResult(planned.ref.message_id, planned.ref.sequence)
 
@@ -190,7 +208,13 @@ class StandardQueue:
         assert item is not None
         ref = MessageRef.of_live(entry)
         receipt = Receipt(self.queue, self.client, ref.message_id, token, int(item["receive_count"]))
-        return received(item, ref, receipt.encode(secret))
+        try:
+            return received(item, ref, receipt.encode(secret), self.ctx.bodies)
+        except MessageBodyMissing:
+            # Nobody could process it: to the DLQ (where it can be looked at and cancelled), never delivered.
+            logger.warning("message %s: its offloaded body is gone; moved to the DLQ", ref.message_id)
+            self._to_dlq(key, int(item["receive_count"]), now, item, held=True)
+            return None
 
     def _lost_claim(self, key: dict[str, str], old: Item | None, now: int) -> None:
         """The old item says why a claim failed: expired and over-limit messages are dealt with at once;
@@ -210,7 +234,7 @@ class StandardQueue:
         """Idempotent: a message already gone counts as deleted; one claimed again since raises."""
         (write,) = self.delete_writes(receipt, now)
         try:
-            self.ctx.store.write(write)
+            self.ctx.bodies.discard([self.ctx.store.write(write)])
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
@@ -246,17 +270,20 @@ class StandardQueue:
     # Housekeeping.
     def delete_expired(self, key: dict[str, str], now: int) -> bool:
         try:
-            self.ctx.store.write(writes.delete_expired(key, now))
+            self.ctx.bodies.discard([self.ctx.store.write(writes.delete_expired(key, now))])
         except ConditionFailed:
             return False
         return True
 
-    def _to_dlq(self, key: dict[str, str], receive_count: int, now: int, old: Item | None = None) -> bool:
+    def _to_dlq(
+        self, key: dict[str, str], receive_count: int, now: int, old: Item | None = None, held: bool = False
+    ) -> bool:
         """Atomically: the message leaves the queue and enters the DLQ, or neither happens. Reads the message
-        only when the caller does not have it (the index holds no body)."""
+        only when the caller does not have it (the index holds no body). A `held` message is the caller's own
+        claim (`receive_count` is the claim's), moved while it is in flight."""
         ref = MessageRef.of_live(key)
         old = old or self.ctx.store.get(key)
-        if old is None or int(old["receive_count"]) != receive_count or int(old["visible_at"]) > now:
+        if old is None or int(old["receive_count"]) != receive_count or (int(old["visible_at"]) > now and not held):
             return False
         dlq = moved_item(
             old,
@@ -268,7 +295,8 @@ class StandardQueue:
             expires_at=max(int(old["expires_at"]), expires_s(now, self.settings.retention_seconds)),
         )
         try:
-            self.ctx.store.transact_writes([writes.leave_for_dlq(key, receive_count, now), writes.store_new(dlq)])
+            leave = writes.leave_for_dlq(key, receive_count, None if held else now)
+            self.ctx.store.transact_writes([leave, writes.store_new(dlq)])
         except TransactionCancelled:
             return False
         return True
@@ -322,7 +350,8 @@ class StandardQueue:
             for start in range(0, len(live), 100):
                 for item in self.ctx.store.batch_get(live[start : start + 100]):
                     if int(item["visible_at"]) <= now and not is_expired(item, now):
-                        found.append(looked_at(item, self.ref_of(item), VISIBLE))
+                        with contextlib.suppress(MessageBodyMissing):  # the next receive moves it to the DLQ
+                            found.append(looked_at(item, self.ref_of(item), VISIBLE, self.ctx.bodies))
         found.sort(key=lambda message: (message.visible_at or 0, message.sequence))
         return found[:limit]
 
@@ -334,19 +363,18 @@ class StandardQueue:
         found = {(item["pk"], item["sk"]): item for item in self.ctx.store.batch_get([live_key, dlq_key])}
         live, dead = found.get((live_key["pk"], live_key["sk"])), found.get((dlq_key["pk"], dlq_key["sk"]))
         if live and not is_expired(live, now):
-            return looked_at(live, ref, self.state(live, now))
+            return looked_at(live, ref, self.state(live, now), self.ctx.bodies)
         if dead and not is_expired(dead, now):
-            return looked_at(dead, ref, DLQ)
+            return looked_at(dead, ref, DLQ, self.ctx.bodies)
         return None
 
     def cancel(self, ref: MessageRef, now: int) -> bool:
         old = self.ctx.store.delete(ref.live_key(self.space))
+        self.ctx.bodies.discard([old])
         return old is not None and not is_expired(old, now)
 
     def purge(self) -> int:
-        return sum(
-            self.ctx.store.delete_partition(self.partition_key(shard)) for shard in range(self.settings.read_shards)
-        )
+        return sum(self.ctx.delete_messages(self.partition_key(shard)) for shard in range(self.settings.read_shards))
 
     def stats(self, now: int) -> QueueStats:
         """Reads the shard's index entries (small: keys, expiry, flag), at most `STATS_SCAN_LIMIT` per shard."""

@@ -7,6 +7,7 @@ both names, and a receipt handle of another sub-queue is refused.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 import time
@@ -17,7 +18,7 @@ from typing import Any
 from . import keys, limits, validation
 from .context import Context
 from .engine import Engine
-from .errors import MessageNotFound, QueueError, ValidationError
+from .errors import MessageBodyMissing, MessageNotFound, QueueError, ValidationError
 from .fifo import FifoQueue
 from .keys import MessageRef, Space
 from .messages import DLQ, Entry, is_expired, looked_at
@@ -161,7 +162,7 @@ class SubQueue:
         if dedup_id is None and settings.content_based_dedup:
             dedup_id = hashlib.sha256(body.encode()).hexdigest()
         group_id = validation.group_id(raw.get("group_id"), settings.fifo)
-        validation.stored_size(body, attributes, group_id, dedup_id, attribute_types)
+        validation.stored_size(attributes, group_id, dedup_id, attribute_types)
         return Entry(
             index=index,
             body=body,
@@ -295,6 +296,7 @@ class SubQueue:
         if self.engine().cancel(ref, self._now()):
             return True
         dead = self._ctx.store.delete(ref.dlq_key(self.space))
+        self._ctx.bodies.discard([dead])
         if dead is not None and not is_expired(dead, self._now()):
             return True
         raise MessageNotFound(f"message {message_id!r} not found")
@@ -339,7 +341,8 @@ class SubQueue:
         messages = []
         for item in self.dlq_items(self._now()):
             shard = keys.shard_of(item["pk"])
-            messages.append(looked_at(item, MessageRef.from_dlq_sk(item["sk"], shard, fifo), DLQ))
+            with contextlib.suppress(MessageBodyMissing):  # still listed by `get`, which says its body is gone
+                messages.append(looked_at(item, MessageRef.from_dlq_sk(item["sk"], shard, fifo), DLQ, self._ctx.bodies))
             if len(messages) >= limit:
                 break
         return messages
@@ -402,10 +405,15 @@ def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_re
     it."""
     engine = engine_for(ctx, settings, client)
     engine.purge()
-    for pk in [*dlq_pks(engine), *engine.space.dedup_pks()]:
+    for pk in dlq_pks(engine):
+        ctx.delete_messages(pk)
+    for pk in engine.space.dedup_pks():
         ctx.store.delete_partition(pk)
     if settings.fifo:
         for shard in range(settings.read_shards):
             ctx.store.delete_partition(engine.space.group_item_pk(shard))
+    # No item of this generation can name an object any more, nor can a send add one: whatever is left under
+    # its prefix (a send cut short) goes too.
+    ctx.bodies.discard_prefix(engine.space.object_prefix())
     if not keep_registration:
         ctx.registry.delete_registration(engine.space)

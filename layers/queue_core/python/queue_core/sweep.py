@@ -103,6 +103,8 @@ class Sweeper:
     def _delete_expired(self, item: dict, now: int) -> bool:
         """Only if it is still expired: a redrive or a new DLQ move may have put a fresh item under the key."""
         try:
-            return self._ctx.store.write(writes.delete_expired({"pk": item["pk"], "sk": item["sk"]}, now)) is not None
+            old = self._ctx.store.write(writes.delete_expired({"pk": item["pk"], "sk": item["sk"]}, now))
+            self._ctx.bodies.discard([old])
+            return old is not None
         except ConditionFailed:
             return False

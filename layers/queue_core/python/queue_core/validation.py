@@ -156,20 +156,20 @@ def _sqs_number(text: str) -> bool:
 
 
 def stored_size(
-    body: str,
     attributes: dict[str, str],
     group_id: str | None,
     dedup_id: str | None,
     attribute_types: dict[str, str] | None = None,
 ) -> int:
-    """What a message adds to its item, counted as DynamoDB counts item size (UTF-8 names and values); refused
-    unless the item keeps room for everything the queue writes into it later (a claim, a DLQ move)."""
-    size = _utf8_size(body) + sum(_utf8_size(key + item) for key, item in attributes.items())
+    """What a message adds to its item besides its body, counted as DynamoDB counts item size (UTF-8 names and
+    values); refused unless the item keeps room for a body's pointer and everything the queue writes into it later
+    (a claim, a DLQ move). The body itself is stored compressed or offloaded as its size needs (`bodies`)."""
+    size = sum(_utf8_size(key + item) for key, item in attributes.items())
     size += sum(_utf8_size(key + data_type) for key, data_type in (attribute_types or {}).items())
     size += len(group_id or "") + len(dedup_id or "")
     if size > limits.MAX_ITEM_BYTES - limits.ITEM_HEADROOM_BYTES:
         raise MessageTooLarge(
-            f"the message is {size} bytes with its attributes; at most "
+            f"the message's attributes and ids take {size} bytes; at most "
             f"{limits.MAX_ITEM_BYTES - limits.ITEM_HEADROOM_BYTES} bytes can be stored"
         )
     return size

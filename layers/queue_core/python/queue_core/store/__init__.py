@@ -12,7 +12,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -348,25 +348,39 @@ class Store:
             if not start or (max_items is not None and read >= max_items):
                 return
 
-    def delete_partition(self, pk: str, sk_prefix: str | None = None) -> int:
-        """Deletes every item of a partition with batched deletes; returns how many were deleted."""
+    def delete_partition(
+        self,
+        pk: str,
+        sk_prefix: str | None = None,
+        *,
+        attributes: Sequence[str] = (),
+        removed: Callable[[list[Item]], Any] | None = None,
+    ) -> int:
+        """Deletes every item of a partition with batched deletes; returns how many were deleted. `removed` is
+        told each batch once deleted, with the keys and the named `attributes` of its items."""
         deleted = 0
-        keys: list[dict[str, str]] = []
+        items: list[Item] = []
         condition, values = ("begins_with(sk, :prefix)", {":prefix": sk_prefix}) if sk_prefix else ("", None)
-        for item in self.query_all(pk, sk_condition=condition, values=values, projection="pk, sk"):
-            keys.append({"pk": item["pk"], "sk": item["sk"]})
-            if len(keys) == 25:
-                deleted += self._delete_keys(keys)
-                keys = []
-        if keys:
-            deleted += self._delete_keys(keys)
+        names = {f"#a{position}": name for position, name in enumerate(attributes)}
+        projection = ", ".join(["pk", "sk", *names])
+        for item in self.query_all(
+            pk, sk_condition=condition, values=values, projection=projection, names=names or None
+        ):
+            items.append(item)
+            if len(items) == 25:
+                deleted += self._delete_items(items, removed)
+                items = []
+        if items:
+            deleted += self._delete_items(items, removed)
         return deleted
 
-    def _delete_keys(self, keys: list[dict[str, str]]) -> int:
-        left = self.batch_write(deletes=keys)
+    def _delete_items(self, items: list[Item], removed: Callable[[list[Item]], Any] | None) -> int:
+        left = self.batch_write(deletes=[{"pk": item["pk"], "sk": item["sk"]} for item in items])
         if left:
             raise Throttled("DynamoDB kept deletes unprocessed; retry later")
-        return len(keys)
+        if removed is not None:
+            removed(items)
+        return len(items)
 
 
 def _request_id(request: dict[str, Any]) -> str:
