@@ -20,6 +20,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from constructs import Construct, Node
 from queue_api.dispatcher import (
     CONSUMERS_ENV,
@@ -88,6 +89,7 @@ class PushConsumers(Construct):
         sweeper: lambda_.Function,
         monitoring: Monitoring,
         props: DynamoQueueProps,
+        bucket: s3.IBucket,
     ) -> None:
         super().__init__(scope, construct_id)
         self._sweeper = sweeper
@@ -98,7 +100,7 @@ class PushConsumers(Construct):
         assert isinstance(cfn_table, dynamodb.CfnTable)
         cfn_table.stream_specification = dynamodb.CfnTable.StreamSpecificationProperty(stream_view_type="KEYS_ONLY")
         self.stream_arn: str = cfn_table.attr_stream_arn
-        self.dispatcher = build_function(self, DISPATCHER, table=table, layer=layer, props=props)
+        self.dispatcher = build_function(self, DISPATCHER, table=table, layer=layer, props=props, bucket=bucket)
         self.dispatcher.add_to_role_policy(
             iam.PolicyStatement(
                 actions=["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"],

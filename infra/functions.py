@@ -11,11 +11,12 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.compliance import acknowledge
 from infra.paths import FUNCTIONS_DIR
-from infra.permissions import grant_function_table_access
+from infra.permissions import grant_function_bucket_access, grant_function_table_access
 from infra.props import DynamoQueueProps
 
 # The newest Python the CDK knows (cdk-nag's AwsSolutions-L1 asks for it), by default on Graviton, which costs
@@ -76,10 +77,19 @@ FUNCTIONS: Final = (
 
 
 def build_functions(
-    scope: Construct, *, table: dynamodb.ITable, layer: lambda_.ILayerVersion, props: DynamoQueueProps
+    scope: Construct,
+    *,
+    table: dynamodb.ITable,
+    layer: lambda_.ILayerVersion,
+    props: DynamoQueueProps,
+    bucket: s3.IBucket,
 ) -> Mapping[str, lambda_.Function]:
-    """Each function with its own role, log group and table actions (`infra.permissions.TABLE_ACTIONS`)."""
-    return {spec.name: build_function(scope, spec, table=table, layer=layer, props=props) for spec in FUNCTIONS}
+    """Each function with its own role, log group, table actions (`infra.permissions.TABLE_ACTIONS`) and bucket
+    actions (`BUCKET_ACTIONS`) on the bucket of offloaded bodies."""
+    return {
+        spec.name: build_function(scope, spec, table=table, layer=layer, props=props, bucket=bucket)
+        for spec in FUNCTIONS
+    }
 
 
 def build_function(
@@ -89,6 +99,7 @@ def build_function(
     table: dynamodb.ITable,
     layer: lambda_.ILayerVersion,
     props: DynamoQueueProps,
+    bucket: s3.IBucket,
 ) -> lambda_.Function:
     log_group = logs.LogGroup(
         scope,
@@ -106,6 +117,7 @@ def build_function(
     )
     log_group.grant_write(role)
     grant_function_table_access(role, table, spec.name)
+    grant_function_bucket_access(role, bucket, spec.name)
     log_level = props.log_level.upper()
     function = lambda_.Function(
         scope,
@@ -128,11 +140,12 @@ def build_function(
         system_log_level_v2=lambda_.SystemLogLevel.WARN,
         environment={
             "TABLE_NAME": table.table_name,
+            "QUEUE_BUCKET": bucket.bucket_name,
             "POWERTOOLS_SERVICE_NAME": props.service_name,
             "POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace,
             "POWERTOOLS_LOG_LEVEL": log_level,
             "LOG_LEVEL": log_level,
-            # Responses carry message bodies (up to 256 KiB, possibly sensitive): keep them out of X-Ray.
+            # Responses carry message bodies (possibly large and sensitive): keep them out of X-Ray.
             "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
         },
     )
@@ -141,5 +154,13 @@ def build_function(
         "AwsSolutions-IAM5[Resource::*]",
         "X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: active "
         "tracing needs Resource '*' for these two write-only actions",
+    )
+    stack = cdk.Stack.of(scope)
+    bucket_id = stack.resolve(stack.get_logical_id(bucket.node.default_child))
+    acknowledge(
+        role,
+        f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
+        "The objects of the bodies bucket: their keys are drawn at random by each send (under the queue and "
+        "client of the message), so no narrower ARN can name them; the bucket holds nothing else",
     )
     return function

@@ -12,6 +12,7 @@ from typing import Final
 
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from queue_core.table import table_definition
 
 # The DynamoDB actions each function calls on the table, and nothing else: `tests/functions/test_permissions.py`
@@ -86,6 +87,23 @@ INDEX_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "visibility_sweeper": ("dynamodb:Query",),
     "dispatcher": ("dynamodb:Query",),
 }
+
+# The S3 actions each function calls on the bucket of offloaded bodies (`queue_core.store.objects`): a send
+# writes objects and removes those of duplicates; what returns messages reads them; what removes messages for good
+# (delete, cancel, purge, the sweep's expiry) removes theirs. DeleteObjects is authorized as DeleteObject per key.
+BUCKET_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
+    "producer": ("s3:PutObject", "s3:DeleteObject"),
+    "poller": ("s3:GetObject", "s3:DeleteObject"),
+    "dlq_redriver": ("s3:GetObject",),
+    "visibility_sweeper": ("s3:DeleteObject",),
+    # Push delivery receives and deletes through the core, as the poller does.
+    "dispatcher": ("s3:GetObject", "s3:DeleteObject"),
+}
+# Deleting a queue removes every object under its sub-queues' prefixes, which needs the list of them: the producer
+# (the delete) and the sweeper (the last pass over a deleted queue).
+BUCKET_LISTERS: Final = frozenset({"producer", "visibility_sweeper"})
+# A tenant's own function may send, receive, delete and look at its own sub-queue's objects; never list the bucket.
+LIBRARY_BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
 
 # A function that attaches the layer and works on one sub-queue may do whatever the queue's own functions do,
 # but only inside that sub-queue's partitions.
@@ -191,3 +209,33 @@ def grant_tenant_table_access(
         )
         for actions, resources, patterns in grants
     ]
+
+
+def object_prefix_pattern(queue: str, client: str) -> str:
+    """The key pattern of one sub-queue's offloaded bodies (`queue_core.keys.Space.object_prefix`): names cannot
+    contain `/`, so `q/c/*` never reaches client `c2` or queue `q2`."""
+    check_name("queue", queue)
+    check_name("client", client)
+    return f"{queue}/{client}/*"
+
+
+def grant_function_bucket_access(grantee: iam.IGrantable, bucket: s3.IBucket, function: str) -> list[iam.Grant]:
+    grants = [
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(BUCKET_ACTIONS[function]), resource_arns=[bucket.arn_for_objects("*")]
+        )
+    ]
+    if function in BUCKET_LISTERS:
+        grants.append(
+            iam.Grant.add_to_principal(grantee=grantee, actions=["s3:ListBucket"], resource_arns=[bucket.bucket_arn])
+        )
+    return grants
+
+
+def grant_tenant_bucket_access(grantee: iam.IGrantable, bucket: s3.IBucket, queue: str, client: str) -> iam.Grant:
+    """The objects of one sub-queue's offloaded bodies, and no other's."""
+    return iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=list(LIBRARY_BUCKET_ACTIONS),
+        resource_arns=[bucket.arn_for_objects(object_prefix_pattern(queue, client))],
+    )

@@ -9,17 +9,19 @@ from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 from queue_api.operations import ROUTES, Access
 from sqs_api import routes as sqs_routes
 
 from infra.api import build_api
+from infra.bodies_bucket import build_bodies_bucket
 from infra.consumers import PushConsumer, PushConsumers
 from infra.functions import ARCHITECTURES, RUNTIME, build_functions
 from infra.layer import build_layer
 from infra.monitoring import Monitoring
-from infra.permissions import check_name, grant_tenant_table_access
+from infra.permissions import check_name, grant_tenant_bucket_access, grant_tenant_table_access
 from infra.props import DynamoQueueProps
 from infra.schedule import build_sweeper_schedule
 from infra.table import build_table
@@ -38,6 +40,7 @@ class DynamoQueue(Construct):
         super().__init__(scope, construct_id)
         self.props = props or DynamoQueueProps()
         self.table: dynamodb.Table = build_table(self, self.props)
+        self.bodies_bucket: s3.Bucket = build_bodies_bucket(self, self.props)
         self.layer: lambda_.LayerVersion = build_layer(
             self,
             runtime=RUNTIME,
@@ -45,7 +48,7 @@ class DynamoQueue(Construct):
             install_dependencies=self.props.layer_dependencies,
         )
         self.functions: Mapping[str, lambda_.Function] = build_functions(
-            self, table=self.table, layer=self.layer, props=self.props
+            self, table=self.table, layer=self.layer, props=self.props, bucket=self.bodies_bucket
         )
         self.api: apigateway.RestApi = build_api(self, functions=self.functions, props=self.props)
         self.sweeper_schedule: scheduler.Schedule = build_sweeper_schedule(self, sweeper=self.sweeper, props=self.props)
@@ -80,6 +83,7 @@ class DynamoQueue(Construct):
                 sweeper=self.sweeper,
                 monitoring=self.monitoring,
                 props=self.props,
+                bucket=self.bodies_bucket,
             )
         return self.push.add(
             fn,
@@ -163,12 +167,15 @@ class DynamoQueue(Construct):
         return self.sweeper.grant_invoke(grantee)
 
     def grant_library_access(self, grantee: iam.IGrantable, queue: str, client: str) -> list[iam.Grant]:
-        """Direct table access for a function that attaches `layer` and works on one sub-queue.
+        """Direct table access for a function that attaches `layer` and works on one sub-queue, and access to
+        that sub-queue's offloaded bodies (objects under `{queue}/{client}/` in `bodies_bucket`; give the
+        function `QUEUE_BUCKET` = `bodies_bucket.bucket_name`).
 
         Lambda invoke carries no caller identity to the functions, so it cannot be confined to a tenant;
         this grant can, which makes it the way to give a tenant's own function its sub-queue and nothing else.
         """
-        return grant_tenant_table_access(grantee, self.table, queue, client)
+        grants = grant_tenant_table_access(grantee, self.table, queue, client)
+        return [*grants, grant_tenant_bucket_access(grantee, self.bodies_bucket, queue, client)]
 
     def execute_api_arns(self, access: Iterable[Access], queue: str = "*", client: str = "*") -> list[str]:
         """The `execute-api` ARNs of the routes of `access`, with `{q}`, `{c}` filled in and `{id}` open.

@@ -65,6 +65,13 @@ def _leftover(kind: str, name: str, partition: str) -> Leftover:
             ),
             "deleting it deletes its messages and its point-in-time recovery history",
         )
+    if kind == "AWS::S3::Bucket":
+        return Leftover(
+            "S3 bucket of offloaded message bodies",
+            name,
+            (f"aws s3 rm s3://{name} --recursive", f"aws s3api delete-bucket --bucket {name}"),
+            "its objects expire by themselves (lifecycle rule); emptying it loses the bodies of kept messages",
+        )
     if kind == "AWS::Logs::LogGroup":
         return Leftover("log group", name, (f"aws logs delete-log-group --log-group-name '{name}'",))
     if kind == "AWS::IAM::Role":

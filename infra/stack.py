@@ -29,6 +29,9 @@ class DynamoQueueStack(cdk.Stack):
         self.queue = DynamoQueue(self, "Queue", props=props)
         cdk.CfnOutput(self, "ApiUrl", value=self.queue.api.url, description="Base URL of the REST API")
         cdk.CfnOutput(self, "TableName", value=self.queue.table.table_name, description="The queue table")
+        cdk.CfnOutput(
+            self, "BodiesBucket", value=self.queue.bodies_bucket.bucket_name, description="Offloaded message bodies"
+        )
         cdk.CfnOutput(self, "LayerArn", value=self.queue.layer.layer_version_arn, description="The queue_core layer")
         for name, output_id in OUTPUT_FUNCTIONS.items():
             cdk.CfnOutput(

@@ -23,6 +23,13 @@ EXPECTED_ACKNOWLEDGEMENTS = {
     "AwsSolutions-APIG3": {"DynamoQueue/Queue/Api/DeploymentStage.v1"},
     "AwsSolutions-COG4": {"DynamoQueue/Queue/Api"},
     "AwsSolutions-IAM5[Resource::<QueueVisibilitySweeper60AB0B8B.Arn>:*]": {"DynamoQueue/Queue/SweeperScheduleRole"},
+    "AwsSolutions-IAM5[Resource::<QueueBodies9CADB502.Arn>/*]": {
+        "DynamoQueue/Queue/ProducerRole",
+        "DynamoQueue/Queue/PollerRole",
+        "DynamoQueue/Queue/DlqRedriverRole",
+        "DynamoQueue/Queue/VisibilitySweeperRole",
+    },
+    "AwsSolutions-S1": {"DynamoQueue/Queue/Bodies"},
 }
 
 

@@ -199,7 +199,11 @@ def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[Grant
     table_id = stack.resolve(stack.get_logical_id(stack.queue.table.node.default_child))
     table, index = f"<{table_id}.Arn>", f"<{table_id}.Arn>/index/gsi1"
     own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X")]
-    statements = _statements(grants, "library")
+    statements = [
+        statement
+        for statement in _statements(grants, "library")
+        if all(action.startswith("dynamodb:") for action in _listed(statement["Action"]))
+    ]
     granted = {
         (
             tuple(_render(resource) for resource in _listed(statement["Resource"])),
@@ -219,6 +223,22 @@ def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[Grant
     for statement in statements:
         assert set(statement["Condition"]) == {"ForAllValues:StringLike"}
         assert statement["Effect"] == "Allow"
+
+
+def test_library_access_reaches_only_the_tenant_s_own_offloaded_bodies(
+    grants: tuple[GrantsStack, dict[str, Any]],
+) -> None:
+    stack, _ = grants
+    bucket_id = stack.resolve(stack.get_logical_id(stack.queue.bodies_bucket.node.default_child))
+    (statement,) = [
+        statement
+        for statement in _statements(grants, "library")
+        if any(action.startswith("s3:") for action in _listed(statement["Action"]))
+    ]
+    assert sorted(_listed(statement["Action"])) == ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    assert [_render(resource) for resource in _listed(statement["Resource"])] == [
+        f"<{bucket_id}.Arn>/orders/tenant-a/*"
+    ]
 
 
 @pytest.mark.parametrize(

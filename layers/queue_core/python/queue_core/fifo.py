@@ -137,7 +137,8 @@ class FifoQueue:
             try:
                 self.ctx.store.transact_writes(actions + placement.moves + extra)
             except TransactionCancelled as cancelled:
-                self.ctx.bodies.discard_unstored(actions, cancelled.reasons)
+                if not any(entry.stored for entry in pending):  # a redrive's objects belong to its DLQ items
+                    self.ctx.bodies.discard_unstored(actions, cancelled.reasons)
                 code, old = cancelled.reasons[0]
                 moved_meanwhile = any(
                     reason == "ConditionalCheckFailed"
