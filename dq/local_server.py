@@ -31,6 +31,8 @@ HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8080
 DEFAULT_TABLE: Final = "dynamo-queue-local"
 DEFAULT_SWEEP_INTERVAL: Final = 60.0
+# The embedded moto serves S3 too: large bodies are offloaded to this bucket, created at start.
+LOCAL_BUCKET: Final = "dynamo-queue-local-bodies"
 # API Gateway refuses payloads over 10 MB before any function runs.
 MAX_PAYLOAD_BYTES: Final = 10 * 1024 * 1024
 DEMO_QUEUE: Final = "demo"
@@ -110,6 +112,9 @@ class LocalServer:
                 self._dynamodb = EmbeddedDynamoDB()
                 self.dynamodb_endpoint = self._dynamodb.start()
             environ = function_environment(self.table, self.dynamodb_endpoint)
+            if self._dynamodb is not None:
+                environ.update(AWS_ENDPOINT_URL_S3=self.dynamodb_endpoint, QUEUE_BUCKET=LOCAL_BUCKET)
+                _create_bucket(LOCAL_BUCKET, environ)
             _create_table(self.table, environ)
             self._pool = EnvironmentPool(environ)
             self._pool.warm(FUNCTIONS)
@@ -189,7 +194,7 @@ class LocalServer:
         """What `serve` prints on start: where it listens, and three commands that work as printed."""
         sub_queue = f"{self.url}/queues/{DEMO_QUEUE}/clients/{DEMO_CLIENT}"
         json_header = "-H 'Content-Type: application/json'"
-        backend = "embedded moto at" if self._dynamodb is not None else "at"
+        backend = f"embedded moto (and S3 bucket {LOCAL_BUCKET}) at" if self._dynamodb is not None else "at"
         return "\n".join(
             [
                 f"dq local: the queue API on {self.url} (DynamoDB: {backend} {self.dynamodb_endpoint}, "
@@ -214,6 +219,23 @@ def _bind(port: int, server: LocalServer) -> ThreadingHTTPServer:
         raise LocalServerError(f"cannot listen on {HOST}:{port}: {error.strerror}") from None
     http.daemon_threads = True
     return http
+
+
+def _create_bucket(bucket: str, environ: Mapping[str, str]) -> None:
+    """Idempotent: the bucket of offloaded bodies in the embedded moto."""
+    import boto3
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=environ["AWS_ENDPOINT_URL_S3"],
+        region_name=environ["AWS_REGION"],
+        aws_access_key_id=environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY") or os.environ.get("AWS_SECRET_ACCESS_KEY"),
+    )
+    try:
+        s3.create_bucket(Bucket=bucket)
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        return
 
 
 def _load_consumers(options: Sequence[str]) -> list[Any]:

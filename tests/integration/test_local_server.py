@@ -253,3 +253,30 @@ def test_ctrl_c_stops_a_server_on_a_given_dynamodb_cleanly(server: LocalServer) 
             process.kill()
     assert process.returncode == 0, err
     assert "Traceback" not in err and "stopping" in out
+
+
+def test_large_bodies_are_offloaded_to_the_embedded_s3_and_come_back_as_sent(server: LocalServer) -> None:
+    import boto3
+
+    from bench.messages import event_log, random_bytes
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=server.dynamodb_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    assert call(server, "PUT", "/queues/large")[0] in (200, 201)
+    bodies = [random_bytes(200_000), event_log(200_000), "småll ✓"]
+    status, sent = call(
+        server, "POST", "/queues/large/clients/c1/messages", {"messages": [{"body": b} for b in bodies]}
+    )
+    assert status == 200 and sent["failed"] == []
+    keys = [entry["Key"] for entry in s3.list_objects_v2(Bucket=local_server.LOCAL_BUCKET).get("Contents", [])]
+    assert len(keys) == 1 and keys[0].startswith("large/c1/")
+    status, received = call(server, "POST", "/queues/large/clients/c1/receive", {"max_messages": 10})
+    assert sorted(message["body"] for message in received["messages"]) == sorted(bodies)
+    handles = [message["receipt_handle"] for message in received["messages"]]
+    call(server, "POST", "/queues/large/clients/c1/delete", {"receipt_handles": handles})
+    assert s3.list_objects_v2(Bucket=local_server.LOCAL_BUCKET).get("Contents", []) == []
