@@ -6,6 +6,12 @@ from typing import Final
 
 WRITE_REQUEST_UNIT: Final = 0.625 / 1_000_000  # dollars per write request unit
 READ_REQUEST_UNIT: Final = 0.125 / 1_000_000  # dollars per read request unit
+DYNAMODB_STORAGE_GB_MONTH: Final = 0.25  # dollars per GB-month, Standard table class
+S3_PUT: Final = 0.005 / 1_000  # dollars per PUT (S3 Standard)
+S3_GET: Final = 0.0004 / 1_000  # dollars per GET
+S3_LIST: Final = 0.005 / 1_000  # dollars per LIST (as a PUT)
+S3_DELETE: Final = 0.0  # DELETE and DeleteObjects requests are free
+S3_STORAGE_GB_MONTH: Final = 0.023  # dollars per GB-month, first 50 TB
 SQS_STANDARD_REQUEST: Final = 0.40 / 1_000_000  # dollars per request (64 KB chunk), beyond the free tier
 SQS_FIFO_REQUEST: Final = 0.50 / 1_000_000
 SQS_REQUESTS_PER_MESSAGE: Final = 3  # send, receive, delete
@@ -14,6 +20,10 @@ SQS_BATCH: Final = 10  # messages per batched request
 SOURCE: Final = (
     "on-demand, us-east-1, 2024+: $0.625 per million write request units, $0.125 per million read request "
     "units; SQS $0.40 (standard) and $0.50 (FIFO) per million requests of up to 64 KB, free tier ignored"
+)
+STORAGE_SOURCE: Final = (
+    "on-demand, us-east-1: DynamoDB storage $0.25 per GB-month (Standard table class); S3 Standard $0.005 per "
+    "1,000 PUT and LIST, $0.0004 per 1,000 GET, DELETE free, $0.023 per GB-month; free tiers ignored"
 )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from . import pricing
 from .meter import __doc__ as METER_NOTES
+from .scenarios import large_bodies
 
 Row = tuple[str, str, str, str]
 _BODIES = {"fitting_body": "1 KB item", "kb_body": "1 KB body"}
@@ -507,6 +508,7 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         _table(["figure", "target", "measured", "met?"], [list(row) for row in rows]),
         "",
         *_details(results, images),
+        *(large_bodies.section(results["large_bodies"]) if "large_bodies" in results else []),
         "## How units are counted\n",
         "\n\n".join(" ".join(part.split()) for part in (METER_NOTES or "").strip().split("\n\n")) + "\n",
         f"Prices: {pricing.SOURCE}.\n",

@@ -22,6 +22,7 @@ from .scenarios import (
     contention,
     cost,
     fifo_blocked,
+    large_bodies,
     life_cost,
     push,
     sharding,
@@ -34,7 +35,18 @@ DOC: Final = ROOT / "docs" / "benchmarks.md"
 IMAGES: Final = ROOT / "docs" / "img"
 SCENARIOS: Final = {
     module.NAME: module
-    for module in (life_cost, backlog, contention, fifo_blocked, throughput, sharding, cold_import, push, transactions)
+    for module in (
+        life_cost,
+        backlog,
+        contention,
+        fifo_blocked,
+        throughput,
+        sharding,
+        cold_import,
+        push,
+        transactions,
+        large_bodies,
+    )
 }
 
 
@@ -70,7 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("queue_core").setLevel(logging.CRITICAL)
     if args.only:
         module = cost if args.only == "cost" else SCENARIOS[args.only]
-        module.run(quick=args.quick)
+        figures = module.run(quick=args.quick)
+        if hasattr(module, "section"):  # the scenario's part of docs/benchmarks.md, in Markdown
+            print("\n".join(module.section(figures)))
         return
     started = time.perf_counter()
     results = run_all(args.quick)

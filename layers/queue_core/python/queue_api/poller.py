@@ -3,8 +3,11 @@ stats. Their routes and actions are in `queue_api.operations`."""
 
 from __future__ import annotations
 
+import contextlib
+
 from .core_client import queue_client
 from .observability import count, tracer
+from .payloads import within_budget
 from .schemas import (
     DeleteAnswer,
     Deleted,
@@ -27,9 +30,15 @@ from .schemas import (
 
 @tracer.capture_method(capture_response=False)
 def receive(address: SubQueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
-    """Waits up to `wait_seconds` and returns as soon as anything is received."""
+    """Waits up to `wait_seconds` and returns as soon as anything is received: as many messages as the answer can
+    carry through Lambda (`payloads`), the others given back to the queue at once."""
+    from queue_core import QueueError
+
     sub_queue = queue_client().queue(address.queue, address.client)
-    received = sub_queue.receive(**request.model_dump())
+    received, surplus = within_budget(sub_queue.receive(**request.model_dump()))
+    for message in surplus:
+        with contextlib.suppress(QueueError):  # a message not given back is visible again after its timeout
+            sub_queue.release(message.receipt_handle, delay_seconds=0)
     count("MessagesReceived", len(received))
     count("ClaimConflicts", sub_queue.claim_conflicts)
     return ReceiveAnswer.model_validate({"messages": [message.to_dict() for message in received]})

@@ -95,6 +95,8 @@ class Bodies:
     objects: ObjectStore = field(default_factory=ObjectStore)
     bucket: str | None = None
     offload_bytes: int = limits.DEFAULT_OFFLOAD_BYTES
+    # False keeps every body that fits as sent, readable in the table (and its stream) as any other attribute.
+    compress: bool = True
 
     def stored(self, body: str, object_prefix: str, item_bytes: int) -> Item:
         """The attribute(s) to store `body` in an item whose other attributes take `item_bytes`.
@@ -108,7 +110,8 @@ class Bodies:
         around = item_bytes + limits.CLAIM_BYTES
         form: Item = {BODY: body}
         stored = len(raw)
-        packed = zlib.compress(raw, _ZLIB_LEVEL) if len(raw) >= limits.COMPRESS_MIN_BYTES else None
+        worth_trying = self.compress and len(raw) >= limits.COMPRESS_MIN_BYTES
+        packed = zlib.compress(raw, _ZLIB_LEVEL) if worth_trying else None
         if packed is not None and write_units(around + len(COMPRESSED) + len(packed)) < write_units(
             around + len(BODY) + len(raw)
         ):

@@ -41,7 +41,8 @@ class QueueClient:
 
     `bucket` (default `$QUEUE_BUCKET`) is the S3 bucket for bodies too large for an item or over `offload_bytes`
     stored (default `$QUEUE_OFFLOAD_BYTES`, else `limits.DEFAULT_OFFLOAD_BYTES`); `s3` a boto3 S3 client (default:
-    one from the environment, built on first use). Without a bucket, nothing is offloaded."""
+    one from the environment, built on first use). Without a bucket, nothing is offloaded. `compress=False` keeps
+    bodies that fit as sent (no zlib), for readers of the raw items."""
 
     def __init__(
         self,
@@ -52,6 +53,7 @@ class QueueClient:
         s3: Any = None,
         bucket: str | None = None,
         offload_bytes: int | None = None,
+        compress: bool = True,
     ) -> None:
         self.table_name = table_name
         self.dynamodb = dynamodb if dynamodb is not None else default_dynamodb()
@@ -62,6 +64,7 @@ class QueueClient:
             offload_bytes=offload_bytes
             if offload_bytes is not None
             else int(os.environ.get("QUEUE_OFFLOAD_BYTES") or limits.DEFAULT_OFFLOAD_BYTES),
+            compress=compress,
         )
         self._ctx = Context(store=store, registry=Registry(store), clock=clock, bodies=bodies)
 

@@ -1,0 +1,72 @@
+"""Large bodies through the functions: what API Gateway and Lambda can carry, and offloaded bodies end to end."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from queue_api.core_client import queue_client, reset_queue_client
+from queue_api.payloads import API_GATEWAY_PAYLOAD_BYTES, LAMBDA_SYNC_PAYLOAD_BYTES
+from queue_core import QueueClient, limits
+
+from bench.messages import random_bytes
+from functions.poller import handler as poller
+from functions.producer import handler as producer
+from tests.functions.conftest import call, invoke
+
+BUCKET = "handler-bodies"
+BASE = "/queues/big/clients/c1"
+
+
+@pytest.fixture
+def core(monkeypatch: pytest.MonkeyPatch) -> QueueClient:
+    """The functions' client with the stack's bucket of offloaded bodies."""
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    monkeypatch.setenv("QUEUE_BUCKET", BUCKET)
+    reset_queue_client()
+    client = queue_client()
+    client.create_queue("big", visibility_timeout=30, max_receive_count=0)
+    return client
+
+
+def test_the_largest_body_goes_through_http_and_invoke_both_ways(core: QueueClient) -> None:
+    body = random_bytes(limits.MAX_BODY_BYTES)
+    request = {"body": body}
+    assert len(json.dumps(request)) < API_GATEWAY_PAYLOAD_BYTES
+    assert call(producer, "POST", f"{BASE}/messages", request).status == 200
+    event = {"action": "send", "queue": "big", "client": "c1", **request}
+    assert len(json.dumps(event)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    assert "message_id" in invoke(producer, event)
+    answer = call(poller, "POST", f"{BASE}/receive", {"max_messages": 1})
+    assert [message["body"] for message in answer.body["messages"]] == [body]
+    received = invoke(poller, {"action": "receive", "queue": "big", "client": "c1", "max_messages": 10})
+    assert [message["body"] for message in received["messages"]] == [body]
+
+
+def test_a_receive_answers_only_what_lambda_can_return_and_gives_the_rest_back(core: QueueClient) -> None:
+    """Ten bodies of 256 KiB that JSON escapes six bytes a character (\\u00e9): 7.5 MB of answer. The answer
+    stays within Lambda's 6 MB; the messages left out are visible again at once and come with the next receive."""
+    body = "é" * (limits.MAX_BODY_BYTES // 2)
+    sub_queue = core.queue("big", "c1")
+    sub_queue.send_batch([{"body": body} for _ in range(10)])
+    event = {"action": "receive", "queue": "big", "client": "c1", "max_messages": 10}
+    first = invoke(poller, event)
+    assert len(json.dumps(first)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    kept = len(first["messages"])
+    assert 1 <= kept < 10 and all(message["body"] == body for message in first["messages"])
+    assert sub_queue.stats().visible == 10 - kept
+    second = invoke(poller, event)
+    assert len(second["messages"]) == 10 - kept
+
+
+def test_a_body_gone_from_the_bucket_is_a_410_and_the_message_goes_to_the_dlq(core: QueueClient) -> None:
+    sub_queue = core.queue("big", "c1")
+    sent = sub_queue.send(random_bytes(64 * 1024))
+    s3 = boto3.client("s3", region_name="us-east-1")
+    [entry] = s3.list_objects_v2(Bucket=BUCKET)["Contents"]
+    s3.delete_object(Bucket=BUCKET, Key=entry["Key"])
+    answer = call(poller, "GET", f"{BASE}/messages/{sent.message_id}")
+    assert answer.status == 410 and answer.body["error"]["code"] == "MessageBodyMissing"
+    assert call(poller, "POST", f"{BASE}/receive").body == {"messages": []}
+    assert sub_queue.stats().dlq == 1
