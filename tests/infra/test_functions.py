@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from infra.paths import FUNCTIONS_DIR
+from infra.permissions import BUCKET_ACTIONS, BUCKET_LISTERS
 from tests.infra.synth import Synthesized
 
 FUNCTIONS = ("producer", "poller", "dlq_redriver", "visibility_sweeper", "sqs")
@@ -99,6 +100,7 @@ def test_function_role_has_exactly_its_log_group_xray_table_actions_and_index_qu
     function = _function(synthesized, name)
     role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
     table_arn = {"Fn::GetAtt": [synthesized.logical_id(queue.table), "Arn"]}
+    bucket_arn = {"Fn::GetAtt": [synthesized.logical_id(queue.bodies_bucket), "Arn"]}
     (log_group_id,) = [function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]]
     policies = [
         policy["Properties"]
@@ -136,6 +138,16 @@ def test_function_role_has_exactly_its_log_group_xray_table_actions_and_index_qu
                 "Effect": "Allow",
                 "Resource": "*",
             },
+            {
+                "Action": list(BUCKET_ACTIONS[name]),
+                "Effect": "Allow",
+                "Resource": {"Fn::Join": ["", [bucket_arn, "/*"]]},
+            },
+            *(
+                [{"Action": "s3:ListBucket", "Effect": "Allow", "Resource": bucket_arn}]
+                if name in BUCKET_LISTERS
+                else []
+            ),
         ]
     )
 

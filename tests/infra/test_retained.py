@@ -29,6 +29,7 @@ def test_destroy_keeps_the_table_the_log_groups_and_the_logging_role(synthesized
     assert sorted(kinds) == sorted(
         [
             "DynamoDB table with every message",
+            "S3 bucket of offloaded message bodies",
             *["log group"] * len(synthesized.of_type("AWS::Logs::LogGroup")),
             "IAM role",
             "API Gateway account setting",
