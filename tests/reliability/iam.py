@@ -187,6 +187,9 @@ class Resolver:
     def table_arn(self, logical_id: str) -> str:
         return f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{logical_id.lower()}"
 
+    def bucket_arn(self, logical_id: str) -> str:
+        return f"arn:{PARTITION}:s3:::{logical_id.lower()}"
+
     def logical_ids(self, resource_type: str) -> list[str]:
         return [key for key, value in self._resources.items() if value["Type"] == resource_type]
 
@@ -199,6 +202,8 @@ class Resolver:
             logical_id, attribute = node["Fn::GetAtt"]
             if attribute == "Arn" and self._resources[logical_id]["Type"] == "AWS::DynamoDB::Table":
                 return self.table_arn(logical_id)
+            if attribute == "Arn" and self._resources[logical_id]["Type"] == "AWS::S3::Bucket":
+                return self.bucket_arn(logical_id)
             raise ValueError(f"Fn::GetAtt {logical_id}.{attribute} is not modelled")
         if "Fn::Join" in node:
             separator, parts = node["Fn::Join"]

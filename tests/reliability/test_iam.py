@@ -468,7 +468,7 @@ def test_grants_are_confined_to_tenant_paths_and_leading_keys_in_the_template(
     """What the evaluations rest on, read directly: every execute-api ARN of the tenant and of its administrator
     names its own sub-queue (or the API description), and every table statement of its function is conditioned on
     `dynamodb:LeadingKeys`, names its own registration and its queue's settings by exact key, and grants no call
-    that reads without a key."""
+    that reads without a key; its bucket statement names its own prefix."""
     _, statements = policies
     for statement in statements["tenant"] + statements["tenant_admin"]:
         assert statement["Effect"] == "Allow" and statement["Action"] == "execute-api:Invoke"
@@ -476,10 +476,19 @@ def test_grants_are_confined_to_tenant_paths_and_leading_keys_in_the_template(
             path = arn.split("/", 3)[3]
             assert path.startswith("queues/orders/clients/a/") or path == "openapi.json", arn
     for statement in statements["tenant_function"]:
+        if all(action.startswith("s3:") for action in _listed_actions(statement)):
+            assert [resource.split(":::", 1)[1].split("/", 1)[1] for resource in statement["Resource"]] == [
+                "orders/a/*"
+            ]
+            continue
         keys = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
         assert all(key in ("C#orders#a", "Q#orders") or key.split("#")[1:4] == ["orders", "a", "*"] for key in keys)
         actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
         assert not {"dynamodb:Scan", "dynamodb:PartiQLSelect", "dynamodb:*"} & set(actions)
+
+
+def _listed_actions(statement: dict[str, Any]) -> list[str]:
+    return [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
 
 
 def test_the_evaluator_denies_without_an_allow_and_lets_an_explicit_deny_win() -> None:
@@ -489,3 +498,26 @@ def test_the_evaluator_denies_without_an_allow_and_lets_an_explicit_deny_win() -
     assert allowed([allow], request) and not allowed([allow, deny], request) and not allowed([], request)
     scoped = {**allow, "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["M#q#a#*"]}}}
     assert allowed([scoped], Request("dynamodb:Scan", request.resource)), "ForAllValues of no key holds, as in IAM"
+
+
+@pytest.mark.parametrize(
+    ("key", "allowed_to_tenant"),
+    [
+        (f"orders/a/{GENERATION}/0f1e2d", True),
+        (f"orders/b/{GENERATION}/0f1e2d", False),
+        (f"orders/ab/{GENERATION}/0f1e2d", False),
+        (f"orders2/a/{GENERATION}/0f1e2d", False),
+        (f"jobs.fifo/a/{GENERATION}/0f1e2d", False),
+    ],
+)
+def test_a_tenant_function_reaches_only_its_own_offloaded_bodies(
+    policies: tuple[Resolver, dict[str, list[dict[str, Any]]]], key: str, allowed_to_tenant: bool
+) -> None:
+    """Object keys start `{queue}/{client}/`: the library grant's prefix lets the tenant's function write, read and
+    remove its own sub-queue's bodies, and no other's; it may never list the bucket."""
+    resolver, statements = policies
+    (bucket,) = resolver.logical_ids("AWS::S3::Bucket")
+    arn = resolver.bucket_arn(bucket)
+    for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"):
+        assert allowed(statements["tenant_function"], Request(action, f"{arn}/{key}")) is allowed_to_tenant
+    assert not allowed(statements["tenant_function"], Request("s3:ListBucket", arn))
