@@ -8,7 +8,7 @@ from bench.backend import moto_backend
 from bench.baselines import HiddenUntilQueue, StatusIndexQueue
 from bench.messages import KB, body
 from bench.queues import OursQueue
-from bench.scenarios import backlog, contention, life_cost, transactions
+from bench.scenarios import backlog, contention, large_bodies, life_cost, transactions
 from bench.update_expression import apply_update
 
 
@@ -99,6 +99,16 @@ def test_transactions_scenario_charges_a_transaction_twice_per_item() -> None:
         extra = ack["transactional"]["write_units"] - ack["plain"]["write_units"]
         assert extra >= ack_items - 0.01, kind
         assert ack["transactional"]["api_calls"] == 1, "the ack is one transaction"
+
+
+def test_large_bodies_scenario_runs_on_quick_sizes_and_compression_pays() -> None:
+    figures = large_bodies.run(quick=True)
+    by_size = {(row["size"], row["kind"]): row for row in figures["rows"]}
+    json_4k = by_size[(4 * KB, "json")]
+    assert json_4k["ours"]["write_units"] < json_4k["plain"]["write_units"]
+    offloaded = by_size[(64 * KB, "random")]["ours"]
+    assert offloaded["s3_requests"] == {"PutObject": 1, "GetObject": 1, "DeleteObjects": 1}
+    assert "| 64 KB | random |" in "\n".join(large_bodies.section(figures))
 
 
 def test_contention_scenario_runs_on_tiny_sizes(backend) -> None:
