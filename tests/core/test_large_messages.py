@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from queue_core import InternalError, MessageBodyMissing, QueueClient, Throttled, limits
+from queue_core import InternalError, MessageBodyMissing, MessageTooLarge, QueueClient, Throttled, limits
 from queue_core.bodies import BODY, COMPRESSED, EXTENDED_CLIENT_POINTER, OFFLOADED
 
 from bench.messages import event_log, random_bytes
@@ -123,9 +123,13 @@ def test_the_largest_body_unicode_and_binary_safe_text_round_trip_offloaded(
 def test_without_a_bucket_bodies_stay_in_the_item_and_are_still_compressed(client: QueueClient, dynamodb) -> None:
     client.create_queue("plain")
     jobs = client.queue("plain", "c")
-    jobs.send_batch([{"body": random_bytes(limits.MAX_BODY_BYTES)}, {"body": event_log(limits.MAX_BODY_BYTES)}])
+    jobs.send_batch([{"body": random_bytes(256 * 1024)}, {"body": event_log(limits.MAX_BODY_BYTES)}])
     assert sorted(form(item) for item in stored(dynamodb)) == [COMPRESSED, COMPRESSED]
     assert len(jobs.receive(max_messages=10)) == 2
+    # A MiB of random bytes stays over 400 KB compressed: without a bucket it cannot be stored.
+    with pytest.raises(MessageTooLarge):
+        jobs.send(random_bytes(limits.MAX_BODY_BYTES))
+    assert jobs.stats().visible == 0
 
 
 def test_extended_client_pointers_pass_through_untouched(large: QueueClient, dynamodb, s3) -> None:
@@ -275,3 +279,17 @@ def test_small_messages_never_touch_s3(large: QueueClient, no_s3_calls: list[str
     [message] = jobs.receive()
     jobs.delete(message.receipt_handle)
     assert no_s3_calls == []
+
+
+@pytest.mark.parametrize("name", ["limit", "limit.fifo"])
+def test_the_default_limit_is_one_mib_one_byte_below_at_and_above(large: QueueClient, s3, name: str) -> None:
+    settings = large.create_queue(name)
+    assert settings.max_message_bytes == limits.MAX_BODY_BYTES == 1024 * 1024
+    jobs = large.queue(name, "c")
+    group = {"group_id": "g"} if name.endswith(".fifo") else {}
+    sizes = (limits.MAX_BODY_BYTES - 1, limits.MAX_BODY_BYTES, limits.MAX_BODY_BYTES + 1)
+    outcome = jobs.send_batch([{"body": random_bytes(size, seed=size), **group} for size in sizes])
+    assert [entry["index"] for entry in outcome.successful] == [0, 1]
+    assert [(failure["index"], failure["code"]) for failure in outcome.failed] == [(2, "MessageTooLarge")]
+    assert len(objects(s3)) == 2
+    assert sorted(len(message.body) for message in jobs.receive(max_messages=10)) == list(sizes[:2])

@@ -63,7 +63,7 @@ def test_max_message_bytes_is_created_updated_and_enforced_with_a_413() -> None:
     assert (too_large.status, too_large.body["error"]["code"]) == (413, "MessageTooLarge")
     assert call(producer, "PATCH", "/queues/small", {"max_message_bytes": 4096}).body["max_message_bytes"] == 4096
     assert call(producer, "POST", path, {"body": "x" * 1025}).status == 200
-    for wrong in (1023, 256 * 1024 + 1, "4096"):
+    for wrong in (1023, 1024 * 1024 + 1, "4096"):
         assert call(producer, "PATCH", "/queues/small", {"max_message_bytes": wrong}).status == 400
     answer = invoke(producer, {"action": "get_queue", "queue": "small"})
     assert answer["max_message_bytes"] == 4096

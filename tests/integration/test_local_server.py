@@ -180,7 +180,7 @@ def test_concurrent_long_polls_each_get_a_message(server: LocalServer) -> None:
         ),
         ("GET", "/queues/never-made", {}, 404, "QueueNotFound"),
         ("GET", "/no/such/route", {}, 404, "NotFound"),
-        ("POST", "/queues/orders/clients/c1/messages", {"body": {"body": "x" * 262_145}}, 413, "MessageTooLarge"),
+        ("POST", "/queues/orders/clients/c1/messages", {"body": {"body": "x" * 1_048_577}}, 413, "MessageTooLarge"),
         ("POST", "/queues/orders/clients/c1/messages", {"raw": b"[" * (MAX_REQUEST_BYTES + 1)}, 413, "MessageTooLarge"),
     ],
 )

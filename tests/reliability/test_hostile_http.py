@@ -149,7 +149,7 @@ def test_generated_requests_to_every_route_get_no_5xx_errors_in_shape_and_refusa
     assert {label for label, _ in statuses} == {operation.label for operation in operations}
 
 
-OVER_256_KIB = "x" * (256 * 1024 + 1)
+OVER_1_MIB = "x" * (1024 * 1024 + 1)
 SUB_QUEUE = "/queues/fuzz/clients/c1"
 
 
@@ -157,7 +157,7 @@ SUB_QUEUE = "/queues/fuzz/clients/c1"
 @pytest.mark.parametrize(
     ("method", "path", "body", "raw", "status", "code"),
     [
-        ("POST", f"{SUB_QUEUE}/messages", {"body": OVER_256_KIB}, None, 413, "MessageTooLarge"),
+        ("POST", f"{SUB_QUEUE}/messages", {"body": OVER_1_MIB}, None, 413, "MessageTooLarge"),
         ("POST", f"{SUB_QUEUE}/messages", {"body": "é" * (128 * 1024 + 1)}, None, 413, "MessageTooLarge"),
         ("POST", f"{SUB_QUEUE}/messages", None, b"[" * (1024 * 1024 + 1), 413, "MessageTooLarge"),
         ("POST", f"{SUB_QUEUE}/messages", {"body": "a", "attributes": {f"k{n}": "v" for n in range(11)}}, None, 400,

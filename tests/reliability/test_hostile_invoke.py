@@ -250,7 +250,7 @@ RECEIVE = {"action": "receive", "queue": "fuzz", "client": "c1"}
 @pytest.mark.parametrize(
     ("handler", "event", "status", "code"),
     [
-        (producer, {**SEND, "body": "x" * (256 * 1024 + 1)}, 413, "MessageTooLarge"),
+        (producer, {**SEND, "body": "x" * (1024 * 1024 + 1)}, 413, "MessageTooLarge"),
         (producer, {**SEND, "body": "a", "attributes": {f"k{n}": "v" for n in range(11)}}, 400, "ValidationError"),
         (producer, {**SEND, "body": "a", "attributes": {"": "v"}}, 400, "ValidationError"),
         (producer, {**SEND, "body": "\ud800"}, 400, "ValidationError"),

@@ -54,7 +54,7 @@ _ERROR_DESCRIPTIONS: Final = {
     404: "QueueNotFound or MessageNotFound",
     409: "QueueExists (other settings, or the queue changed meanwhile) or ReceiptHandleStale",
     410: "MessageBodyMissing: the message's offloaded body is gone from the bucket",
-    413: "MessageTooLarge: a body over the queue's max_message_bytes (default 256 KiB), or attributes too large",
+    413: "MessageTooLarge: a body over the queue's max_message_bytes (default 1 MiB), or attributes too large",
     429: "Throttled: DynamoDB kept throttling; retry later",
     500: "InternalError",
 }

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Final
 
-MAX_BODY_BYTES: Final = 256 * 1024
+# SQS's maximum message size, 1 MiB: the default and the largest `max_message_bytes`. Every path carries it: the
+# library (a body past what an item holds goes to S3), API Gateway (10 MB), a synchronous Lambda invoke (6 MB each
+# way; a receive answers what fits, see `queue_api.payloads`). An asynchronous invoke takes 1 MB in all.
+MAX_BODY_BYTES: Final = 1024 * 1024
 # A queue's `max_message_bytes` (SQS's MaximumMessageSize) lies in this range; its default is MAX_BODY_BYTES.
 MIN_MESSAGE_BYTES: Final = 1024
 MAX_ATTRIBUTES: Final = 10
@@ -15,7 +18,7 @@ MAX_ATTRIBUTE_TYPE: Final = 256
 MAX_NUMBER_DIGITS: Final = 38
 MIN_NUMBER_EXPONENT: Final = -128
 MAX_NUMBER_EXPONENT: Final = 126
-# Attribute names and values together. With the largest body, the item still fits DynamoDB's 400 KB with room
+# Attribute names and values together. With a body's pointer, the item still fits DynamoDB's 400 KB with room
 # (ITEM_HEADROOM_BYTES) for everything the queue writes into it later: a claim, a DLQ move, a redrive.
 MAX_ATTRIBUTES_BYTES: Final = 64 * 1024
 MAX_ITEM_BYTES: Final = 400 * 1024
