@@ -40,10 +40,16 @@ class S3Calls:
         self.calls: Counter[str] = Counter()
         self.stored_bytes = 0
 
-    def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+    def attach(self, s3: Any) -> S3Calls:
+        s3.meta.events.register("before-call.s3", self._count)
+        s3.meta.events.register("provide-client-params.s3.PutObject", self._stored)
+        return self
+
+    def _count(self, model: Any, **_: Any) -> None:
         self.calls[model.name] += 1
-        if model.name == "PutObject":
-            self.stored_bytes += len(params.get("Body", b""))
+
+    def _stored(self, params: dict[str, Any], **_: Any) -> None:
+        self.stored_bytes += len(params.get("Body", b""))
 
 
 def _price(write_units: float, read_units: float, item_bytes: int, s3: Counter, object_bytes: int) -> float:
@@ -104,8 +110,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         results["backend"] = backend.name
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=BUCKET)
-        s3_calls = S3Calls()
-        s3.meta.events.register("before-call.s3", s3_calls)
+        s3_calls = S3Calls().attach(s3)
         designs = {
             "ours": QueueClient("large-ours", dynamodb=client, s3=s3, bucket=BUCKET),
             "plain": QueueClient("large-plain", dynamodb=client, s3=s3, bucket="", compress=False),
