@@ -21,6 +21,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from queue_api.resolver import MAX_REQUEST_BYTES
 from schemathesis import Case, GenerationMode
 
 from dq.local_server import LocalServer
@@ -158,8 +159,8 @@ SUB_QUEUE = "/queues/fuzz/clients/c1"
     ("method", "path", "body", "raw", "status", "code"),
     [
         ("POST", f"{SUB_QUEUE}/messages", {"body": OVER_1_MIB}, None, 413, "MessageTooLarge"),
-        ("POST", f"{SUB_QUEUE}/messages", {"body": "é" * (128 * 1024 + 1)}, None, 413, "MessageTooLarge"),
-        ("POST", f"{SUB_QUEUE}/messages", None, b"[" * (1024 * 1024 + 1), 413, "MessageTooLarge"),
+        ("POST", f"{SUB_QUEUE}/messages", {"body": "é" * (512 * 1024 + 1)}, None, 413, "MessageTooLarge"),
+        ("POST", f"{SUB_QUEUE}/messages", None, b"[" * (MAX_REQUEST_BYTES + 1), 413, "MessageTooLarge"),
         ("POST", f"{SUB_QUEUE}/messages", {"body": "a", "attributes": {f"k{n}": "v" for n in range(11)}}, None, 400,
          "ValidationError"),
         ("POST", f"{SUB_QUEUE}/messages", {"body": "a", "attributes": {"": "v"}}, None, 400, "ValidationError"),
