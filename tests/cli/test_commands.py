@@ -119,7 +119,7 @@ def test_create_takes_every_setting_as_an_option(cli: Cli) -> None:
         "dedup_window_seconds": 600,
         "content_based_dedup": True,
         "shards": 3,
-        "max_message_bytes": 256 * 1024,
+        "max_message_bytes": 1024 * 1024,
         "receive_wait_seconds": 0,
     }
 
