@@ -198,7 +198,8 @@ def test_a_batch_over_the_payload_limit_is_split_in_order(client: QueueClient) -
     big = "x" * (250 * 1024)
     queue.send_batch([{"body": f"{i}{big}"} for i in range(10)])
     received = queue.receive(max_messages=10)
-    received += queue.receive(max_messages=10 - len(received))
+    if len(received) < 10:  # a receive may stop at a shard that gave fewer than asked
+        received += queue.receive(max_messages=10 - len(received))
     now = client.now_ms()
     chunks = split_for_payload(received * 3, SOURCE, now)
     assert len(chunks) >= 2 and [m for chunk in chunks for m in chunk] == received * 3
