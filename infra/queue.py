@@ -145,8 +145,8 @@ class DynamoQueue(Construct):
 
     def grant_sqs(self, grantee: iam.IGrantable, client: str = "*") -> iam.Grant:
         """HTTP: Amazon SQS's protocol for `client`'s sub-queues (`POST /sqs/{client}`; the client `default` and
-        `*` also `POST /`). Every SQS action goes through one route, so this grant opens all of them, including
-        CreateQueue, SetQueueAttributes and DeleteQueue, which act on a queue for all its clients."""
+        `*` also `POST /`). Only the root route creates, changes, tags and deletes queues (which act for all their
+        clients): a grant for one client's route uses the shared queues but cannot reconfigure or delete them."""
         check_name("client", client)
         stage = self.api.deployment_stage.stage_name
         arns = [self.api.arn_for_execute_api(sqs_routes.METHOD, f"/sqs/{client}", stage)]

@@ -181,8 +181,8 @@ def test_long_poll_returns_when_a_message_arrives(sqs: Any) -> None:
 
 def test_each_client_endpoint_has_its_own_sub_queues_and_refuses_anothers_urls(sqs: Any, client_for: Any) -> None:
     tenant = client_for("tenant-a")
+    root_url = sqs.create_queue(QueueName="shared")["QueueUrl"]
     tenant_url = tenant.create_queue(QueueName="shared")["QueueUrl"]
-    root_url = sqs.get_queue_url(QueueName="shared")["QueueUrl"]
     assert tenant_url.endswith("/sqs/tenant-a/000000000000/shared") and root_url != tenant_url
     tenant.send_message(QueueUrl=tenant_url, MessageBody="for a")
     assert "Messages" not in sqs.receive_message(QueueUrl=root_url)
@@ -191,6 +191,33 @@ def test_each_client_endpoint_has_its_own_sub_queues_and_refuses_anothers_urls(s
             foreign.receive_message(QueueUrl=url)
     with_slash = client_for("tenant-a/")
     assert [m["Body"] for m in with_slash.receive_message(QueueUrl=tenant_url)["Messages"]] == ["for a"]
+
+
+def test_a_client_endpoint_uses_shared_queues_but_never_creates_changes_tags_or_deletes_them(
+    sqs: Any, client_for: Any
+) -> None:
+    root_url = sqs.create_queue(QueueName="tenants", Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
+    tenant = client_for("tenant-c")
+    url = tenant.create_queue(QueueName="tenants", Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
+    refused = [
+        lambda: tenant.create_queue(QueueName="tenants-new"),
+        lambda: tenant.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "5"}),
+        lambda: tenant.tag_queue(QueueUrl=url, Tags={"team": "c"}),
+        lambda: tenant.untag_queue(QueueUrl=url, TagKeys=["team"]),
+        lambda: tenant.delete_queue(QueueUrl=url),
+    ]
+    for call in refused:
+        with pytest.raises(tenant.exceptions.ClientError) as caught:
+            call()
+        assert caught.value.response["Error"]["Code"] == "AccessDenied"
+        assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    with pytest.raises(tenant.exceptions.QueueNameExists):
+        tenant.create_queue(QueueName="tenants", Attributes={"VisibilityTimeout": "41"})
+    attributes = sqs.get_queue_attributes(QueueUrl=root_url, AttributeNames=["VisibilityTimeout"])["Attributes"]
+    assert attributes == {"VisibilityTimeout": "40"} and sqs.list_queue_tags(QueueUrl=root_url).get("Tags") is None
+    assert "tenants-new" not in str(sqs.list_queues().get("QueueUrls"))
+    tenant.send_message(QueueUrl=url, MessageBody="still there")
+    assert [m["Body"] for m in tenant.receive_message(QueueUrl=url)["Messages"]] == ["still there"]
 
 
 def test_dead_letters_read_listed_and_moved_back(sqs: Any) -> None:

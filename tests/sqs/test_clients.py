@@ -55,6 +55,7 @@ def test_the_aws_cli_creates_sends_receives_and_deletes(server: LocalServer) -> 
 
 
 def test_the_helper_signs_for_execute_api(server: LocalServer) -> None:
+    sqs_client(server.url, **CREDENTIALS).create_queue(QueueName="signed")
     client = sqs_client(f"{server.url}/sqs/signed/", **CREDENTIALS)
     seen: list[str] = []
     client.meta.events.register("before-send.sqs", lambda request, **_: seen.append(request.headers["Authorization"]))

@@ -29,6 +29,17 @@ class Endpoint:
     client: str = DEFAULT_CLIENT
     account: str = LOCAL_ACCOUNT
     region: str = "us-east-1"
+    # Only the root endpoint (`POST /`) creates, changes, tags and deletes queues: a queue is shared by every
+    # client, and one tenant's route must not let it reconfigure or delete what the other tenants use.
+    manages_queues: bool = True
+
+    def refuse_unless_managing(self, action: str) -> None:
+        if not self.manages_queues:
+            raise SqsError(
+                "AccessDenied",
+                f"{action} changes a queue every client shares: send it to the root endpoint, not a client's.",
+                status=403,
+            )
 
     def queue_url(self, queue: str) -> str:
         return f"{self.url}/{self.account}/{queue}"

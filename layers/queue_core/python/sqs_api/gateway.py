@@ -34,7 +34,8 @@ def endpoint_of(event: dict[str, Any], headers: dict[str, str]) -> Endpoint:
     path = (event.get("path") or "/").rstrip("/")
     full = (context.get("path") or path).rstrip("/")
     base = full[: len(full) - len(path)] if full.endswith(path) else ""
-    client = (event.get("pathParameters") or {}).get("client") or DEFAULT_CLIENT
+    named = (event.get("pathParameters") or {}).get("client")
+    client = named or DEFAULT_CLIENT
     try:
         validation.client_id(client)
     except QueueError:
@@ -47,6 +48,7 @@ def endpoint_of(event: dict[str, Any], headers: dict[str, str]) -> Endpoint:
         client=client,
         account=context.get("accountId") or "000000000000",
         region=os.environ.get("AWS_REGION", "us-east-1"),
+        manages_queues=named is None,
     )
 
 

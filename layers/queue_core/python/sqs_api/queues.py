@@ -34,6 +34,8 @@ def create_queue(call: Call) -> dict[str, Any]:
             raise invalid("A dead-letter queue here takes its settings from its queue; create it without attributes.")
         return {"QueueUrl": call.endpoint.queue_url(name)}
     asked = queue_attributes.settings_of(name, attributes, call.endpoint, creating=True)
+    if not call.endpoint.manages_queues:
+        return _existing(call, name, asked)
     fifo = asked.get("fifo", False)
     if fifo != name.endswith(".fifo"):
         raise invalid("A FIFO queue's name must end with .fifo and it must have the attribute FifoQueue=true.")
@@ -47,6 +49,20 @@ def create_queue(call: Call) -> dict[str, Any]:
             raise from_core(error) from None
         if not queue_attributes.same_as_asked(call.core.get_queue(name), asked):
             raise SqsError("QueueNameExists", f"A queue named {name} exists with other attributes.") from None
+    return {"QueueUrl": call.endpoint.queue_url(name)}
+
+
+def _existing(call: Call, name: str, asked: dict[str, Any]) -> dict[str, Any]:
+    """A client's endpoint creates nothing, but answers CreateQueue for a queue that exists as asked (what Kombu
+    and most SQS code call at start) with its URL."""
+    try:
+        settings = call.core.get_queue(name)
+    except QueueError as error:
+        if error.code == "QueueNotFound":
+            call.endpoint.refuse_unless_managing("CreateQueue")
+        raise from_core(error) from None
+    if not queue_attributes.same_as_asked(settings, asked):
+        raise SqsError("QueueNameExists", f"A queue named {name} exists with other attributes.")
     return {"QueueUrl": call.endpoint.queue_url(name)}
 
 
@@ -107,6 +123,7 @@ def get_queue_attributes(call: Call) -> dict[str, Any]:
 
 
 def set_queue_attributes(call: Call) -> dict[str, Any]:
+    call.endpoint.refuse_unless_managing("SetQueueAttributes")
     target = _not_a_dlq(call, "SetQueueAttributes")
     attributes = require(call.params, "Attributes")
     changes = queue_attributes.settings_of(target.queue, attributes, call.endpoint, creating=False)
@@ -116,6 +133,7 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
 
 
 def delete_queue(call: Call) -> dict[str, Any]:
+    call.endpoint.refuse_unless_managing("DeleteQueue")
     target = _not_a_dlq(call, "DeleteQueue")
     try:
         call.core.delete_queue(target.queue)
@@ -135,12 +153,14 @@ def purge_queue(call: Call) -> dict[str, Any]:
 
 
 def tag_queue(call: Call) -> dict[str, Any]:
+    call.endpoint.refuse_unless_managing("TagQueue")
     target = _not_a_dlq(call, "TagQueue")
     tags = _tags(require(call.params, "Tags"))
     return _changed(lambda: call.core.tag_queue(target.queue, tags))
 
 
 def untag_queue(call: Call) -> dict[str, Any]:
+    call.endpoint.refuse_unless_managing("UntagQueue")
     target = _not_a_dlq(call, "UntagQueue")
     keys = require(call.params, "TagKeys")
     return _changed(lambda: call.core.untag_queue(target.queue, keys))
