@@ -98,10 +98,12 @@ BUCKET_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "visibility_sweeper": ("s3:DeleteObject",),
     # Push delivery receives and deletes through the core, as the poller does.
     "dispatcher": ("s3:GetObject", "s3:DeleteObject"),
+    # The SQS protocol sends, receives, deletes and purges, and deletes queues.
+    "sqs": ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"),
 }
 # Deleting a queue removes every object under its sub-queues' prefixes, which needs the list of them: the producer
 # (the delete) and the sweeper (the last pass over a deleted queue).
-BUCKET_LISTERS: Final = frozenset({"producer", "visibility_sweeper"})
+BUCKET_LISTERS: Final = frozenset({"producer", "visibility_sweeper", "sqs"})
 # A tenant's own function may send, receive, delete and look at its own sub-queue's objects; never list the bucket.
 LIBRARY_BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObject")
 

@@ -28,6 +28,7 @@ EXPECTED_ACKNOWLEDGEMENTS = {
         "DynamoQueue/Queue/PollerRole",
         "DynamoQueue/Queue/DlqRedriverRole",
         "DynamoQueue/Queue/VisibilitySweeperRole",
+        "DynamoQueue/Queue/SqsRole",
     },
     "AwsSolutions-S1": {"DynamoQueue/Queue/Bodies"},
 }
