@@ -13,6 +13,8 @@ from queue_core import QueueClient, limits
 from bench.messages import random_bytes
 from functions.poller import handler as poller
 from functions.producer import handler as producer
+from functions.sqs import handler as sqs_function
+from tests.events import api_event
 from tests.functions.conftest import call, invoke
 
 BUCKET = "handler-bodies"
@@ -70,3 +72,31 @@ def test_a_body_gone_from_the_bucket_is_a_410_and_the_message_goes_to_the_dlq(co
     assert answer.status == 410 and answer.body["error"]["code"] == "MessageBodyMissing"
     assert call(poller, "POST", f"{BASE}/receive").body == {"messages": []}
     assert sub_queue.stats().dlq == 1
+
+
+def test_an_sqs_receive_answers_only_what_lambda_can_return_and_gives_the_rest_back(core: QueueClient) -> None:
+    """The SQS function's answer crosses Lambda too: the same 7.5 MB of claimed bodies is cut under 6 MB, and the
+    messages left out come with the next ReceiveMessage."""
+    body = "é" * (128 * 1024)
+    core.queue("big", "default").send_batch([{"body": body} for _ in range(10)])
+    url = "https://abc123.execute-api.us-east-1.amazonaws.com/prod/123456789012/big"
+    headers = {"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.ReceiveMessage"}
+    event = api_event("POST", "/", raw_body=json.dumps({"QueueUrl": url, "MaxNumberOfMessages": 10}), headers=headers)
+    first = invoke(sqs_function, event)
+    assert first["statusCode"] == 200 and len(json.dumps(first)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    kept = json.loads(first["body"])["Messages"]
+    assert 1 <= len(kept) < 10 and all(message["Body"] == body for message in kept)
+    second = json.loads(invoke(sqs_function, event)["body"])["Messages"]
+    assert len(second) == 10 - len(kept)
+
+
+def test_a_receive_over_http_answers_only_what_lambda_can_return(core: QueueClient) -> None:
+    """Over API Gateway the answer's JSON is a string inside the proxy answer's JSON: escaped twice."""
+    body = "é" * (128 * 1024)
+    core.queue("big", "c1").send_batch([{"body": body} for _ in range(10)])
+    event = api_event("POST", f"{BASE}/receive", {"max_messages": 10})
+    first = invoke(poller, event)
+    assert first["statusCode"] == 200 and len(json.dumps(first)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    kept = json.loads(first["body"])["messages"]
+    assert 1 <= len(kept) < 10
+    assert len(json.loads(invoke(poller, event)["body"])["messages"]) == 10 - len(kept)

@@ -99,7 +99,7 @@ def test_batches_answer_per_entry_and_refuse_malformed_batches(sqs: Any) -> None
         ([{"Id": f"m{n}", "MessageBody": "x"} for n in range(11)], "TooManyEntriesInBatchRequest"),
         ([{"Id": "same", "MessageBody": "x"}, {"Id": "same", "MessageBody": "y"}], "BatchEntryIdsNotDistinct"),
         ([{"Id": "not ok!", "MessageBody": "x"}], "InvalidBatchEntryId"),
-        ([{"Id": f"m{n}", "MessageBody": "x" * 100_000} for n in range(3)], "BatchRequestTooLong"),
+        ([{"Id": f"m{n}", "MessageBody": "x" * 400_000} for n in range(3)], "BatchRequestTooLong"),
     ):
         with pytest.raises(getattr(sqs.exceptions, error)):
             sqs.send_message_batch(QueueUrl=url, Entries=wrong)

@@ -10,8 +10,8 @@ in `ANSWER_BUDGET_BYTES` (at least one) and gives the others back at once.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
     from queue_core import ReceivedMessage
@@ -23,20 +23,31 @@ LAMBDA_ASYNC_PAYLOAD_BYTES: Final = 1000 * 1000
 ANSWER_BUDGET_BYTES: Final = LAMBDA_SYNC_PAYLOAD_BYTES - 256 * 1000
 
 
+def answered_size(value: Any) -> int:
+    """`value`'s bytes in an answer through API Gateway: JSON text (ASCII, as the encoders write it) inside the
+    proxy answer's JSON `body` string, so every escape is escaped once more. An invoke's answer is encoded only
+    once, so this is an upper bound there."""
+    return len(json.dumps(json.dumps(value))) - 1
+
+
 def json_size(message: ReceivedMessage) -> int:
-    """The message's size in the answer, escaped as the runtime's JSON encoder escapes it (ASCII only)."""
-    return len(json.dumps(message.to_dict())) + 1
+    return answered_size(message.to_dict()) + 1
+
+
+Answered = TypeVar("Answered")
 
 
 def within_budget(
-    messages: Sequence[ReceivedMessage], budget: int | None = None
-) -> tuple[list[ReceivedMessage], list[ReceivedMessage]]:
-    """(the messages the answer carries, in order; those to give back). The first is always carried."""
+    messages: Sequence[Answered], budget: int | None = None, size_of: Callable[[Answered], int] | None = None
+) -> tuple[list[Answered], list[Answered]]:
+    """(the messages the answer carries, in order; those to give back). The first is always carried. `size_of`
+    weighs one message as the answer writes it (default: our own JSON of a `ReceivedMessage`)."""
     budget = ANSWER_BUDGET_BYTES if budget is None else budget
-    kept: list[ReceivedMessage] = []
+    weigh: Callable[[Any], int] = size_of or json_size
+    kept: list[Answered] = []
     used = 0
     for position, message in enumerate(messages):
-        size = json_size(message)
+        size = weigh(message)
         if kept and used + size > budget:
             return kept, list(messages[position:])
         kept.append(message)

@@ -7,9 +7,11 @@ with such a message's handle removes it from the DLQ.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any, Final
 
+from queue_api.payloads import answered_size, within_budget
 from queue_core import Message, QueueError, QueueSettings, ReceivedMessage, SubQueue, limits
 from queue_core.attribute_digest import md5_of_attributes, md5_of_body
 
@@ -149,6 +151,8 @@ def _sequence(settings: QueueSettings, sequence: str) -> dict[str, str]:
 
 
 def receive_message(call: Call) -> dict[str, Any]:
+    """The answer leaves through Lambda: it carries what fits under its 6 MB (at least one message) and gives the
+    other claimed messages back at once, as the REST receive does (`queue_api.payloads`)."""
     target = call.target()
     want = integer(call.params, "MaxNumberOfMessages", 1, MAX_RECEIVE, default=1)
     visibility = integer(call.params, "VisibilityTimeout", 0, limits.MAX_VISIBILITY_SECONDS)
@@ -168,8 +172,13 @@ def receive_message(call: Call) -> dict[str, Any]:
             found = list(sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=wait))
     except QueueError as error:
         raise from_core(error) from None
-    messages = [_message(call, target, settings, message, system_wanted, names) for message in found]
-    return {"Messages": messages} if messages else {}
+    answers = [(message, _message(call, target, settings, message, system_wanted, names)) for message in found]
+    kept, surplus = within_budget(answers, size_of=lambda answer: answered_size(answer[1]) + 1)
+    for message, _ in surplus:
+        if isinstance(message, ReceivedMessage):
+            with contextlib.suppress(QueueError):  # a message not given back is visible again after its timeout
+                sub_queue.release(message.receipt_handle, delay_seconds=0)
+    return {"Messages": [answer for _, answer in kept]} if kept else {}
 
 
 def _message(
