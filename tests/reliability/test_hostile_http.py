@@ -353,7 +353,7 @@ HUGE_BATCH = [{"Id": f"m{n}", "MessageBody": "x"} for n in range(1000)]
         ("AmazonSQS.DeleteMessageBatch", "/", json.dumps({"QueueUrl": "URL", "Entries": [
             {"Id": f"m{n}", "ReceiptHandle": "h"} for n in range(1000)]}).encode(), "TooManyEntriesInBatchRequest"),
         ("AmazonSQS.SendMessageBatch", "/", b'{"QueueUrl": "URL", "Entries": [{"Id": "a", "MessageBody": "' +
-         b"x" * (300 * 1024) + b'"}]}', "BatchRequestTooLong"),
+         b"x" * (1100 * 1024) + b'"}]}', "BatchRequestTooLong"),
         ("AmazonSQS.ReceiveMessage", "/", b'{"QueueUrl": "URL", "MaxNumberOfMessages": 11}', "InvalidParameterValue"),
         ("AmazonSQS.ReceiveMessage", "/", b'{"QueueUrl": "URL", "WaitTimeSeconds": 21}', "InvalidParameterValue"),
         ("AmazonSQS.CreateQueue", "/", b'{"QueueName": "bad name"}', "InvalidParameterValue"),

@@ -168,7 +168,7 @@ def table_snapshot(table: str) -> frozenset[str]:
         if table in regions[region].tables
     ]
     assert len(found) == 1, f"table {table} in {len(found)} embedded backends"
-    return frozenset(json.dumps(item.to_json(), sort_keys=True) for item in found[0].all_items())
+    return frozenset(json.dumps(item.to_json(), sort_keys=True, default=repr) for item in found[0].all_items())
 
 
 class DeleteTap:
