@@ -95,3 +95,100 @@ def test_a_fifo_mark_racing_a_later_claim_never_counts_a_receive_past_the_limit(
 
     counts = [message.receive_count for message in got["a"] + got["b"]]
     assert counts and max(counts) <= 2, f"receive counts {counts} past the limit of 2"
+
+
+def _meanwhile_before_first_unlock(client: QueueClient, meanwhile: Any) -> Any:
+    """Runs `meanwhile()` once, just before the next write that unlocks a FIFO group (that of the call made inside
+    the `with`): the interleaving of another thread, made deterministic."""
+
+    class Interleaving:
+        def __enter__(self) -> None:
+            self.fired = False
+            client.dynamodb.meta.events.register("before-call.dynamodb.UpdateItem", self, unique_id="interleave")
+
+        def __call__(self, params: dict[str, Any], **_: Any) -> None:
+            if not self.fired and "unlocked_by" in json.loads(params["body"]).get("UpdateExpression", ""):
+                self.fired = True
+                meanwhile()
+
+        def __exit__(self, *_: object) -> None:
+            client.dynamodb.meta.events.unregister("before-call.dynamodb.UpdateItem", unique_id="interleave")
+            assert self.fired
+
+    return Interleaving()
+
+
+def test_a_fifo_delete_counted_late_does_not_count_again_what_a_claim_found_empty(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A deletes its message after its lock ran out; before A unlocks, B claims the group, finds it empty and sets
+    its count to 0. A's unlock then fails and A counts its removal late: it was counted by B's finding, and a
+    message sent afterwards must show in the stats."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c1")
+    jobs.send("first", group_id="g")
+    [held] = jobs.receive()
+    clock.advance(31)
+
+    with _meanwhile_before_first_unlock(client, lambda: jobs.receive()):
+        jobs.delete(held.receipt_handle)
+    jobs.send("second", group_id="g")
+
+    assert jobs.stats().visible == 1
+
+
+def test_a_fifo_delete_racing_a_second_delete_of_its_handle_is_counted_once(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A deletes its message; before A unlocks, a second delete of the same handle (a retry, a racing thread) finds
+    the message gone and unlocks, counting it; another consumer then claims the group. A's unlock fails and A counts
+    the removal late: once is all, and the group's next message shows in the stats."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c1")
+    jobs.send("first", group_id="g")
+    jobs.send("second", group_id="g")
+    [held] = jobs.receive()
+    taken: list[ReceivedMessage] = []
+
+    def second_delete_then_another_claim() -> None:
+        jobs.delete(held.receipt_handle)
+        taken.extend(jobs.receive())
+
+    with _meanwhile_before_first_unlock(client, second_delete_then_another_claim):
+        jobs.delete(held.receipt_handle)
+
+    assert [message.body for message in taken] == ["second"]
+    assert jobs.stats().in_flight == 1
+    jobs.delete(taken[0].receipt_handle)
+    jobs.send("third", group_id="g")
+    assert jobs.stats().visible == 1
+
+
+def test_a_fifo_claim_that_loses_its_head_to_a_later_claim_delivers_nothing_behind_it(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A claims a group and reads its two messages; before A marks them, A's lock runs out and B claims the group
+    and marks the first. A may mark the second, but must not deliver it while B holds the first."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c1")
+    jobs.send("first", group_id="g")
+    jobs.send("second", group_id="g")
+    got: dict[str, list[ReceivedMessage]] = {}
+    fired = threading.Event()
+
+    def before_mark(params: dict[str, Any], **_: Any) -> None:
+        if fired.is_set() or "receive_count" not in json.loads(params["body"]).get("UpdateExpression", ""):
+            return
+        fired.set()
+        clock.advance(31)
+        got["b"] = jobs.receive(max_messages=1)
+
+    events = client.dynamodb.meta.events
+    events.register("before-call.dynamodb.UpdateItem", before_mark, unique_id="race-before-mark")
+    try:
+        got["a"] = jobs.receive(max_messages=2)
+    finally:
+        events.unregister("before-call.dynamodb.UpdateItem", unique_id="race-before-mark")
+
+    assert [message.body for message in got["b"]] == ["first"]
+    assert got["a"] == [], f"delivered behind a message another consumer holds: {[m.body for m in got['a']]}"

@@ -20,6 +20,7 @@ import logging
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from . import keys, limits
 from .bodies import stored_form
@@ -312,7 +313,7 @@ class FifoQueue:
             else:
                 self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
             return []
-        marked = [m for m in self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken) if m]
+        marked = _in_order(self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken))
         marked = self._with_bodies(marked, key, token, now)
         if not marked:
             self.finish_group(key, token, now)
@@ -368,14 +369,17 @@ class FifoQueue:
                 taken.append(item)
         return taken, None
 
-    def _mark(self, item: Item, group_key: dict[str, str], token: str, now: int) -> Item | None:
+    def _mark(self, item: Item, group_key: dict[str, str], token: str, now: int) -> Item | _Missed | None:
+        """The message marked as ours; None when it went to the DLQ instead; `MISSED` when another receive
+        marked it first or it is gone (a claim whose lock ran out while it read the head: nothing after it may be
+        delivered, see `_in_order`)."""
         try:
             key = {"pk": item["pk"], "sk": item["sk"]}
             return self.ctx.store.write(writes.mark(key, token, now, int(item["receive_count"])))
         except ConditionFailed as failed:
             if failed.item is not None and failed.item.get("tok") == token:
                 return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
-            return None
+            return MISSED
         except MessageTooLarge:
             # Stored before sizes were checked, it cannot take a claim's attributes: to the DLQ, not in the way.
             with contextlib.suppress(QueueError):
@@ -383,12 +387,19 @@ class FifoQueue:
             return None
 
     def finish_group(
-        self, key: dict[str, str], token: str, available_at: int, empty_at: str = "", removed: int = 0
+        self,
+        key: dict[str, str],
+        token: str,
+        available_at: int,
+        empty_at: str = "",
+        removed: int = 0,
+        counted_once: str | None = None,
     ) -> bool:
         """Unlocks a group: out of the index when it is known to be empty (no send since `empty_at`), else
-        available again at `available_at`. `removed` messages leave its count. False when the lock had passed
-        to another claim (nothing written). The unlock leaves its token in `unlocked_by`, so a repeat of it (an
-        answer lost, the SDK's retry) is known for done and never counted twice."""
+        available again at `available_at`. `removed` messages leave its count (`counted_once`: see
+        `group_writes.ack`). False when the lock had passed to another claim (nothing written). The unlock leaves
+        its token in `unlocked_by`, so a repeat of it (an answer lost, the SDK's retry) is known for done and never
+        counted twice."""
         if empty_at:
             try:
                 self.ctx.store.write(group_writes.unlock_empty(key, token, int(empty_at)))
@@ -397,8 +408,11 @@ class FifoQueue:
                 if failed.item is None or failed.item.get("tok") != token:
                     return _unlocked_by(failed.item, token)
         try:
-            self.ctx.store.write(group_writes.unlock(key, token, available_at, removed))
+            self.ctx.store.write(group_writes.unlock(key, token, available_at, removed, counted_once))
         except ConditionFailed as failed:
+            if counted_once and _holds(failed.item, token) and counted_once in failed.item.get("gone", set()):
+                # The removal was counted already, by the call that made it: unlock without counting.
+                return self.finish_group(key, token, available_at)
             return _unlocked_by(failed.item, token)
         return True
 
@@ -462,31 +476,41 @@ class FifoQueue:
         """One held message is done; the last one done unlocks the group. Done messages are a set (`acked`), so
         an ack applied twice counts once and never unlocks the group while another held message is out. A
         message deleted after the group's lock passed to another claim (the holder's lock ran out, the message
-        was not taken again) still leaves the group's count — unless this delete found it gone already
-        (`late_count` False): the delete that removed it counted it, and the lock passing on has cleared the
-        sets that would tell."""
+        was not taken again) still leaves the group's count, by `gone`. A delete that found its message gone
+        already (`late_count` False) did not remove it: the call that did counts it, or this one does, through
+        `gone` (`counted_once`), never both; after the lock passed on, it counts nothing."""
         key = self._group_key(ref.group or "", receipt.group_shard)
+        counted_once = ref.sequence if removed and not late_count else None
         if receipt.held <= 1:
-            finished = self.finish_group(key, receipt.token, available_at, receipt.last_seq if removed else "", removed)
+            finished = self.finish_group(
+                key, receipt.token, available_at, receipt.last_seq if removed else "", removed, counted_once
+            )
             if not finished and removed and late_count:
                 self._count_removed(key, ref.sequence)
             return
         # `retry_at` keeps the latest time any held message was given back for, so the group waits for it: the
         # ack sets it unless a later one is there, then acks without it.
         group: Item | None = None
-        for retry_at in (available_at, None):
+        attempts = [(available_at, removed), (None, removed)]
+        while attempts:
+            retry_at, counting = attempts.pop(0)
+            once = counting > 0 and counted_once is not None
             try:
-                group = self.ctx.store.write(group_writes.ack(key, receipt.token, ref.sequence, removed, retry_at))
+                write = group_writes.ack(key, receipt.token, ref.sequence, counting, retry_at, counted_once=once)
+                group = self.ctx.store.write(write)
                 break
             except ConditionFailed as failed:
                 old = failed.item
-                if old is None or old.get("tok") != receipt.token:
+                if not _holds(old, receipt.token):
                     if removed and late_count:
                         self._count_removed(key, ref.sequence)
                     return
+                assert old is not None
                 if ref.sequence in old.get("acked", set()):
                     group = old  # applied before, its answer lost
                     break
+                if once and ref.sequence in old.get("gone", set()):
+                    attempts = [(retry_at, 0), (None, 0)]  # counted by the call that removed it
         if group and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
 
@@ -518,7 +542,7 @@ class FifoQueue:
         try:
             self.ctx.store.write(group_writes.count_removed(group_key, sequence))
         except ConditionFailed as failed:
-            return failed.item is not None and sequence in failed.item.get("gone", set())
+            return group_writes.counted(failed.item, sequence)
         return True
 
     def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
@@ -732,6 +756,31 @@ class _Placement:
     moves: list[Write] = field(default_factory=list)
     # The group's last sequence as read at an old place it is active at (the fence's first guess).
     known_last_seq: int | None = None
+
+
+class _Missed:
+    """A head this claim could not mark."""
+
+
+MISSED: Final = _Missed()
+
+
+def _in_order(outcomes: Iterable[Item | _Missed | None]) -> list[Item]:
+    """The marked messages up to the first one missed. Marks run in parallel: when a claim whose lock ran out
+    races the next one for the same heads, each may mark some of them, and delivering a later message without an
+    earlier one would break the group's order. The ones marked after a miss stay marked (their receive count one
+    higher) and are delivered by a later claim, in order."""
+    marked: list[Item] = []
+    for outcome in outcomes:
+        if isinstance(outcome, _Missed):
+            break
+        if outcome is not None:
+            marked.append(outcome)
+    return marked
+
+
+def _holds(group_item: Item | None, token: str) -> bool:
+    return group_item is not None and group_item.get("tok") == token
 
 
 def _unlocked_by(group_item: Item | None, token: str) -> bool:

@@ -71,25 +71,36 @@ def lock(key: Key, token: str, until: int, now: int) -> Write:
     )
 
 
-def unlock(key: Key, token: str, available_at: int, removed: int) -> Write:
-    """The claim ends: available again at `available_at`; `removed` messages leave the count."""
+def unlock(key: Key, token: str, available_at: int, removed: int, counted_once: str | None = None) -> Write:
+    """The claim ends: available again at `available_at`; `removed` messages leave the count. With
+    `counted_once` (the sequence removed), the removal also joins `gone` and the write fails if it is there
+    already (see `ack`)."""
     expression = f"SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
     values = {":at": available_at, ":gsk": keys.index_sk(available_at, key["sk"]), ":tok": token, ":dec": -removed}
-    return update(key, expression, values, condition="tok = :tok")
+    expression, values, condition = _once(expression, values, "tok = :tok", counted_once)
+    return update(key, expression, values, condition=condition)
 
 
 def unlock_empty(key: Key, token: str, last_seq: int) -> Write:
-    """The claim ends and the group leaves the index: it is empty, if no send came since `last_seq`."""
+    """The claim ends and the group leaves the index: it is empty, if no send came since `last_seq`. The count
+    is set, not added to: every message up to `last_seq` is accounted for (`counted_to`, see `count_removed`)."""
     expression = (
-        f"REMOVE gsi1pk, gsi1sk, available_at, gone, {_UNLOCK_CLEARS} SET msg_count = :zero, unlocked_by = :tok"
+        f"REMOVE gsi1pk, gsi1sk, available_at, gone, {_UNLOCK_CLEARS} "
+        "SET msg_count = :zero, unlocked_by = :tok, counted_to = :to"
     )
-    return update(
-        key, expression, {":tok": token, ":ls": last_seq, ":zero": 0}, condition="tok = :tok AND last_seq = :ls"
-    )
+    values = {":tok": token, ":ls": last_seq, ":zero": 0, ":to": keys.group_seq(last_seq)}
+    return update(key, expression, values, condition="tok = :tok AND last_seq = :ls")
 
 
-def ack(key: Key, token: str, sequence: str, removed: int, retry_at: int | None) -> Write:
-    """One held message is done; with `retry_at`, only if no other held message was given back for later."""
+def ack(key: Key, token: str, sequence: str, removed: int, retry_at: int | None, counted_once: bool = False) -> Write:
+    """One held message is done; with `retry_at`, only if no other held message was given back for later.
+
+    `counted_once` is for a delete that found its message gone already: the call that removed it (another
+    delete of the same handle racing this one, or this very call before its answer was lost) may count it after
+    the lock has passed on, by `gone` (`count_removed`), which this ack's `acked` set cannot tell. Such an ack
+    counts through `gone` as well and fails if the message is there (then acked again with nothing removed). A
+    rare path: a delete that removed its message itself counts by `acked` alone, so `gone` does not grow with a
+    busy group's every message."""
     values: dict[str, Any] = {":seqs": {sequence}, ":seq": sequence, ":dec": -removed, ":tok": token}
     condition = "tok = :tok AND NOT contains(acked, :seq)"
     expression = "ADD acked :seqs, msg_count :dec"
@@ -97,7 +108,19 @@ def ack(key: Key, token: str, sequence: str, removed: int, retry_at: int | None)
         expression += " SET retry_at = :at"
         condition += " AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
         values[":at"] = retry_at
+    expression, values, condition = _once(expression, values, condition, sequence if counted_once else None)
     return update(key, expression, values, condition=condition, returns="ALL_NEW")
+
+
+def _once(
+    expression: str, values: dict[str, Any], condition: str, sequence: str | None
+) -> tuple[str, dict[str, Any], str]:
+    """The removal of `sequence` joins `gone` in the same write, on the condition that it is not there yet."""
+    if sequence is None:
+        return expression, values, condition
+    expression = expression.replace("ADD ", "ADD gone :gone, ", 1)
+    values = {**values, ":gone": {sequence}, ":goneseq": sequence}
+    return expression, values, f"{condition} AND NOT contains(gone, :goneseq)"
 
 
 def extend(key: Key, token: str, visible_at: int) -> Write:
@@ -107,10 +130,21 @@ def extend(key: Key, token: str, visible_at: int) -> Write:
 
 
 def count_removed(key: Key, sequence: str) -> Write:
-    """A message left the group outside a claim; counted once however often this is written."""
+    """A message left the group outside a claim; counted once however often this is written, and not at all
+    when the group was found empty since (its count set to 0 with every sequence up to `counted_to` in it)."""
     values = {":dec": -1, ":seqs": {sequence}, ":seq": sequence}
-    condition = "attribute_exists(pk) AND attribute_not_exists(moved) AND NOT contains(gone, :seq)"
+    condition = (
+        "attribute_exists(pk) AND attribute_not_exists(moved) AND NOT contains(gone, :seq) "
+        "AND (attribute_not_exists(counted_to) OR counted_to < :seq)"
+    )
     return update(key, "ADD msg_count :dec, gone :seqs", values, condition=condition)
+
+
+def counted(group_item: dict[str, Any] | None, sequence: str) -> bool:
+    """Whether the removal of `sequence` is in the group's count already (what `count_removed` refused)."""
+    if group_item is None:
+        return False
+    return sequence in group_item.get("gone", set()) or str(group_item.get("counted_to", "")) >= sequence
 
 
 def dead_lettered(key: Key, token: str) -> Write:
@@ -120,5 +154,6 @@ def dead_lettered(key: Key, token: str) -> Write:
 
 def empty(key: Key, last_seq: int) -> Write:
     """A purged group leaves the index, unless a send landed since its messages were removed."""
-    expression = f"REMOVE gsi1pk, gsi1sk, available_at, gone, {_UNLOCK_CLEARS} SET msg_count = :zero"
-    return update(key, expression, {":zero": 0, ":ls": last_seq}, condition="last_seq = :ls")
+    expression = f"REMOVE gsi1pk, gsi1sk, available_at, gone, {_UNLOCK_CLEARS} SET msg_count = :zero, counted_to = :to"
+    values = {":zero": 0, ":ls": last_seq, ":to": keys.group_seq(last_seq)}
+    return update(key, expression, values, condition="last_seq = :ls")
