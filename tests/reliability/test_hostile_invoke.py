@@ -254,7 +254,7 @@ RECEIVE = {"action": "receive", "queue": "fuzz", "client": "c1"}
         (producer, {**SEND, "body": "a", "attributes": {f"k{n}": "v" for n in range(11)}}, 400, "ValidationError"),
         (producer, {**SEND, "body": "a", "attributes": {"": "v"}}, 400, "ValidationError"),
         (producer, {**SEND, "body": "\ud800"}, 400, "ValidationError"),
-        (producer, {**SEND, "body": "a", "delay_seconds": 901}, 400, "ValidationError"),
+        (producer, {**SEND, "body": "a", "delay_seconds": 345_601}, 400, "ValidationError"),
         (producer, {**SEND, "messages": [{"body": "a"}] * 26}, 400, "ValidationError"),
         (producer, {**SEND, "queue": "bad#name", "body": "a"}, 400, "ValidationError"),
         (producer, {**SEND, "client": "c" * 81, "body": "a"}, 400, "ValidationError"),

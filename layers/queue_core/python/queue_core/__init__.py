@@ -17,6 +17,7 @@ from .errors import (
     ValidationError,
 )
 from .models import BatchResult, Message, QueueStats, ReceivedMessage, SendResult, SweepReport
+from .queuewide import QueueWide
 from .settings import QueueSettings
 from .sqs_client import sqs_client
 from .subqueue import SubQueue
@@ -38,6 +39,7 @@ __all__ = [
     "QueueNotFound",
     "QueueSettings",
     "QueueStats",
+    "QueueWide",
     "ReceiptHandleStale",
     "ReceivedMessage",
     "SendResult",

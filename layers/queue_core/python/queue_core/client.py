@@ -13,6 +13,7 @@ from .bodies import Bodies
 from .clock import Clock
 from .context import Context
 from .models import QueueStats, SweepReport
+from .queuewide import QueueWide
 from .registry import Registry
 from .settings import QueueSettings
 from .store import Store
@@ -125,6 +126,11 @@ class QueueClient:
 
     def queue(self, name: str, client: str) -> SubQueue:
         return SubQueue(self._ctx, name, client)
+
+    def queue_wide(self, name: str) -> QueueWide:
+        """Every client of the queue at once: a fair receive across them (by priority, then a rotation that puts
+        clients with fewer messages in flight first) and the settling of any of their handles."""
+        return QueueWide(self._ctx, name)
 
     def transact(self, items: list[Any], token: str | None = None) -> None:
         """Commits the caller's own TransactWriteItems entries (any table of this account and region) together

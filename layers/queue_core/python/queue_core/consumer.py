@@ -26,6 +26,7 @@ from typing import Any
 from .errors import QueueError, ReceiptHandleStale, ValidationError
 from .limits import MAX_RECEIVE, MAX_TRANSACTION_ITEMS
 from .models import ReceivedMessage
+from .queuewide import QueueWide
 from .subqueue import SubQueue
 
 logger = logging.getLogger("queue_core.consumer")
@@ -56,7 +57,7 @@ class ConsumerReport:
 class Consumer:
     def __init__(
         self,
-        queue: SubQueue,
+        queue: SubQueue | QueueWide,
         handler: Handler,
         concurrency: int = 4,
         batch_size: int | None = None,
@@ -271,6 +272,6 @@ def _work_units(messages: list[ReceivedMessage]) -> list[list[ReceivedMessage]]:
     """One unit per FIFO group (its messages in order), one per standard message."""
     units: dict[str, list[ReceivedMessage]] = {}
     for message in messages:
-        key = f"g:{message.group_id}" if message.group_id is not None else f"m:{message.message_id}"
+        key = f"g:{message.client}:{message.group_id}" if message.group_id is not None else f"m:{message.message_id}"
         units.setdefault(key, []).append(message)
     return list(units.values())

@@ -4,8 +4,10 @@ sequences and a claim pool."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .bodies import OFFLOADED, Bodies
 from .clock import Clock, SequenceSource, to_ms
@@ -13,6 +15,8 @@ from .keys import Space
 from .registry import Registry
 from .shards import Traffic
 from .store import Store
+
+T = TypeVar("T")
 
 # Claims of one receive run in parallel, so a receive of 10 costs about one round trip, not ten.
 CLAIM_THREADS = 10
@@ -36,6 +40,7 @@ class Context:
 
     traffic_by_sub_queue: dict[tuple[Space, int, int], Traffic] = field(default_factory=dict)
     traffic_lock: threading.Lock = field(default_factory=threading.Lock)
+    shared_state: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     def delete_messages(self, pk: str) -> int:
         """Removes every message item of a partition for good, and the objects of their offloaded bodies."""
@@ -43,6 +48,13 @@ class Context:
 
     def now_ms(self) -> int:
         return to_ms(self.clock())
+
+    def shared(self, key: tuple[Any, ...], make: Callable[[], T]) -> T:
+        """One value per key in this process, shared by every object and thread (e.g. a queue's rotation)."""
+        with self.traffic_lock:
+            if key not in self.shared_state:
+                self.shared_state[key] = make()
+            return self.shared_state[key]
 
     def traffic(self, space: Space, read_shards: int, send_shards: int) -> Traffic:
         """One per sub-queue, generation and shard layout in this process, shared by every SubQueue and thread."""

@@ -22,12 +22,15 @@ from .store import Item, Write
 @dataclass(frozen=True)
 class SendWrites:
     """The writes that store one message, together in one transaction; `dedup` and `fence` are the places of the
-    dedup item's write and of the FIFO group's sequence fence among them (None when there is none)."""
+    dedup item's write and of the FIFO group's sequence fence among them (None when there is none). `ready` is
+    the `(priority, visible_at)` of the ready marker to put once they are applied (`Engine.send_committed`), not
+    among them: two sends of one client in one transaction would name the same marker, which DynamoDB refuses."""
 
     ref: MessageRef
     writes: list[Write]
     dedup: int | None = None
     fence: int | None = None
+    ready: tuple[tuple[int, int], ...] = ()
 
 
 class Engine(Protocol):
@@ -49,6 +52,10 @@ class Engine(Protocol):
         transactional send stores what a normal one stores. `last_seq` is a FIFO group's last sequence as a
         cancelled transaction's old group item told it (None: as known or read now)."""
 
+    def send_committed(self, planned: SendWrites, now: int) -> None:
+        """After the writes of `send_writes` were applied: puts the message's ready marker, as a normal send does
+        after its write, so that queue-wide receives find it."""
+
     def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
         """The writes of a delete in one transaction, each conditional on the claim token, so that a message
         received again since the handle cancels the transaction. `group_may_be_empty` False: a FIFO group is
@@ -56,10 +63,19 @@ class Engine(Protocol):
 
     def delete_committed(self, receipt: Receipt, now: int) -> None:
         """Bookkeeping after a transaction of `delete_writes` committed: a FIFO group whose held messages are now
-        all done is unlocked at once instead of when its lock runs out."""
+        all done is unlocked at once instead of when its lock runs out, and a group unlocked is announced to
+        queue-wide receives."""
 
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
         """Claims up to `want` visible messages until `now + visibility`."""
+
+    def receive_priority(
+        self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
+    ) -> tuple[list[ReceivedMessage], bool]:
+        """Claims from one priority only; also says whether anything visible was seen (False: nothing was)."""
+
+    def next_visible(self, priority: int, now: int) -> int | None:
+        """When the sub-queue next has a message of `priority` to give (its first index entry); None: none."""
 
     def delete(self, receipt: Receipt, now: int) -> None:
         """Idempotent for its own handle; `ReceiptHandleStale` once the message was received again."""

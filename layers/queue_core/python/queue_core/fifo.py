@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from . import keys, limits
+from . import keys, limits, ready
 from .bodies import stored_form
 from .context import Context
 from .dedup import dedup_put, duplicate_of
@@ -167,6 +167,7 @@ class FifoQueue:
                 continue
             results.update({entry.index: SendResult(ref.message_id, ref.sequence) for entry, ref in refs})
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
+            ready.announce(self.ctx.store, self.space, self.ready_pairs([entry for entry, _ in refs], now), now)
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
@@ -188,8 +189,15 @@ class FifoQueue:
             expected = int(found["last_seq"]) if found and "last_seq" in found and not found.get("moved") else None
         actions, refs = self._append_actions(group, [entry], expected, now, placement)
         return SendWrites(
-            refs[0][1], actions + placement.moves, dedup=1 if entry.dedup_id is not None else None, fence=0
+            refs[0][1],
+            actions + placement.moves,
+            dedup=1 if entry.dedup_id is not None else None,
+            fence=0,
+            ready=tuple(self.ready_pairs([entry], now)),
         )
+
+    def send_committed(self, planned: SendWrites, now: int) -> None:
+        ready.announce(self.ctx.store, self.space, planned.ready, now)
 
     def _placement(self, group: str, now: int) -> _Placement:
         """Where a send goes. Without a kept earlier layout: the group's shard, no read. With one: the old place
@@ -225,7 +233,7 @@ class FifoQueue:
             last_seq=last,
             fence=expected,
             moving_in=bool(placement.moves),
-            first_visible=now + entries[0].delay_seconds * 1000,
+            first_visible=entries[0].visible_from(now),
             now=now,
             expires_at=now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
         )
@@ -239,7 +247,7 @@ class FifoQueue:
                 ref.live_key(self.space),
                 entry,
                 now,
-                now + entry.delay_seconds * 1000,
+                entry.visible_from(now),
                 expires_s(now, retention),
                 self.ctx.bodies,
             )
@@ -247,9 +255,36 @@ class FifoQueue:
             refs.append((entry, ref))
         return actions, refs
 
+    def ready_pairs(self, entries: list[Entry], now: int) -> list[tuple[int, int]]:
+        """The ready marker appended entries need (FIFO has one priority): when the first of them is visible."""
+        return [(0, min(entry.visible_from(now) for entry in entries))]
+
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
-        return visit(self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, now, secret))
+        return self.receive_priority(0, want, visibility, order, now, secret)[0]
+
+    def receive_priority(
+        self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
+    ) -> tuple[list[ReceivedMessage], bool]:
+        """Claims available groups' heads; also says whether any available group was seen."""
+        seen = []
+
+        def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
+            found, saw = self._receive_shard(shard, need, visibility, now, secret)
+            seen.append(saw)
+            return found, saw
+
+        return visit(self.picker, want, shard_receive), any(seen)
+
+    def next_visible(self, priority: int, now: int) -> int | None:
+        """When a group is next available: the first group entry of each shard (locks sort at their end)."""
+        times = []
+        for shard in range(self.settings.read_shards):
+            pk = self._group_pk(shard)
+            own = [entry for entry in self.ctx.store.earliest(pk, limit=limits.MAX_PEEK) if entry["pk"] == pk]
+            if own:
+                times.append(keys.index_time(own[0]["gsi1sk"]))
+        return min(times, default=None)
 
     def _receive_shard(
         self, shard: int, want: int, visibility: int, now: int, secret: str
@@ -332,7 +367,7 @@ class FifoQueue:
                 last_seq=last_seq,
                 group_shard=keys.shard_of(key["pk"]),
             )
-            messages.append(received(item, ref, receipt.encode(secret), self.ctx.bodies))
+            messages.append(received(item, ref, receipt.encode(secret), self.ctx.bodies, self.client))
         return messages
 
     def _with_bodies(self, marked: list[Item], group_key: dict[str, str], token: str, now: int) -> list[Item]:
@@ -413,7 +448,10 @@ class FifoQueue:
             if counted_once and _holds(failed.item, token) and counted_once in failed.item.get("gone", set()):
                 # The removal was counted already, by the call that made it: unlock without counting.
                 return self.finish_group(key, token, available_at)
-            return _unlocked_by(failed.item, token)
+            if not _unlocked_by(failed.item, token):
+                return False
+        # The group is available again: queue-wide receives must know when, whatever marker the client has.
+        ready.announce(self.ctx.store, self.space, [(0, available_at)], self.ctx.now_ms())
         return True
 
     # Claimed messages.
@@ -448,8 +486,11 @@ class FifoQueue:
 
     def delete_committed(self, receipt: Receipt, now: int) -> None:
         """With several messages held, the one whose ack completes the done set unlocks the group (one read; an
-        ack cannot read the set inside a transaction). Without this the group waits for its lock to run out."""
+        ack cannot read the set inside a transaction). Without this the group waits for its lock to run out.
+        The last held message's ack unlocked the group in the transaction: its marker says so to queue-wide
+        receives (when the ack took the group out of the index instead, the marker is drained at its first look)."""
         if receipt.held <= 1:
+            ready.announce(self.ctx.store, self.space, [(0, now)], now)
             return
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
@@ -735,14 +776,18 @@ class FifoQueue:
         """Groups whose lock expired (a consumer crashed) get their head tidied and are unlocked. Also tells
         whether any group item still lives at a place of an earlier shard layout (neither moved nor expired):
         until none does, the layout must be kept. Returns (groups freed, an old place in use)."""
-        freed, old_place_in_use = 0, False
+        freed, old_place_in_use, available = 0, False, False
         for shard in range(self.settings.read_shards):
             for group in list(self.group_items(shard)):
                 if group.get("tok") and "gsi1sk" in group and int(group["available_at"]) <= now:
                     self._claim_group(group, 0, _TIDY_LOCK_SECONDS, now)
                     freed += 1
+                elif "gsi1sk" in group and int(group["available_at"]) <= now:
+                    available = True
                 if not group.get("moved") and not is_expired(group, now) and not self._at_current_place(group, now):
                     old_place_in_use = True
+        if available:  # the backstop of the ready set (see `ready`)
+            ready.announce(self.ctx.store, self.space, [(0, now)], now)
         return freed, old_place_in_use
 
 

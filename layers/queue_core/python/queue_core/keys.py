@@ -122,7 +122,68 @@ def index_upper(now_ms: int) -> str:
 
 
 def index_time(gsi1sk: str) -> int:
-    return int(gsi1sk.split("#", 1)[0])
+    return int(message_index_parts(gsi1sk)[1])
+
+
+# Priorities. A standard message of priority 0 keeps the index key `{visible_at}#{sequence}`; priority p > 0 is
+# `P{p}#{visible_at}#{sequence}` in the same index partition. Each priority is its own range of that partition,
+# ordered by time inside it: a receive reads one priority's due range at a time, highest first, and never reads a
+# lower one it does not need. Digits sort before `P`, so the priority-0 range is what it always was.
+def band_prefix(priority: int) -> str:
+    return f"P{priority}#" if priority else ""
+
+
+def message_index_sk(at_ms: int, sequence: str, priority: int = 0) -> str:
+    return band_prefix(priority) + index_sk(at_ms, sequence)
+
+
+def message_index_parts(gsi1sk: str) -> tuple[int, str, str]:
+    """(priority, visible_at text, sequence or group) of a message or group index key."""
+    priority = 0
+    if gsi1sk.startswith("P"):
+        head, gsi1sk = gsi1sk.split("#", 1)
+        priority = int(head[1:])
+    at, tail = gsi1sk.split("#", 1)
+    return priority, at, tail
+
+
+def band_due_range(priority: int, now_ms: int) -> tuple[str, str]:
+    """The index keys of a priority's entries due by `now_ms` (low and high, inclusive)."""
+    return band_prefix(priority), band_prefix(priority) + index_upper(now_ms)
+
+
+def band_range(priority: int) -> tuple[str, str]:
+    """Every index key of a priority (low and high, inclusive), due or not."""
+    if priority:
+        return band_prefix(priority), f"P{priority}#{INDEX_UPPER}"
+    return "", "9" + INDEX_UPPER
+
+
+# The set of clients with messages: ready markers. A marker `R#{queue}#{client}#{generation}` / `{priority}` says
+# "this client may have visible messages of this priority now"; `{priority}@{time}` says "from this time". Their
+# index entries share one partition per queue generation, `R#{queue}#{generation}`, keyed `{time}#{9 - p}#{client}`
+# with time 0 for markers that are ready now: a queue-wide receive reads the due ones, highest priority first,
+# and never an idle client's. Markers carry nothing that changes, so writing one that exists costs one write unit
+# and no index write.
+_NOW = 0
+
+
+def ready_index_pk(queue: str, generation: str) -> str:
+    return f"R#{queue}#{generation}"
+
+
+def ready_index_sk(at_ms: int, priority: int, client: str) -> str:
+    return f"{fixed_ms(at_ms)}#{9 - priority}#{client}"
+
+
+def ready_now_upper() -> str:
+    return index_upper(_NOW)
+
+
+def ready_marker_parts(gsi1sk: str) -> tuple[int, int, str]:
+    """(time, priority, client) of a ready marker's index key."""
+    at, rank, client = gsi1sk.split("#", 2)
+    return int(at), 9 - int(rank), client
 
 
 @dataclass(frozen=True)
@@ -165,6 +226,20 @@ class Space:
     def registration_key(self) -> dict[str, str]:
         return client_registration_key(self.queue, self.client, self.generation)
 
+    def ready_pk(self) -> str:
+        return f"R#{self.queue}#{self.client}#{self.generation}"
+
+    def ready_marker(self, priority: int, at_ms: int, now_ms: int) -> dict[str, object]:
+        """The marker that makes this client's `priority` due for queue-wide receives at `at_ms` (now if past)."""
+        at = _NOW if at_ms <= now_ms else at_ms
+        sk = str(priority) if at == _NOW else f"{priority}@{fixed_ms(at)}"
+        return {
+            "pk": self.ready_pk(),
+            "sk": sk,
+            "gsi1pk": ready_index_pk(self.queue, self.generation),
+            "gsi1sk": ready_index_sk(at, priority, self.client),
+        }
+
 
 def _b64(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
@@ -184,11 +259,16 @@ class MessageRef:
     shard: int
     sequence: str
     group: str | None = None
+    # A standard message's priority: part of its id, since its index key (where a change of visibility moves it)
+    # depends on it. Priority 0 ids are spelt as they always were.
+    priority: int = 0
 
     @property
     def message_id(self) -> str:
         if self.group is None:
-            return f"S{self.shard}.{self.sequence}"
+            return (
+                f"S{self.shard}-{self.priority}.{self.sequence}" if self.priority else f"S{self.shard}.{self.sequence}"
+            )
         return f"F{_b64(self.group)}.{self.sequence}"
 
     def live_key(self, space: Space) -> dict[str, str]:
@@ -208,7 +288,10 @@ class MessageRef:
             if not sequence.isalnum():
                 raise ValueError(message_id)
             if kind == "S":
-                return cls(shard=int(head), sequence=sequence)
+                shard, _, priority = head.partition("-")
+                if priority and not 1 <= int(priority) <= 9:
+                    raise ValueError(message_id)
+                return cls(shard=int(shard), sequence=sequence, priority=int(priority or 0))
             if kind == "F" and sequence.isdigit():
                 return cls(shard=0, sequence=sequence, group=_unb64(head))
         except (ValueError, IndexError, UnicodeDecodeError):
@@ -218,11 +301,14 @@ class MessageRef:
     @classmethod
     def of_live(cls, item: dict[str, object]) -> MessageRef:
         """The ref of a live standard message item or index entry."""
-        return cls(shard=shard_of(str(item["pk"])), sequence=str(item["sk"]))
+        priority = int(str(item.get("priority") or 0))
+        if "gsi1sk" in item:
+            priority = message_index_parts(str(item["gsi1sk"]))[0]
+        return cls(shard=shard_of(str(item["pk"])), sequence=str(item["sk"]), priority=priority)
 
     @classmethod
-    def from_dlq_sk(cls, sk: str, shard: int, fifo: bool) -> MessageRef:
+    def from_dlq_sk(cls, sk: str, shard: int, fifo: bool, priority: int = 0) -> MessageRef:
         if not fifo:
-            return cls(shard=shard, sequence=sk)
+            return cls(shard=shard, sequence=sk, priority=priority)
         head, sequence = sk.split(".", 1)
         return cls(shard=0, sequence=sequence, group=_unb64(head))

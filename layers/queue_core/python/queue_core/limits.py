@@ -39,7 +39,9 @@ MAX_BATCH: Final = 25
 MAX_RECEIVE: Final = 10
 MAX_VISIBILITY_SECONDS: Final = 43_200
 MAX_WAIT_SECONDS: Final = 20
+# A queue's default delay; a send's own delay (or `deliver_at`) may reach the queue's retention.
 MAX_DELAY_SECONDS: Final = 900
+MAX_PRIORITY: Final = 9
 MAX_GROUP_ID: Final = 128
 MAX_DEDUP_ID: Final = 128
 MAX_SHARDS: Final = 64

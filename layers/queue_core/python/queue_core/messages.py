@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bodies import FORMS, Bodies, item_size
-from .keys import MessageRef, index_sk, object_prefix_of
+from .keys import MessageRef, message_index_sk, object_prefix_of
 from .models import Message, ReceivedMessage
 from .store import Item
 
@@ -30,6 +30,12 @@ class Entry:
     # The body as the DLQ item stored it (`bodies.stored_form`), when a message is moved back: kept as it is, so
     # an offloaded body keeps its object.
     stored: Item | None = None
+    priority: int = 0
+    # `deliver_at` (epoch ms), when given instead of a delay.
+    deliver_at: int | None = None
+
+    def visible_from(self, now_ms: int) -> int:
+        return max(now_ms, self.deliver_at) if self.deliver_at is not None else now_ms + self.delay_seconds * 1000
 
 
 def expires_s(now_ms: int, retention_seconds: int) -> int:
@@ -58,22 +64,27 @@ def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, ex
         item["group_id"] = entry.group_id
     if entry.dedup_id is not None:
         item["dedup_id"] = entry.dedup_id
+    if entry.priority:
+        item["priority"] = entry.priority
     if entry.stored is not None:
         item.update(entry.stored)
     else:
         # The index keys are counted too: every message item carries them or a FIFO group's equivalent.
-        around = item_size(item) + item_size({"gsi1pk": key["pk"], "gsi1sk": index_sk(visible_at, key["sk"])})
+        index_key = message_index_sk(visible_at, key["sk"], entry.priority)
+        around = item_size(item) + item_size({"gsi1pk": key["pk"], "gsi1sk": index_key})
         item.update(bodies.stored(entry.body, object_prefix_of(key["pk"]), around))
     return item
 
 
 def moved_item(item: Item, key: dict[str, str], now_ms: int, **extra: Any) -> Item:
     """A copy of a message under another key (DLQ or back), keeping its body, attributes, group and sent time."""
-    kept = {k: item[k] for k in (*FORMS, "attrs", "attr_types", "group_id", "dedup_id", "sent_at") if k in item}
+    kept = {
+        k: item[k] for k in (*FORMS, "attrs", "attr_types", "group_id", "dedup_id", "sent_at", "priority") if k in item
+    }
     return {**key, **kept, **extra}
 
 
-def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies) -> ReceivedMessage:
+def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies, client: str) -> ReceivedMessage:
     """`MessageBodyMissing` when the body was offloaded and its object is gone."""
     item = bodies.resolved(item)
     return ReceivedMessage(
@@ -87,6 +98,8 @@ def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies) -> Receiv
         sent_at=int(item["sent_at"]),
         first_received_at=item.get("first_received_at"),
         attribute_types=dict(item.get("attr_types", {})),
+        client=client,
+        priority=int(item.get("priority", 0)),
     )
 
 
@@ -106,4 +119,5 @@ def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Messag
         visible_at=item.get("visible_at") if state != DLQ else None,
         expires_at=int(item["expires_at"]) * 1000,
         attribute_types=dict(item.get("attr_types", {})),
+        priority=int(item.get("priority", 0)),
     )

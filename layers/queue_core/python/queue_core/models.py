@@ -39,6 +39,9 @@ class ReceivedMessage(_Json):
     first_received_at: int | None
     # Name -> SQS data type of each attribute whose type is not plain `String`; Binary values are base64 text.
     attribute_types: dict[str, str] = field(default_factory=dict)
+    # The sub-queue it came from: a queue-wide receive returns messages of every client.
+    client: str = ""
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Message(_Json):
     visible_at: int | None
     expires_at: int
     attribute_types: dict[str, str] = field(default_factory=dict)
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,16 @@ class QueueStats(_Json):
     oldest_age_seconds: int | None = None
     # True when a figure reached the scan limit and is a lower bound.
     approximate: bool = False
+    # Visible, in-flight and delayed counts of each priority that has messages ("0"-"9").
+    by_priority: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __add__(self, other: QueueStats) -> QueueStats:
         ages = [age for age in (self.oldest_age_seconds, other.oldest_age_seconds) if age is not None]
+        by_priority = {key: dict(counts) for key, counts in self.by_priority.items()}
+        for key, counts in other.by_priority.items():
+            mine = by_priority.setdefault(key, {"visible": 0, "in_flight": 0, "delayed": 0})
+            for name, value in counts.items():
+                mine[name] = mine.get(name, 0) + value
         return QueueStats(
             visible=self.visible + other.visible,
             in_flight=self.in_flight + other.in_flight,
@@ -78,6 +89,7 @@ class QueueStats(_Json):
             dlq=self.dlq + other.dlq,
             oldest_age_seconds=max(ages) if ages else None,
             approximate=self.approximate or other.approximate,
+            by_priority=by_priority,
         )
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 EMPTY_SHARD_SECONDS: Final = 5.0
+# How long a process trusts what it knows of a sub-queue's priorities before it reads its ready markers again: a
+# priority first used by another process is received in its order at most this late.
+BANDS_SECONDS: Final = 1.0
 
 
 class ShardPicker:
@@ -115,6 +118,33 @@ class Traffic:
         self.rotation = SendRotation(send_shards)
         self._last_seq: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._read_shards = read_shards
+        self._pickers: dict[int, ShardPicker] = {0: self.picker}
+        self._bands: set[int] = {0}
+        self._bands_until = 0.0
+
+    def picker_for(self, priority: int) -> ShardPicker:
+        with self._lock:
+            return self._pickers.setdefault(priority, ShardPicker(self._read_shards))
+
+    def note_bands(self, priorities: Iterable[int]) -> None:
+        """Priorities this process sent: known at once, and for a moment the whole of what it knows."""
+        with self._lock:
+            self._bands.update(priorities)
+            if not self._bands_until:
+                self._bands_until = time.monotonic() + BANDS_SECONDS
+
+    def bands(self, read: Callable[[], set[int]]) -> list[int]:
+        """The sub-queue's priorities, highest first, 0 always among them; `read` refreshes them when stale."""
+        with self._lock:
+            fresh = time.monotonic() < self._bands_until
+            known = set(self._bands)
+        if not fresh:
+            known = read() | {0}
+            with self._lock:
+                self._bands = known
+                self._bands_until = time.monotonic() + BANDS_SECONDS
+        return sorted(known, reverse=True)
 
     def last_seq(self, group: str) -> int | None:
         with self._lock:

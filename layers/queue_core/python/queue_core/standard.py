@@ -13,7 +13,7 @@ import logging
 import random
 from typing import Any
 
-from . import keys, limits
+from . import keys, limits, ready
 from .clock import sequence_ms
 from .context import Context
 from .dedup import dedup_put, duplicate_of
@@ -76,8 +76,8 @@ class StandardQueue:
     # Send.
     def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
         shard = self.traffic.rotation.next()
-        ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now))
-        visible_at = now + entry.delay_seconds * 1000
+        ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now), priority=entry.priority)
+        visible_at = entry.visible_from(now)
         item = new_item(
             ref.live_key(self.space),
             entry,
@@ -87,8 +87,13 @@ class StandardQueue:
             self.ctx.bodies,
         )
         item["gsi1pk"] = item["pk"]
-        item["gsi1sk"] = keys.index_sk(visible_at, ref.sequence)
+        item["gsi1sk"] = keys.message_index_sk(visible_at, ref.sequence, entry.priority)
         return ref, item
+
+    def announce(self, items: list[Item], now: int) -> None:
+        if items:
+            self.traffic.note_bands(int(item.get("priority", 0)) for item in items)
+            ready.announce(self.ctx.store, self.space, _due_pairs(items), now)
 
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
         """Entries without a dedup id go in batch writes of 25 (one call); each with one goes in a transaction
@@ -104,6 +109,7 @@ class StandardQueue:
         for start in range(0, len(built), 25):
             chunk = built[start : start + 25]
             left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
+            self.announce([item for position, (_, _, item) in enumerate(chunk) if position not in left], now)
             for position, (entry, ref, _) in enumerate(chunk):
                 results[entry.index] = (
                     Throttled(
@@ -125,24 +131,67 @@ class StandardQueue:
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
             return duplicate_of(cancelled.reasons[0])
+        self.send_committed(planned, now)
         return SendResult(planned.ref.message_id, planned.ref.sequence)
 
     def send_writes(self, entry: Entry, now: int, last_seq: int | None = None) -> SendWrites:
         """The dedup item first (when the entry has a dedup id), then the message, conditional on a new key."""
         ref, item = self.build(entry, now)
+        due = tuple(_due_pairs([item]))
         if entry.dedup_id is None:
-            return SendWrites(ref, [writes.store_new(item)])
+            return SendWrites(ref, [writes.store_new(item)], ready=due)
         dedup = dedup_put(self.space, self.settings, entry.dedup_id, ref, now)
-        return SendWrites(ref, [dedup, writes.store_new(item)], dedup=0)
+        return SendWrites(ref, [dedup, writes.store_new(item)], dedup=0, ready=due)
+
+    def send_committed(self, planned: SendWrites, now: int) -> None:
+        self.traffic.note_bands(priority for priority, _ in planned.ready)
+        ready.announce(self.ctx.store, self.space, planned.ready, now)
 
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
-        return visit(
-            self.picker, want, lambda shard, need: self._receive_shard(shard, need, visibility, order, now, secret)
-        )
+        """The highest priority with visible messages first; a lower one only for what is still wanted."""
+        got: list[ReceivedMessage] = []
+        for priority in self.traffic.bands(self._read_bands):
+            found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret)
+            got += found
+            if len(got) >= want:
+                break
+        return got
+
+    def receive_priority(
+        self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
+    ) -> tuple[list[ReceivedMessage], bool]:
+        """Claims from one priority; also says whether any candidate was seen (False: nothing visible)."""
+        seen = []
+
+        def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
+            found, saw = self._receive_shard(shard, need, visibility, order, now, secret, priority)
+            seen.append(saw)
+            return found, saw
+
+        got = visit(self.traffic.picker_for(priority), want, shard_receive)
+        return got, any(seen)
+
+    def _read_bands(self) -> set[int]:
+        """The priorities this client's ready markers name (one small query, cached for a moment)."""
+        items, _, _ = self.ctx.store.query(self.space.ready_pk(), projection="sk", consistent=True)
+        return {int(str(item["sk"]).split("@", 1)[0]) for item in items}
+
+    def next_visible(self, priority: int, now: int) -> int | None:
+        """One item read per shard (more only past index entries of items outside the partition)."""
+        times = []
+        for shard in range(self.settings.read_shards):
+            pk = self.partition_key(shard)
+            entries = self.ctx.store.earliest(pk, priority)
+            if entries and entries[0]["pk"] != pk:
+                entries = self.ctx.store.earliest(pk, priority, limit=limits.MAX_PEEK)
+            own = [entry for entry in entries if entry["pk"] == pk]
+            if own:
+                times.append(keys.index_time(own[0]["gsi1sk"]))
+        return min(times, default=None)
 
     def _receive_shard(
-        self, shard: int, want: int, visibility: int, order: str, now: int, secret: str
+        self, shard: int, want: int, visibility: int, order: str, now: int, secret: str, priority: int = 0
     ) -> tuple[list[ReceivedMessage], bool]:
         got: list[ReceivedMessage] = []
         saw_candidates = False
@@ -151,7 +200,7 @@ class StandardQueue:
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
             items, start, _ = self.ctx.store.due(
-                partition, now, self.gauge.window(need), forward=order == "oldest", start=start
+                partition, now, self.gauge.window(need), forward=order == "oldest", start=start, priority=priority
             )
             saw_candidates = saw_candidates or bool(items)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
@@ -190,10 +239,13 @@ class StandardQueue:
 
     def _claim(self, entry: Item, visibility: int, now: int, secret: str) -> ReceivedMessage | None:
         key = {"pk": entry["pk"], "sk": entry["sk"]}
+        ref = MessageRef.of_live(entry)
         token = new_token()
         until = now + visibility * 1000
         try:
-            item = self.ctx.store.write(writes.claim(key, token, until, now, self.settings.max_receive_count))
+            item = self.ctx.store.write(
+                writes.claim(key, token, until, now, self.settings.max_receive_count, ref.priority)
+            )
         except ConditionFailed as failed:
             if failed.item is not None and failed.item.get("tok") == token:
                 item = failed.item  # our claim was applied and its answer lost: the SDK's retry found it taken
@@ -206,10 +258,9 @@ class StandardQueue:
                 self._to_dlq(key, int(entry.get("receive_count", 0)), now)
             return None
         assert item is not None
-        ref = MessageRef.of_live(entry)
         receipt = Receipt(self.queue, self.client, ref.message_id, token, int(item["receive_count"]))
         try:
-            return received(item, ref, receipt.encode(secret), self.ctx.bodies)
+            return received(item, ref, receipt.encode(secret), self.ctx.bodies, self.client)
         except MessageBodyMissing:
             # Nobody could process it: to the DLQ (where it can be looked at and cancelled), never delivered.
             logger.warning("message %s: its offloaded body is gone; moved to the DLQ", ref.message_id)
@@ -248,16 +299,18 @@ class StandardQueue:
         """Nothing is left to do: the delete was the whole of it."""
 
     def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
-        return self._set_visible_at(receipt, visible_at, release=False)
+        return self._set_visible_at(receipt, visible_at, now, release=False)
 
     def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
-        return self._set_visible_at(receipt, visible_at, release=True)
+        return self._set_visible_at(receipt, visible_at, now, release=True)
 
-    def _set_visible_at(self, receipt: Receipt, visible_at: int, release: bool) -> int:
+    def _set_visible_at(self, receipt: Receipt, visible_at: int, now: int, release: bool) -> int:
+        """Then puts the ready marker for `visible_at`, so that a queue-wide receive finds the message when it
+        is visible again, not only when an earlier marker's time comes."""
         ref = MessageRef.parse(receipt.message_id)
         try:
             release_id = new_token() if release else None
-            write = writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, release_id)
+            write = writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, release_id, ref.priority)
             self.ctx.store.write(write)
         except ConditionFailed as failed:
             if failed.item is None:
@@ -265,6 +318,7 @@ class StandardQueue:
             if release_id is not None and failed.item.get("released_by") == release_id:
                 return visible_at  # this very release was applied and its answer lost; the SDK's retry found it done
             raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+        ready.announce(self.ctx.store, self.space, [(ref.priority, visible_at)], now)
         return visible_at
 
     # Housekeeping.
@@ -316,7 +370,7 @@ class StandardQueue:
     def _redrive_item(self, dlq_item: Item, now: int) -> bool:
         ref = MessageRef.of_live(dlq_item)
         if ref.shard >= self.settings.shards:
-            ref = MessageRef(shard=random.randrange(self.settings.shards), sequence=ref.sequence)
+            ref = MessageRef(shard=random.randrange(self.settings.shards), sequence=ref.sequence, priority=ref.priority)
         live = moved_item(
             dlq_item,
             ref.live_key(self.space),
@@ -326,12 +380,13 @@ class StandardQueue:
             expires_at=expires_s(now, self.settings.retention_seconds),
         )
         live["gsi1pk"] = live["pk"]
-        live["gsi1sk"] = keys.index_sk(now, ref.sequence)
+        live["gsi1sk"] = keys.message_index_sk(now, ref.sequence, ref.priority)
         try:
             dlq_key = {"pk": dlq_item["pk"], "sk": dlq_item["sk"]}
             self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
         except TransactionCancelled:
             return False
+        self.announce([live], now)
         return True
 
     # Looking without claiming.
@@ -342,8 +397,10 @@ class StandardQueue:
 
     def peek(self, limit: int, now: int) -> list[Message]:
         found: list[Message] = []
-        for shard in range(self.settings.read_shards):
-            entries = self.ctx.store.due_all(self.partition_key(shard), now, max_items=limit * 2)
+        for priority, shard in [
+            (p, s) for p in self.traffic.bands(self._read_bands) for s in range(self.settings.read_shards)
+        ]:
+            entries = self.ctx.store.due_all(self.partition_key(shard), now, max_items=limit * 2, priority=priority)
             pk = self.partition_key(shard)
             live = [{"pk": e["pk"], "sk": e["sk"]} for e in entries if e["pk"] == pk and not is_expired(e, now)]
             live = live[:limit]
@@ -352,7 +409,7 @@ class StandardQueue:
                     if int(item["visible_at"]) <= now and not is_expired(item, now):
                         with contextlib.suppress(MessageBodyMissing):  # the next receive moves it to the DLQ
                             found.append(looked_at(item, self.ref_of(item), VISIBLE, self.ctx.bodies))
-        found.sort(key=lambda message: (message.visible_at or 0, message.sequence))
+        found.sort(key=lambda message: (-message.priority, message.visible_at or 0, message.sequence))
         return found[:limit]
 
     def ref_of(self, item: Item) -> MessageRef:
@@ -381,6 +438,7 @@ class StandardQueue:
         total = QueueStats()
         for shard in range(self.settings.read_shards):
             counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
+            by_priority: dict[str, dict[str, int]] = {}
             oldest: int | None = None
             read = 0
             for entry in self.ctx.store.query_all(
@@ -389,24 +447,26 @@ class StandardQueue:
                 read += 1
                 if is_expired(entry, now):
                     continue
-                visible_at_text, sequence = entry["gsi1sk"].split("#", 1)
-                if int(visible_at_text) <= now:
-                    counts[VISIBLE] += 1
-                else:
-                    counts[IN_FLIGHT if entry.get("in_flight") else DELAYED] += 1
+                priority, visible_at_text, sequence = keys.message_index_parts(entry["gsi1sk"])
+                state = VISIBLE if int(visible_at_text) <= now else IN_FLIGHT if entry.get("in_flight") else DELAYED
+                counts[state] += 1
+                band = by_priority.setdefault(str(priority), {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0})
+                band[state] += 1
                 sent = sequence_ms(sequence)
                 oldest = sent if oldest is None else min(oldest, sent)
             truncated = read >= limits.STATS_SCAN_LIMIT
             if truncated:
                 oldest = self._oldest_sent(shard, now)
             age = None if oldest is None else max(0, (now - oldest) // 1000)
-            total = total + QueueStats(counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated)
+            figures = QueueStats(counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated, by_priority)
+            total = total + figures
         return total
 
     def sweep(self, now: int, report: SweepReport) -> bool:
         """Deletes expired messages and moves visible ones past the receive limit to the DLQ, from the index
         entries (bounded per shard). A standard layout needs no check: its time in the history bounds it."""
         limit = self.settings.max_receive_count
+        visible: list[Item] = []
         for shard in range(self.settings.read_shards):
             partition = self.partition_key(shard)
             entries = list(self.ctx.store.query_all(partition, index=True, max_items=limits.STATS_SCAN_LIMIT))
@@ -419,12 +479,25 @@ class StandardQueue:
                     report.expired_deleted += self.delete_expired(key, now)
                 elif keys.index_time(entry["gsi1sk"]) <= now and limit and int(entry.get("receive_count", 0)) >= limit:
                     report.moved_to_dlq += self._to_dlq(key, int(entry["receive_count"]), now)
+                elif keys.index_time(entry["gsi1sk"]) <= now:
+                    visible.append(entry)
+        # The backstop of the ready set: a marker for every priority with visible messages (one write unit each).
+        ready.announce(self.ctx.store, self.space, _due_pairs(visible, now), now)
         return False
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:
         items, _, _ = self.ctx.store.query(self.partition_key(shard), limit=25, projection="sk, expires_at")
         live = [item for item in items if not is_expired(item, now)]
         return sequence_ms(live[0]["sk"]) if live else None
+
+
+def _due_pairs(items: list[Item], now: int | None = None) -> set[tuple[int, int]]:
+    """(priority, visible_at) of message items or index entries: the markers they need (`now`: due by now)."""
+    pairs = set()
+    for item in items:
+        priority, at, _ = keys.message_index_parts(str(item["gsi1sk"]))
+        pairs.add((priority, int(at) if now is None else now))
+    return pairs
 
 
 def _as_result(send: Any) -> SendResult | QueueError:

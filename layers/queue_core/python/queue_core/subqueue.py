@@ -29,7 +29,9 @@ from .standard import StandardQueue
 from .store import Item
 from .transactions import TransactAck, TransactSend, commit
 
-_ENTRY_KEYS = frozenset({"body", "attributes", "attribute_types", "delay_seconds", "group_id", "dedup_id"})
+_ENTRY_KEYS = frozenset(
+    {"body", "attributes", "attribute_types", "delay_seconds", "group_id", "dedup_id", "priority", "deliver_at"}
+)
 _FIRST_POLL_SECONDS = 0.05
 _MAX_POLL_SECONDS = 0.5
 
@@ -76,10 +78,16 @@ class SubQueue:
         group_id: str | None = None,
         dedup_id: str | None = None,
         attribute_types: dict[str, str] | None = None,
+        priority: int | None = None,
+        deliver_at: int | float | str | None = None,
     ) -> SendResult:
         """`attribute_types` gives SQS data types (`Number`, `Binary`, `String.x`, ...) of some `attributes`;
-        left out, every attribute is a plain string."""
-        entry = self._entry(0, _raw_entry(body, attributes, delay_seconds, group_id, dedup_id, attribute_types))
+        left out, every attribute is a plain string. `priority` 0-9 (9 first); `deliver_at` (epoch seconds or
+        ISO-8601 with a zone) instead of a delay; either may put delivery as far ahead as the queue's retention."""
+        entry = self._entry(
+            0,
+            _raw_entry(body, attributes, delay_seconds, group_id, dedup_id, attribute_types, priority, deliver_at),
+        )
         result = self._send([entry])[0]
         if isinstance(result, QueueError):
             raise result
@@ -133,12 +141,18 @@ class SubQueue:
         group_id: str | None = None,
         dedup_id: str | None = None,
         attribute_types: dict[str, str] | None = None,
+        priority: int | None = None,
+        deliver_at: int | float | str | None = None,
     ) -> TransactSend:
         """The writes of `send` as TransactWriteItems entries for the caller's own transaction: the message
         exists if and only if that transaction commits (an outbox with no relay). Validated as `send` is;
         nothing is written here but the client's registration (once per process). Commit with
-        `QueueClient.transact` to have a cancellation mapped to our errors."""
-        entry = self._entry(0, _raw_entry(body, attributes, delay_seconds, group_id, dedup_id, attribute_types))
+        `QueueClient.transact` to have a cancellation mapped to our errors; it also puts the client's ready
+        marker once the transaction committed, as `send` does after its write."""
+        entry = self._entry(
+            0,
+            _raw_entry(body, attributes, delay_seconds, group_id, dedup_id, attribute_types, priority, deliver_at),
+        )
         self._ctx.registry.register_client(self.engine().space, self._now())
         return TransactSend(self._engine_for, self._ctx.store.table, entry, self._now)
 
@@ -163,16 +177,21 @@ class SubQueue:
             dedup_id = hashlib.sha256(body.encode()).hexdigest()
         group_id = validation.group_id(raw.get("group_id"), settings.fifo)
         validation.stored_size(attributes, group_id, dedup_id, attribute_types)
+        priority = validation.priority(raw.get("priority"), settings.fifo)
+        retention = settings.retention_seconds
+        deliver_at = raw.get("deliver_at")
+        if deliver_at is not None and delay is not None:
+            raise ValidationError("give delay_seconds or deliver_at, not both")
         return Entry(
             index=index,
             body=body,
             attributes=attributes,
             attribute_types=attribute_types,
-            delay_seconds=settings.delay_seconds
-            if delay is None
-            else validation.integer("delay_seconds", delay, 0, limits.MAX_DELAY_SECONDS),
+            delay_seconds=settings.delay_seconds if delay is None else validation.delay(delay, retention),
             group_id=group_id,
             dedup_id=dedup_id,
+            priority=priority,
+            deliver_at=None if deliver_at is None else validation.deliver_at(deliver_at, self._now(), retention),
         )
 
     # Receive.
@@ -341,8 +360,9 @@ class SubQueue:
         messages = []
         for item in self.dlq_items(self._now()):
             shard = keys.shard_of(item["pk"])
+            ref = MessageRef.from_dlq_sk(item["sk"], shard, fifo, int(item.get("priority", 0)))
             with contextlib.suppress(MessageBodyMissing):  # still listed by `get`, which says its body is gone
-                messages.append(looked_at(item, MessageRef.from_dlq_sk(item["sk"], shard, fifo), DLQ, self._ctx.bodies))
+                messages.append(looked_at(item, ref, DLQ, self._ctx.bodies))
             if len(messages) >= limit:
                 break
         return messages
@@ -376,6 +396,8 @@ def _raw_entry(
     group_id: str | None,
     dedup_id: str | None,
     attribute_types: dict[str, str] | None,
+    priority: int | None = None,
+    deliver_at: int | float | str | None = None,
 ) -> dict[str, Any]:
     """One message's fields as a batch entry carries them, validated by `_entry` like every other entry."""
     return {
@@ -385,7 +407,14 @@ def _raw_entry(
         "delay_seconds": delay_seconds,
         "group_id": group_id,
         "dedup_id": dedup_id,
+        "priority": priority,
+        "deliver_at": deliver_at,
     }
+
+
+def receipt_owner(handle: Any) -> tuple[str, str]:
+    """The queue and client a handle names, before its signature is checked (by that client's sub-queue)."""
+    return Receipt.owner(handle)
 
 
 def engine_for(ctx: Context, settings: QueueSettings, client: str) -> Engine:

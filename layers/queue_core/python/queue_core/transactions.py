@@ -103,6 +103,11 @@ class TransactSend(_Part):
         self.message_id = planned.ref.message_id
         self.sequence = planned.ref.sequence
 
+    def committed(self) -> None:
+        """The message is stored: its ready marker is put (see `ready`), as a normal send puts it after its write."""
+        assert self._planned is not None
+        self._engine_of(False).send_committed(self._planned, self._now_ms())
+
     def failure(self, position: int, old: Item | None) -> QueueError | None:
         planned = self._planned
         assert planned is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import binascii
 import re
 from decimal import Decimal, InvalidOperation
+from datetime import datetime
 from typing import Any
 
 from . import limits
@@ -219,3 +220,44 @@ def batch(name: str, entries: Any, high: int = limits.MAX_BATCH) -> list[Any]:
         size = len(entries) if isinstance(entries, list | tuple) else "no list"
         raise ValidationError(f"{name} must hold 1 to {high} entries, got {size}")
     return list(entries)
+
+
+def priority(value: Any, fifo: bool) -> int:
+    if value is None:
+        return 0
+    if fifo:
+        raise ValidationError("priority is only for standard queues: a FIFO group's order is its order")
+    return integer("priority", value, 0, limits.MAX_PRIORITY)
+
+
+def delay(value: Any, retention_seconds: int) -> int:
+    """A send's delay may reach the queue's retention (a message is kept that long from its send)."""
+    seconds = integer("delay_seconds", value, 0, retention_seconds)
+    return seconds
+
+
+def deliver_at(value: Any, now_ms: int, retention_seconds: int) -> int:
+    """Epoch seconds (a number) or an ISO-8601 time with a zone; the past means now; beyond retention refused.
+    Returns epoch milliseconds."""
+    if isinstance(value, bool):
+        raise ValidationError("deliver_at must be epoch seconds or an ISO-8601 time with a zone")
+    if isinstance(value, int | float):
+        if value != value or value in (float("inf"), float("-inf")) or not 0 <= value < 1e11:
+            raise ValidationError("deliver_at must be epoch seconds or an ISO-8601 time with a zone")
+        at_ms = int(value * 1000)
+    elif isinstance(value, str) and len(value) <= 64:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError as error:
+            raise ValidationError(f"deliver_at {value!r} is not an ISO-8601 time") from error
+        if parsed.tzinfo is None:
+            raise ValidationError("deliver_at must name its zone (e.g. 2030-01-01T00:00:00Z or +02:00)")
+        at_ms = int(parsed.timestamp() * 1000)
+    else:
+        raise ValidationError("deliver_at must be epoch seconds or an ISO-8601 time with a zone")
+    if at_ms > now_ms + retention_seconds * 1000:
+        raise ValidationError(
+            f"deliver_at is beyond the queue's retention ({retention_seconds} s from now): the message would "
+            "expire before it is delivered"
+        )
+    return at_ms

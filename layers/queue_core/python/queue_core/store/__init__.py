@@ -29,7 +29,7 @@ from botocore.exceptions import (
 )
 
 from ..errors import InternalError, MessageTooLarge, Throttled, ValidationError
-from ..keys import index_upper
+from ..keys import band_due_range, band_range, index_upper
 from ..table import INDEX_NAME
 from .write import Write, serialize
 
@@ -311,25 +311,37 @@ class Store:
         return items, answer.get("LastEvaluatedKey"), int(answer.get("ScannedCount", 0))
 
     def due(
-        self, pk: str, now_ms: int, limit: int, forward: bool = True, start: dict[str, Any] | None = None
+        self,
+        pk: str,
+        now_ms: int,
+        limit: int,
+        forward: bool = True,
+        start: dict[str, Any] | None = None,
+        priority: int = 0,
     ) -> tuple[list[Item], dict[str, Any] | None, int]:
-        """One page of an index partition's entries that are due by `now_ms` (visible messages, available
-        groups): in-flight, delayed and locked ones sort after now and are never read."""
+        """One page of an index partition's entries of one priority that are due by `now_ms` (visible messages,
+        available groups): in-flight, delayed and locked ones sort after now, other priorities elsewhere, and
+        neither is ever read."""
+        condition, values = _due(priority, now_ms)
         return self.query(
-            pk,
-            index=True,
-            sk_condition="gsi1sk <= :hi",
-            values={":hi": index_upper(now_ms)},
-            limit=limit,
-            forward=forward,
-            start=start,
+            pk, index=True, sk_condition=condition, values=values, limit=limit, forward=forward, start=start
         )
 
-    def due_all(self, pk: str, now_ms: int, max_items: int) -> Iterator[Item]:
-        """Every due entry of an index partition, up to `max_items` read."""
-        return self.query_all(
-            pk, index=True, sk_condition="gsi1sk <= :hi", values={":hi": index_upper(now_ms)}, max_items=max_items
-        )
+    def due_all(self, pk: str, now_ms: int, max_items: int, priority: int = 0) -> Iterator[Item]:
+        """Every due entry of one priority of an index partition, up to `max_items` read."""
+        condition, values = _due(priority, now_ms)
+        return self.query_all(pk, index=True, sk_condition=condition, values=values, max_items=max_items)
+
+    def earliest(self, pk: str, priority: int = 0, limit: int = 1) -> list[Item]:
+        """The first index entries of one priority, due or not: when its partition has something visible next."""
+        low, high = band_range(priority)
+        condition, values = "gsi1sk BETWEEN :lo AND :hi", {":lo": low or "0", ":hi": high}
+        items, _, _ = self.query(pk, index=True, sk_condition=condition, values=values, limit=limit)
+        return items
+
+    def ready_markers(self, pk: str, high: str, limit: int, start: dict[str, Any] | None = None) -> tuple:
+        """One page of a queue's ready markers whose index key is at most `high` (see `keys.ready_index_sk`)."""
+        return self.query(pk, index=True, sk_condition="gsi1sk <= :hi", values={":hi": high}, limit=limit, start=start)
 
     def prefixed(self, pk: str, prefix: str) -> list[Item]:
         """The items of a partition whose sort key starts with `prefix`, strongly consistent."""
@@ -381,6 +393,13 @@ class Store:
         if removed is not None:
             removed(items)
         return len(items)
+
+
+def _due(priority: int, now_ms: int) -> tuple[str, dict[str, Any]]:
+    if not priority:
+        return "gsi1sk <= :hi", {":hi": index_upper(now_ms)}
+    low, high = band_due_range(priority, now_ms)
+    return "gsi1sk BETWEEN :lo AND :hi", {":lo": low, ":hi": high}
 
 
 def _request_id(request: dict[str, Any]) -> str:

@@ -18,11 +18,11 @@ _CLAIM = (
 _MARK = "SET tok = :tok, first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
 
 
-def claim(key: Key, token: str, until: int, now: int, max_receive_count: int) -> Write:
+def claim(key: Key, token: str, until: int, now: int, max_receive_count: int, priority: int = 0) -> Write:
     """A visible, unexpired standard message under its receive limit becomes held until `until`."""
     values: dict[str, Any] = {
         ":vis": until,
-        ":gsk": keys.index_sk(until, key["sk"]),
+        ":gsk": keys.message_index_sk(until, key["sk"], priority),
         ":tok": token,
         ":one": 1,
         ":now": now,
@@ -51,11 +51,11 @@ def fenced_delete(key: Key, token: str) -> Write:
     return delete(key, condition="tok = :tok", values={":tok": token})
 
 
-def set_visibility(key: Key, visible_at: int, token: str, release_id: str | None = None) -> Write:
+def set_visibility(key: Key, visible_at: int, token: str, release_id: str | None = None, priority: int = 0) -> Write:
     """The holder moves a standard message's visibility; a release (`release_id`, fresh for each call) also gives
     up the claim and leaves its id, so that the SDK's repeat of this very call is told from a second release."""
     expression = "SET visible_at = :vis, gsi1sk = :gsk"
-    values = {":vis": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": token}
+    values = {":vis": visible_at, ":gsk": keys.message_index_sk(visible_at, key["sk"], priority), ":tok": token}
     if release_id is not None:
         expression += ", released_by = :rel REMOVE tok, in_flight"
         values[":rel"] = release_id
