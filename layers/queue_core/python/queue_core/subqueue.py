@@ -331,7 +331,13 @@ class SubQueue:
         dlq, dlq_truncated = self._dlq_count(now)
         age = figures.oldest_age_seconds
         return QueueStats(
-            figures.visible, figures.in_flight, figures.delayed, dlq, age, figures.approximate or dlq_truncated
+            figures.visible,
+            figures.in_flight,
+            figures.delayed,
+            dlq,
+            age,
+            figures.approximate or dlq_truncated,
+            figures.by_priority,
         )
 
     # Dead-letter queue.
