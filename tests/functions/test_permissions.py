@@ -254,6 +254,24 @@ def _poller_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None
                 run("cancel", message_id=live[0], **sub)
             run("stats", **sub)
             run("purge", **sub)
+            _queue_wide_session(run, core, queue)
+
+
+def _queue_wide_session(run: Callable[..., Any], core: QueueClient, queue: str) -> None:
+    """The queue-wide routes: receive across clients, then each way of settling what came."""
+    fifo = core.get_queue(queue).fifo
+    for client in ("a", "b"):
+        entries = [{"body": f"{client}{i}", **({"group_id": f"g{i}"} if fifo else {})} for i in range(4)]
+        core.queue(queue, client).send_batch(entries)
+    ask = {"max_messages": 10, "visibility_timeout": 30}
+    handles: list[str] = []
+    for _ in range(_MAX_ROUNDS):
+        handles += [message["receipt_handle"] for message in run("receive_any", ask, queue=queue)["messages"]]
+        if len(handles) >= 3:
+            break
+    run("change_visibility_any", {"receipt_handle": handles[0], "visibility_timeout": 60}, queue=queue)
+    run("release_any", {"receipt_handle": handles[1], "delay_seconds": 0}, queue=queue)
+    run("delete_any", {"receipt_handles": handles[2:]}, queue=queue)
 
 
 def _dlq_redriver_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None:

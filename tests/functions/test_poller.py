@@ -20,6 +20,8 @@ RECEIVED_KEYS = {
     "sent_at",
     "first_received_at",
     "attribute_types",
+    "client",
+    "priority",
 }
 
 

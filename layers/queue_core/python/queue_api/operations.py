@@ -167,6 +167,27 @@ OPERATIONS: Final = (
         tag=MESSAGES_TAG, errors=(400, 404, 409, 429),
     ),
     Operation(
+        "receive_any", "POST", "/queues/{q}/receive", POLLER, Access.CONSUME, request="ReceiveRequest",
+        answer="ReceiveAnswer", tag=MESSAGES_TAG, errors=(400, 404, 429),
+        summary="Receive up to 10 messages of any client (each names its client): highest priority first, "
+        "clients in a fair rotation",
+    ),
+    Operation(
+        "delete_any", "POST", "/queues/{q}/delete", POLLER, Access.CONSUME, request="DeleteRequest",
+        answer="DeleteAnswer", summary="Delete received messages of any client by receipt handle (1-25)",
+        tag=MESSAGES_TAG, errors=(400, 404, 429),
+    ),
+    Operation(
+        "change_visibility_any", "POST", "/queues/{q}/visibility", POLLER, Access.CONSUME,
+        request="VisibilityRequest", answer="VisibleAt", tag=MESSAGES_TAG, errors=(400, 404, 409, 429),
+        summary="Change the visibility timeout of a received message of any client",
+    ),
+    Operation(
+        "release_any", "POST", "/queues/{q}/release", POLLER, Access.CONSUME, request="ReleaseRequest",
+        answer="VisibleAt", tag=MESSAGES_TAG, errors=(400, 404, 409, 429),
+        summary="Give a received message of any client back (nack)",
+    ),
+    Operation(
         "peek", "GET", f"{SUB_QUEUE}/messages", POLLER, Access.CONSUME, request="ListRequest", query=("limit",),
         answer="MessageList", summary="Visible messages, oldest first, without claiming them", tag=MESSAGES_TAG,
         errors=(400, 404, 429),

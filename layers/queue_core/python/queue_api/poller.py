@@ -21,6 +21,7 @@ from .schemas import (
     QueueStatsAnswer,
     ReceiveAnswer,
     ReceiveRequest,
+    QueueAddress,
     ReleaseRequest,
     SubQueueAddress,
     VisibilityRequest,
@@ -62,6 +63,36 @@ def change_visibility(address: SubQueueAddress, request: VisibilityRequest) -> V
 def release(address: SubQueueAddress, request: ReleaseRequest) -> VisibleAt:
     sub_queue = queue_client().queue(address.queue, address.client)
     return VisibleAt(visible_at=sub_queue.release(request.receipt_handle, request.delay_seconds))
+
+
+@tracer.capture_method(capture_response=False)
+def receive_any(address: QueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
+    """Any client's messages, fairly: the highest priority first, then the clients in rotation."""
+    queue_wide = queue_client().queue_wide(address.queue)
+    received = queue_wide.receive(**request.model_dump())
+    count("MessagesReceived", len(received))
+    count("ClaimConflicts", queue_wide.claim_conflicts)
+    return ReceiveAnswer.model_validate({"messages": [message.to_dict() for message in received]})
+
+
+@tracer.capture_method(capture_response=False)
+def delete_any(address: QueueAddress, request: DeleteRequest) -> DeleteAnswer:
+    result = queue_client().queue_wide(address.queue).delete_batch(request.receipt_handles)
+    answer = DeleteAnswer.model_validate(result.to_dict())
+    count("MessagesDeleted", len(answer.successful))
+    return answer
+
+
+@tracer.capture_method(capture_response=False)
+def change_visibility_any(address: QueueAddress, request: VisibilityRequest) -> VisibleAt:
+    queue_wide = queue_client().queue_wide(address.queue)
+    return VisibleAt(visible_at=queue_wide.change_visibility(request.receipt_handle, request.visibility_timeout))
+
+
+@tracer.capture_method(capture_response=False)
+def release_any(address: QueueAddress, request: ReleaseRequest) -> VisibleAt:
+    queue_wide = queue_client().queue_wide(address.queue)
+    return VisibleAt(visible_at=queue_wide.release(request.receipt_handle, request.delay_seconds))
 
 
 @tracer.capture_method(capture_response=False)

@@ -131,6 +131,9 @@ class QueueStatsAnswer(Answer):
     dlq: int
     oldest_age_seconds: int | None = Field(description="age of the oldest waiting message; null when empty")
     approximate: bool = Field(False, description="a figure reached the scan limit and is a lower bound")
+    by_priority: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="visible, in_flight and delayed of each priority that has messages"
+    )
 
 
 class QueueSettingsAnswer(Answer):
@@ -171,7 +174,19 @@ class SendMessageRequest(Request):
     body: Annotated[str, Field(min_length=1, description="at most the queue's max_message_bytes of UTF-8")]
     attributes: Annotated[dict[str, str] | None, Field(max_length=limits.MAX_ATTRIBUTES)] = None
     attribute_types: AttributeTypes = None
-    delay_seconds: Annotated[int | None, _int(0, limits.MAX_DELAY_SECONDS, "null: the queue's delay")] = None
+    delay_seconds: Annotated[
+        int | None,
+        _int(0, limits.MAX_RETENTION_SECONDS, "null: the queue's delay; at most the queue's retention_seconds"),
+    ] = None
+    deliver_at: Annotated[
+        Annotated[int, Field(strict=True)] | Annotated[float, Field(strict=True)] | str | None,
+        Field(
+            union_mode="left_to_right",
+            description="instead of delay_seconds: epoch seconds, or an ISO-8601 time with a zone; at most the "
+            "queue's retention ahead",
+        ),
+    ] = None
+    priority: Annotated[int | None, _int(0, limits.MAX_PRIORITY, "0-9, 9 first; standard queues only")] = None
     group_id: Annotated[
         str | None, Field(min_length=1, max_length=limits.MAX_GROUP_ID, description="required on FIFO queues")
     ] = None
@@ -249,6 +264,8 @@ class ReceivedMessageAnswer(Answer):
     attribute_types: dict[str, str] = Field(
         default_factory=dict, description="name -> SQS data type of each attribute whose type is not plain String"
     )
+    client: str = Field("", description="the client (sub-queue) the message belongs to")
+    priority: int = 0
 
 
 class ReceiveAnswer(Answer):
@@ -310,6 +327,7 @@ class MessageAnswer(Answer):
     attribute_types: dict[str, str] = Field(
         default_factory=dict, description="name -> SQS data type of each attribute whose type is not plain String"
     )
+    priority: int = 0
 
 
 class MessageList(Answer):
