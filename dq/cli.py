@@ -24,6 +24,7 @@ from .output import (
     Output,
     message_view,
     messages_table,
+    priority_lines,
     queue_view,
     queues_table,
     received_lines,
@@ -316,6 +317,17 @@ def send(
     delay: Annotated[int | None, typer.Option(help="Seconds before it can be received.", show_default=False)] = None,
     group: Annotated[str | None, typer.Option(help="FIFO: the message group.", show_default=False)] = None,
     dedup_id: Annotated[str | None, typer.Option(help="Deduplication id.", show_default=False)] = None,
+    priority: Annotated[
+        int | None, typer.Option(help="0-9, 9 received first (standard queues).", show_default=False)
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Deliver at this time: epoch seconds or ISO-8601 with a zone (up to the retention).",
+            show_default=False,
+        ),
+    ] = None,
     batch: Annotated[
         str | None,
         typer.Option(help="Send every line of a JSON lines file (- for stdin), 25 per request.", show_default=False),
@@ -328,7 +340,7 @@ def send(
     HTTP API: {"body": …, "attributes": {…}, "delay_seconds": …, "group_id": …, "dedup_id": …}."""
     session, queue, client = _sub_queue(ctx, queue, client)
     if batch is not None:
-        single = [body, file, attribute, delay, group, dedup_id]
+        single = [body, file, attribute, delay, group, dedup_id, priority, at]
         if any(value for value in single):
             raise UsageProblem("--batch takes each message from its line; give no body or message options")
         _send_batch(session, queue, client, batch, Output(as_json))
@@ -336,7 +348,13 @@ def send(
     message: dict[str, Any] = {"body": _body(body, file)}
     if attribute:
         message["attributes"] = _attributes(attribute)
-    for key, value in (("delay_seconds", delay), ("group_id", group), ("dedup_id", dedup_id)):
+    for key, value in (
+        ("delay_seconds", delay),
+        ("group_id", group),
+        ("dedup_id", dedup_id),
+        ("priority", priority),
+        ("deliver_at", _deliver_at(at)),
+    ):
         if value is not None:
             message[key] = value
     answer = session.target.send(queue, client, message)
@@ -386,11 +404,26 @@ def _send_batch(session: Session, queue: str, client: str, source: str, out: Out
         raise typer.Exit(1)
 
 
+def _deliver_at(at: str | None) -> float | str | None:
+    """Epoch seconds as a number, anything else as the ISO-8601 text it should be (the queue checks both)."""
+    if at is None:
+        return None
+    try:
+        return float(at)
+    except ValueError:
+        return at
+
+
 @app.command()
 def receive(
     ctx: typer.Context,
     queue: QueueOption = None,
-    client: ClientOption = None,
+    client: Annotated[
+        str | None,
+        typer.Option(
+            "--client", "-c", help="One client; default every client of the queue, fairly.", show_default=False
+        ),
+    ] = None,
     max_messages: Annotated[int, typer.Option("--max", "-n", help="Messages per receive, 1-10.")] = 1,
     wait: Annotated[
         int | None, typer.Option("--wait", "-w", help="Long poll: wait up to this many seconds (0-20).")
@@ -409,8 +442,10 @@ def receive(
     fail_empty: FailEmptyOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Receive messages: hidden from other receivers until deleted, released or their visibility ends."""
-    session, queue, client = _sub_queue(ctx, queue, client)
+    """Receive messages: hidden from other receivers until deleted, released or their visibility ends. Without a
+    client, from every client of the queue: the highest priority first, the clients in a fair rotation."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.client_or_all(client)
     if follow and fail_empty:
         raise UsageProblem("--fail-empty is for one receive, not with --follow")
     if count is not None and not follow:
@@ -442,7 +477,9 @@ def receive(
         raise typer.Exit(EMPTY)
 
 
-def _delete_received(session: Session, queue: str, client: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _delete_received(
+    session: Session, queue: str, client: str | None, messages: list[dict[str, Any]]
+) -> dict[str, Any]:
     return session.target.delete(queue, client, [message["receipt_handle"] for message in messages])
 
 
@@ -454,7 +491,7 @@ def _report_failures(out: Output, failures: list[dict[str, Any]], doing: str) ->
 def _follow(
     session: Session,
     queue: str,
-    client: str,
+    client: str | None,
     request: dict[str, Any],
     delete: bool,
     count: int | None,
@@ -656,6 +693,7 @@ def stats(
         out.document(snapshot.total if client else snapshot.to_dict())
     else:
         out.show(stats_table(snapshot.rows(), title=queue))
+        out.lines(priority_lines(snapshot.total))
 
 
 # ---- dead-letter queue -------------------------------------------------------------------------------------

@@ -177,12 +177,28 @@ def queue_view(queue: Mapping[str, Any], clients: Sequence[str]) -> RenderableTy
     return table
 
 
+def priority_lines(total: Mapping[str, Any]) -> list[Text]:
+    """A line per priority that has messages, highest first: only when any priority above 0 is in use."""
+    bands = total.get("by_priority") or {}
+    if not any(priority != "0" for priority in bands):
+        return []
+    lines = []
+    for priority, counts in sorted(bands.items(), reverse=True):
+        figures = f"{counts.get('visible', 0)} visible, {counts.get('in_flight', 0)} in flight"
+        lines.append(Text(f"priority {priority}: {figures}, {counts.get('delayed', 0)} delayed"))
+    return lines
+
+
 def received_lines(messages: Sequence[Mapping[str, Any]], deleted: bool = False) -> list[Text]:
     """Each message as a few lines: its id and facts, the body, and the receipt handle needed to delete, release
     or extend it (unless it was deleted already). Printed unwrapped, so a handle is copied whole."""
     lines: list[Text] = []
     for message in messages:
         facts = [f"receive {message.get('receive_count')}", f"sent {relative(message.get('sent_at'))}"]
+        if message.get("client"):
+            facts.append(f"client {message['client']}")
+        if message.get("priority"):
+            facts.append(f"priority {message['priority']}")
         if message.get("group_id"):
             facts.append(f"group {message['group_id']}")
         if message.get("attributes"):

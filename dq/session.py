@@ -46,6 +46,10 @@ class Session:
             raise UsageProblem("no queue: give --queue/-q, set DQ_QUEUE, or `use QUEUE CLIENT` in the shell")
         return chosen
 
+    def client_or_all(self, client: str | None) -> str | None:
+        """The option, else the selection, else `DQ_CLIENT`; None when none is given: every client."""
+        return client or self.client or os.environ.get("DQ_CLIENT") or None
+
     def resolve_client(self, client: str | None) -> str:
         """The option, else the selection (`use`), else `DQ_CLIENT`."""
         chosen = client or self.client or os.environ.get("DQ_CLIENT")

@@ -27,7 +27,9 @@ Transport = Callable[[urllib.request.Request, float], tuple[int, Mapping[str, st
 
 LOCAL_ENDPOINT: Final = "http://127.0.0.1:8080"
 REQUEST_TIMEOUT_SECONDS: Final = 30.0
-_MESSAGE_KEYS: Final = frozenset({"body", "attributes", "delay_seconds", "group_id", "dedup_id"})
+_MESSAGE_KEYS: Final = frozenset(
+    {"body", "attributes", "delay_seconds", "group_id", "dedup_id", "priority", "deliver_at"}
+)
 
 
 class TargetError(Exception):
@@ -65,9 +67,9 @@ class Target(Protocol):
 
     def send_batch(self, queue: str, client: str, messages: Sequence[Mapping[str, Any]]) -> Json: ...
 
-    def receive(self, queue: str, client: str, request: Mapping[str, Any]) -> Json: ...
+    def receive(self, queue: str, client: str | None, request: Mapping[str, Any]) -> Json: ...
 
-    def delete(self, queue: str, client: str, receipt_handles: Sequence[str]) -> Json: ...
+    def delete(self, queue: str, client: str | None, receipt_handles: Sequence[str]) -> Json: ...
 
     def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json: ...
 
@@ -183,12 +185,17 @@ class HttpTarget:
         body = {"messages": [dict(message) for message in messages]}
         return self._call("send", body, q=queue, c=client)[1]
 
-    def receive(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
+    def receive(self, queue: str, client: str | None, request: Mapping[str, Any]) -> Json:
+        """`client` None: a queue-wide receive, from every client of the queue."""
         timeout = REQUEST_TIMEOUT_SECONDS + float(request.get("wait_seconds") or 0)
+        if client is None:
+            return self._call("receive_any", dict(request), q=queue, timeout=timeout)[1]
         return self._call("receive", dict(request), q=queue, c=client, timeout=timeout)[1]
 
-    def delete(self, queue: str, client: str, receipt_handles: Sequence[str]) -> Json:
+    def delete(self, queue: str, client: str | None, receipt_handles: Sequence[str]) -> Json:
         body = {"receipt_handles": list(receipt_handles)}
+        if client is None:
+            return self._call("delete_any", body, q=queue)[1]
         return self._call("delete", body, q=queue, c=client)[1]
 
     def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json:
@@ -348,14 +355,17 @@ class CoreTarget:
         with _core_errors():
             return self._sub_queue(queue, client).send_batch([dict(message) for message in messages]).to_dict()
 
-    def receive(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
+    def receive(self, queue: str, client: str | None, request: Mapping[str, Any]) -> Json:
+        """`client` None: a queue-wide receive, from every client of the queue."""
         with _core_errors():
-            received = self._sub_queue(queue, client).receive(**request)
+            source = self.core.queue_wide(queue) if client is None else self._sub_queue(queue, client)
+            received = source.receive(**request)
             return {"messages": [message.to_dict() for message in received]}
 
-    def delete(self, queue: str, client: str, receipt_handles: Sequence[str]) -> Json:
+    def delete(self, queue: str, client: str | None, receipt_handles: Sequence[str]) -> Json:
         with _core_errors():
-            return self._sub_queue(queue, client).delete_batch(list(receipt_handles)).to_dict()
+            source = self.core.queue_wide(queue) if client is None else self._sub_queue(queue, client)
+            return source.delete_batch(list(receipt_handles)).to_dict()
 
     def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json:
         with _core_errors():

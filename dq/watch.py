@@ -26,13 +26,19 @@ def summed(figures: Iterable[Mapping[str, Any]]) -> Json:
     """Figures added up as the core adds them: counts summed, the oldest age the largest, approximate if any is."""
     total: Json = {"visible": 0, "in_flight": 0, "delayed": 0, "dlq": 0, "oldest_age_seconds": None}
     approximate = False
+    by_priority: dict[str, dict[str, int]] = {}
     for stats in figures:
         for key in ("visible", "in_flight", "delayed", "dlq"):
             total[key] += int(stats.get(key) or 0)
+        for priority, counts in (stats.get("by_priority") or {}).items():
+            band = by_priority.setdefault(priority, {"visible": 0, "in_flight": 0, "delayed": 0})
+            for key, value in counts.items():
+                band[key] = band.get(key, 0) + int(value)
         ages = [age for age in (total["oldest_age_seconds"], stats.get("oldest_age_seconds")) if age is not None]
         total["oldest_age_seconds"] = max(ages) if ages else None
         approximate = approximate or bool(stats.get("approximate"))
     total["approximate"] = approximate
+    total["by_priority"] = dict(sorted(by_priority.items(), reverse=True))
     return total
 
 

@@ -168,6 +168,21 @@ def test_receive_delete_takes_the_messages_for_good(cli: Cli) -> None:
     assert cli.json("peek", "-q", queue, "-c", "a") == {"messages": []}
 
 
+def test_receive_without_a_client_takes_every_clients_messages_by_priority(cli: Cli) -> None:
+    queue = cli.queue()
+    cli.json("send", "low", "-q", queue, "-c", "a")
+    cli.json("send", "high", "-q", queue, "-c", "b", "--priority", "9")
+    refused = cli.run("send", "later", "-q", queue, "-c", "c", "--at", "2999-01-01T00:00:00Z")
+    assert refused.exit_code != 0 and "retention" in refused.output
+    answer = cli.json("receive", "-q", queue, "-n", "10", "--delete")
+    assert [(m["client"], m["body"], m["priority"]) for m in answer["messages"]] == [("b", "high", 9), ("a", "low", 0)]
+    assert len(answer["deleted"]["successful"]) == 2
+    cli.json("send", "soon", "-q", queue, "-c", "c", "--at", "60", "--priority", "3")  # epoch 60: the past, now
+    stats = cli.json("stats", "-q", queue)
+    assert stats["total"]["by_priority"] == {"3": {"visible": 1, "in_flight": 0, "delayed": 0}}
+    assert "priority 3: 1 visible" in cli.run("stats", "-q", queue).output
+
+
 def test_release_and_visibility_move_a_received_message(cli: Cli) -> None:
     queue = cli.queue()
     cli.json("send", "work", "-q", queue, "-c", "a")

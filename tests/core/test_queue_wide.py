@@ -84,7 +84,10 @@ def test_priority_shown_in_peek_get_and_stats_and_refused_on_fifo(client: QueueC
     assert [m.priority for m in sub.peek(10)] == [9, 0]
     assert sub.get(high.message_id).priority == 9
     stats = sub.stats()
-    assert stats.by_priority == {"9": {"visible": 1, "in_flight": 0, "delayed": 0}, "0": {"visible": 1, "in_flight": 0, "delayed": 0}}
+    assert stats.by_priority == {
+        "9": {"visible": 1, "in_flight": 0, "delayed": 0},
+        "0": {"visible": 1, "in_flight": 0, "delayed": 0},
+    }
     assert stats.to_dict()["by_priority"]["9"]["visible"] == 1
     for bad in (-1, 10, "9", 1.5, True):
         with pytest.raises(ValidationError):
@@ -220,7 +223,9 @@ def test_idle_clients_cost_nothing_and_reads_stay_under_two_per_delivered(client
     assert not any(message.client.startswith("idle") for message in got)
 
 
-def test_messages_of_a_crashed_queue_wide_consumer_come_back_when_their_claim_expires(client: QueueClient, clock) -> None:
+def test_messages_of_a_crashed_queue_wide_consumer_come_back_when_their_claim_expires(
+    client: QueueClient, clock
+) -> None:
     client.create_queue("crash", visibility_timeout=30)
     client.queue("crash", "c").send("work")
     wide = client.queue_wide("crash")
