@@ -38,7 +38,8 @@ def summed(figures: Iterable[Mapping[str, Any]]) -> Json:
         total["oldest_age_seconds"] = max(ages) if ages else None
         approximate = approximate or bool(stats.get("approximate"))
     total["approximate"] = approximate
-    total["by_priority"] = dict(sorted(by_priority.items(), reverse=True))
+    if by_priority:
+        total["by_priority"] = dict(sorted(by_priority.items(), reverse=True))
     return total
 
 

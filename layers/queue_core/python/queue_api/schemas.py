@@ -125,15 +125,14 @@ class UpdateQueueRequest(Request):
 
 
 class QueueStatsAnswer(Answer):
+    """Also `by_priority` ({"9": {"visible", "in_flight", "delayed"}, ...}) when any message has a priority."""
+
     visible: int
     in_flight: int
     delayed: int
     dlq: int
     oldest_age_seconds: int | None = Field(description="age of the oldest waiting message; null when empty")
     approximate: bool = Field(False, description="a figure reached the scan limit and is a lower bound")
-    by_priority: dict[str, dict[str, int]] = Field(
-        default_factory=dict, description="visible, in_flight and delayed of each priority that has messages"
-    )
 
 
 class QueueSettingsAnswer(Answer):

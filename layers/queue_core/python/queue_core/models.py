@@ -72,8 +72,15 @@ class QueueStats(_Json):
     oldest_age_seconds: int | None = None
     # True when a figure reached the scan limit and is a lower bound.
     approximate: bool = False
-    # Visible, in-flight and delayed counts of each priority that has messages ("0"-"9").
+    # Visible, in-flight and delayed counts of each priority that has messages ("0"-"9"); in `to_dict()` only
+    # when a priority above 0 is among them, so a queue that uses none answers as it always did.
     by_priority: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        figures = asdict(self)
+        if not any(priority != "0" for priority in self.by_priority):
+            figures.pop("by_priority")
+        return figures
 
     def __add__(self, other: QueueStats) -> QueueStats:
         ages = [age for age in (self.oldest_age_seconds, other.oldest_age_seconds) if age is not None]
