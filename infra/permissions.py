@@ -113,8 +113,10 @@ LIBRARY_ACTIONS: Final = tuple(sorted({action for actions in TABLE_ACTIONS.value
 LIBRARY_INDEX_ACTIONS: Final = tuple(sorted({action for actions in INDEX_ACTIONS.values() for action in actions}))
 # Queue settings are read, never written, by a confined tenant.
 SETTINGS_ACTIONS: Final = ("dynamodb:GetItem",)
-# The kinds of partition a sub-queue owns: messages, dead letters, FIFO group items, FIFO group messages, dedup.
-SUB_QUEUE_KINDS: Final = ("M", "D", "F", "G", "X")
+# The kinds of partition a sub-queue owns: messages, dead letters, FIFO group items, FIFO group messages, dedup,
+# and its ready markers (a send says its client has messages; the markers' index partition is the queue's, and a
+# tenant never reads it).
+SUB_QUEUE_KINDS: Final = ("M", "D", "F", "G", "X", "R")
 
 # Queue and client names as the API accepts them, or "*" for all. Anything else (a partial wildcard such as
 # "tenant-*", or an unresolved token) could widen a grant past one tenant, so it is refused.

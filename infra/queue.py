@@ -124,6 +124,12 @@ class DynamoQueue(Construct):
         """HTTP: receive, delete, change visibility, release, peek, get, cancel and stats on `(queue, client)`."""
         return self._grant_routes(grantee, {Access.CONSUME}, queue, client)
 
+    def grant_consume_all(self, grantee: iam.IGrantable, queue: str = "*") -> iam.Grant:
+        """HTTP: a worker pool for every client of `queue`: the queue-wide receive, delete, visibility and release
+        (`/queues/{q}/receive`, ...), and the consume routes of each client (whose handles the queue-wide routes
+        also settle). No admin route: no purge, no DLQ, no settings."""
+        return self._grant_routes(grantee, {Access.CONSUME}, queue, "*")
+
     def grant_admin(self, grantee: iam.IGrantable, queue: str = "*", client: str = "*") -> iam.Grant:
         """HTTP: every route of `(queue, client)`; with `client="*"`, that is `grant_queue_admin(grantee, queue)`.
 

@@ -25,6 +25,7 @@ class GrantsStack(cdk.Stack):
         grants = {
             "sender": lambda role: self.queue.grant_send(role, queue="orders", client="tenant-a"),
             "consumer": lambda role: self.queue.grant_consume(role, queue="orders", client="tenant-a"),
+            "pool": lambda role: self.queue.grant_consume_all(role, queue="orders"),
             "queue_admin": lambda role: self.queue.grant_admin(role, queue="orders"),
             "queue_owner": lambda role: self.queue.grant_queue_admin(role, queue="orders"),
             "tenant_admin": lambda role: self.queue.grant_admin(role, queue="orders", client="tenant-a"),
@@ -108,6 +109,21 @@ def test_consumer_may_only_consume_its_own_sub_queue(grants: tuple[GrantsStack, 
     }
 
 
+def test_a_worker_pool_consumes_every_client_of_one_queue_and_administers_nothing(
+    grants: tuple[GrantsStack, dict[str, Any]],
+) -> None:
+    every = "queues/orders/clients/*"
+    assert _invoke_paths(grants, "pool") == {
+        *(f"POST /queues/orders/{action}" for action in ("receive", "delete", "visibility", "release")),
+        *(f"POST /{every}/{action}" for action in ("receive", "delete", "visibility", "release")),
+        f"GET /{every}/messages",
+        f"GET /{every}/messages/*",
+        f"DELETE /{every}/messages/*",
+        f"GET /{every}/stats",
+        "GET /openapi.json",
+    }
+
+
 def test_queue_admin_manages_one_queue_without_listing_the_others(
     grants: tuple[GrantsStack, dict[str, Any]],
 ) -> None:
@@ -181,7 +197,7 @@ def test_an_admin_of_one_client_in_every_queue_neither_lists_nor_manages_the_que
 def test_admin_of_everything_may_list_queues(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
     paths = _invoke_paths(grants, "admin")
     assert "GET /queues" in paths
-    assert len(paths) == 20
+    assert len(paths) == 24  # 20 routes of a client or a queue, and the 4 queue-wide consume routes
 
 
 def test_invoke_grant_names_one_function(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
@@ -198,7 +214,7 @@ def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[Grant
     stack, _ = grants
     table_id = stack.resolve(stack.get_logical_id(stack.queue.table.node.default_child))
     table, index = f"<{table_id}.Arn>", f"<{table_id}.Arn>/index/gsi1"
-    own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X")]
+    own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X", "R")]
     statements = [
         statement
         for statement in _statements(grants, "library")
