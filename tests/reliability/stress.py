@@ -33,6 +33,7 @@ from queue_core import (
     QueueError,
     QueueExists,
     QueueNotFound,
+    QueueWide,
     ReceiptHandleStale,
     ReceivedMessage,
     SubQueue,
@@ -322,8 +323,11 @@ class StressRun:
     def _consume(self, worker: int) -> None:
         rng = random.Random(self.seed * 7919 + worker)
         queue, client = SUB_QUEUES[worker % len(SUB_QUEUES)]
-        sub = self.sub_queues[(queue, client)]
-        label = f"{queue}/{client}"
+        # Some consumers of the standard queue serve every client of it (a queue-wide worker pool) beside the
+        # per-client ones.
+        sub: SubQueue | QueueWide = (
+            self.client.queue_wide(queue) if worker % 8 == 1 else self.sub_queues[(queue, client)]
+        )
         idle = IDLE_FIRST_SECONDS
         self._gate.enter()
         try:
@@ -342,13 +346,24 @@ class StressRun:
                     idle = min(idle * 2, IDLE_MAX_SECONDS)
                     continue
                 idle = IDLE_FIRST_SECONDS
-                holds = self.ledger.deliver(label, messages, before, after, VISIBILITY)
+                holds = self._deliver(queue, messages, before, after)
                 for unit in _units(holds, messages):
                     self._work(sub, unit, rng)
         finally:
             self._gate.leave()
 
-    def _work(self, sub: SubQueue, unit: list[tuple[Hold, ReceivedMessage]], rng: random.Random) -> None:
+    def _deliver(self, queue: str, messages: list[ReceivedMessage], before: int, after: int) -> list[Hold]:
+        """The ledger's holds, in the messages' order, each recorded under its own sub-queue."""
+        by_client: dict[str, list[ReceivedMessage]] = {}
+        for message in messages:
+            by_client.setdefault(message.client, []).append(message)
+        held: dict[str, Hold] = {}
+        for client, own in by_client.items():
+            holds = self.ledger.deliver(f"{queue}/{client}", own, before, after, VISIBILITY)
+            held.update((message.receipt_handle, hold) for message, hold in zip(own, holds, strict=True))
+        return [held[message.receipt_handle] for message in messages]
+
+    def _work(self, sub: SubQueue | QueueWide, unit: list[tuple[Hold, ReceivedMessage]], rng: random.Random) -> None:
         """One message, or a FIFO group's messages in order: each is processed, given back or abandoned. A
         failure gives back the rest of a FIFO unit too, so that no consumer runs a group out of order."""
         for position, (hold, message) in enumerate(unit):
@@ -378,15 +393,15 @@ class StressRun:
                 time.sleep(SLOW_SLEEP_SECONDS)
             self._delete(sub, hold)
 
-    def _delete(self, sub: SubQueue, hold: Hold) -> bool:
+    def _delete(self, sub: SubQueue | QueueWide, hold: Hold) -> bool:
         self.ledger.settling(hold, self.now_ms())
         return self._settle(lambda: sub.delete(hold.handle))
 
-    def _release(self, sub: SubQueue, hold: Hold, delay: int | None) -> bool:
+    def _release(self, sub: SubQueue | QueueWide, hold: Hold, delay: int | None) -> bool:
         self.ledger.settling(hold, self.now_ms())
         return self._settle(lambda: sub.release(hold.handle, delay_seconds=delay))
 
-    def _extend(self, sub: SubQueue, hold: Hold, rng: random.Random) -> bool:
+    def _extend(self, sub: SubQueue | QueueWide, hold: Hold, rng: random.Random) -> bool:
         seconds = VISIBILITY * 2
         before = self.now_ms()
         self.ledger.extending(hold, before, seconds)
@@ -779,6 +794,6 @@ def _units(holds: list[Hold], messages: list[ReceivedMessage]) -> list[list[tupl
     """One unit per FIFO group (its messages in order), one per standard message."""
     units: dict[str, list[tuple[Hold, ReceivedMessage]]] = {}
     for hold, message in zip(holds, messages, strict=True):
-        key = f"g:{message.group_id}" if message.group_id is not None else f"m:{message.message_id}"
+        key = f"g:{message.client}:{message.group_id}" if message.group_id is not None else f"m:{message.message_id}"
         units.setdefault(key, []).append((hold, message))
     return list(units.values())

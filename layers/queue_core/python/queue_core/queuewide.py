@@ -13,6 +13,7 @@ Handles are the clients' own: a queue-wide handle also works on its client's rou
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ class Rotation:
     tick: int = 0
     held: dict[str, list[int]] = field(default_factory=dict)  # client: visibility ends of handles out
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Each process starts its rotation at its own place, so that concurrent consumers do not all claim from the
+    # same clients first.
+    salt: float = field(default_factory=random.random)
 
     def stale(self, now: int) -> bool:
         return (
@@ -66,7 +70,13 @@ class Rotation:
         with self.lock:
             held = {client: sum(1 for end in ends if end > now) for client, ends in self.held.items()}
             served = dict(self.served)
-        return sorted(markers, key=lambda m: (-m.priority, held.get(m.client, 0), served.get(m.client, -1), m.at))
+        return sorted(
+            markers,
+            key=lambda m: (-m.priority, held.get(m.client, 0), served.get(m.client, -1), self._place(m.client)),
+        )
+
+    def _place(self, client: str) -> float:
+        return (keys.stable_hash(client) / 2**64 + self.salt) % 1.0
 
     def note_served(self, client: str, count: int, until: int, now: int) -> None:
         with self.lock:
