@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import binascii
 import re
-from decimal import Decimal, InvalidOperation
 from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from . import limits
