@@ -509,6 +509,7 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         "",
         *_details(results, images),
         *(large_bodies.section(results["large_bodies"]) if "large_bodies" in results else []),
+        *_queue_wide(results),
         "## How units are counted\n",
         "\n\n".join(" ".join(part.split()) for part in (METER_NOTES or "").strip().split("\n\n")) + "\n",
         f"Prices: {pricing.SOURCE}.\n",
@@ -516,6 +517,15 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         _baseline_notes(),
     ]
     return "\n".join(parts)
+
+
+def _queue_wide(results: dict[str, Any]) -> list[str]:
+    """The queue-wide receive's figures (`bench/scenarios/fair.py`), when that scenario ran."""
+    if "fair" not in results:
+        return []
+    from .scenarios import fair
+
+    return [f"## {fair.TITLE}\n", fair.INTRO + "\n", fair.markdown(results["fair"]) + "\n"]
 
 
 def _baseline_notes() -> str:

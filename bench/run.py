@@ -21,6 +21,7 @@ from .scenarios import (
     cold_import,
     contention,
     cost,
+    fair,
     fifo_blocked,
     large_bodies,
     life_cost,
@@ -46,6 +47,7 @@ SCENARIOS: Final = {
         push,
         transactions,
         large_bodies,
+        fair,
     )
 }
 

@@ -20,6 +20,15 @@ from ..backend import moto_backend
 from ..meter import Meter, Totals
 
 NAME: Final = "fair"
+TITLE: Final = "Queue-wide receive: idle clients, fairness, concurrent consumers, ready markers"
+INTRO: Final = (
+    "Queue-wide receive(10) with 10 active clients (20 messages each) among 10, 1,000 and 10,000 registered ones; "
+    "the quiet clients' dwell (send to receive, on a fake clock advanced 100 ms a round) alone and beside a noisy "
+    "client with a 2,000-message backlog that sends more than the consumer takes, in one run; 16 queue-wide "
+    "consumers (each its own core client) on 10 clients' 480 messages; and the write units of ready markers per "
+    "message life. Rerun alone with `.venv/bin/python -m bench.scenarios.fair` (about 10 minutes on two shared "
+    "cores), or as part of `make bench`."
+)
 TABLE: Final = "bench-fair"
 REGISTERED: Final = (10, 1000, 10_000)
 ACTIVE: Final = 10
