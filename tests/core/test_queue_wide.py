@@ -265,3 +265,33 @@ def test_queue_wide_receive_refuses_bad_arguments(client: QueueClient) -> None:
             wide.receive(**kwargs)
     with pytest.raises(ValidationError):
         client.queue_wide("bad name")
+
+
+def test_transactional_sends_and_acks_are_seen_queue_wide(client: QueueClient, clock) -> None:
+    """A send committed in the caller's transaction puts its client's ready marker once committed (two sends of
+    one client and priority in one transaction, which could not both carry the same marker inside it); a FIFO
+    group unlocked by a transactional ack is announced at once, not when the claim's lock runs out."""
+    client.create_queue("outbox", visibility_timeout=600, retention_seconds=2 * 86400)
+    sub = client.queue("outbox", "t")
+    wide = client.queue_wide("outbox")
+    start = clock()
+    sends = [sub.send_transact_items("a"), sub.send_transact_items("b"), sub.send_transact_items("p", priority=7)]
+    later = sub.send_transact_items("later", deliver_at=start + 86400)
+    client.transact([*sends, later])
+    got = wide.receive(max_messages=10)
+    assert [(m.body, m.client, m.priority) for m in got] == [("p", "t", 7), ("a", "t", 0), ("b", "t", 0)]
+    wide.delete_batch([m.receipt_handle for m in got])
+    assert wide.receive(max_messages=10) == []
+    clock.now = start + 86400
+    assert [m.body for m in wide.receive(max_messages=10)] == ["later"]
+
+    client.create_queue("outbox.fifo", fifo=True, visibility_timeout=600)
+    fifo = client.queue("outbox.fifo", "f")
+    wide = client.queue_wide("outbox.fifo")
+    for body in ("f0", "f1"):  # one transaction each: a group's sends share its sequence fence
+        client.transact([fifo.send_transact_items(body, group_id="g")])
+    first = wide.receive(max_messages=1)
+    assert [m.body for m in first] == ["f0"]
+    assert wide.receive(max_messages=10) == []  # the group is held: the client's marker moves to the lock's end
+    client.transact(fifo.delete_transact_items(first[0].receipt_handle))
+    assert [m.body for m in wide.receive(max_messages=10)] == ["f1"]
