@@ -62,6 +62,20 @@ def test_a_receive_answers_only_what_lambda_can_return_and_gives_the_rest_back(c
     assert len(second["messages"]) == 10 - kept
 
 
+def test_a_queue_wide_receive_answers_only_what_lambda_can_return(core: QueueClient) -> None:
+    body = "é" * (128 * 1024)
+    for client_id in ("c1", "c2"):
+        core.queue("big", client_id).send_batch([{"body": body} for _ in range(5)])
+    event = {"action": "receive_any", "queue": "big", "max_messages": 10}
+    first = invoke(poller, event)
+    assert len(json.dumps(first)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    kept = len(first["messages"])
+    assert 1 <= kept < 10 and all(message["body"] == body for message in first["messages"])
+    assert core.queue_stats("big").visible == 10 - kept
+    second = call(poller, "POST", "/queues/big/receive", {"max_messages": 10})
+    assert len(second.body["messages"]) == 10 - kept
+
+
 def test_a_body_gone_from_the_bucket_is_a_410_and_the_message_goes_to_the_dlq(core: QueueClient) -> None:
     sub_queue = core.queue("big", "c1")
     sent = sub_queue.send(random_bytes(64 * 1024))

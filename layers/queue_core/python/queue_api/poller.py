@@ -4,6 +4,7 @@ stats. Their routes and actions are in `queue_api.operations`."""
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 from .core_client import queue_client
 from .observability import count, tracer
@@ -28,20 +29,28 @@ from .schemas import (
     VisibleAt,
 )
 
+if TYPE_CHECKING:
+    from queue_core import QueueWide, ReceivedMessage, SubQueue
+
 
 @tracer.capture_method(capture_response=False)
 def receive(address: SubQueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
     """Waits up to `wait_seconds` and returns as soon as anything is received: as many messages as the answer can
     carry through Lambda (`payloads`), the others given back to the queue at once."""
+    sub_queue = queue_client().queue(address.queue, address.client)
+    return _answer(sub_queue.receive(**request.model_dump()), sub_queue)
+
+
+def _answer(claimed: list[ReceivedMessage], holder: SubQueue | QueueWide) -> ReceiveAnswer:
+    """The messages the answer can carry through Lambda (`payloads`); the others are given back at once."""
     from queue_core import QueueError
 
-    sub_queue = queue_client().queue(address.queue, address.client)
-    received, surplus = within_budget(sub_queue.receive(**request.model_dump()))
+    received, surplus = within_budget(claimed)
     for message in surplus:
         with contextlib.suppress(QueueError):  # a message not given back is visible again after its timeout
-            sub_queue.release(message.receipt_handle, delay_seconds=0)
+            holder.release(message.receipt_handle, delay_seconds=0)
     count("MessagesReceived", len(received))
-    count("ClaimConflicts", sub_queue.claim_conflicts)
+    count("ClaimConflicts", holder.claim_conflicts)
     return ReceiveAnswer.model_validate({"messages": [message.to_dict() for message in received]})
 
 
@@ -67,12 +76,10 @@ def release(address: SubQueueAddress, request: ReleaseRequest) -> VisibleAt:
 
 @tracer.capture_method(capture_response=False)
 def receive_any(address: QueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
-    """Any client's messages, fairly: the highest priority first, then the clients in rotation."""
+    """Any client's messages, fairly: the highest priority first, then the clients in rotation; as many as the
+    answer can carry, as a client's receive."""
     queue_wide = queue_client().queue_wide(address.queue)
-    received = queue_wide.receive(**request.model_dump())
-    count("MessagesReceived", len(received))
-    count("ClaimConflicts", queue_wide.claim_conflicts)
-    return ReceiveAnswer.model_validate({"messages": [message.to_dict() for message in received]})
+    return _answer(queue_wide.receive(**request.model_dump()), queue_wide)
 
 
 @tracer.capture_method(capture_response=False)
