@@ -121,7 +121,9 @@ def _ack(case: _Case, meter: Meter, way: str, repeats: int) -> dict[str, float]:
             else:
                 case.core.transact([effect, *case.sub.delete_transact_items(message.receipt_handle)])
         total += cost
-    return total.per(repeats)
+    figures = total.per(repeats)
+    figures["transactions"] = total.calls.get("TransactWriteItems", 0) / repeats
+    return figures
 
 
 def _drain(case: _Case) -> None:

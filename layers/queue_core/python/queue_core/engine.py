@@ -61,10 +61,10 @@ class Engine(Protocol):
         received again since the handle cancels the transaction. `group_may_be_empty` False: a FIFO group is
         unlocked, never taken out of the index (a send came since the claim)."""
 
-    def delete_committed(self, receipt: Receipt, now: int) -> None:
-        """Bookkeeping after a transaction of `delete_writes` committed: a FIFO group whose held messages are now
-        all done is unlocked at once instead of when its lock runs out, and a group unlocked is announced to
-        queue-wide receives."""
+    def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
+        """Bookkeeping after a transaction of `delete_writes` (built with the same `group_may_be_empty`)
+        committed: a FIFO group whose held messages are now all done is unlocked at once instead of when its lock
+        runs out, and a group unlocked with messages left is announced to queue-wide receives."""
 
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
         """Claims up to `want` visible messages until `now + visibility`."""

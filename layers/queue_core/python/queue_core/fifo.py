@@ -484,13 +484,14 @@ class FifoQueue:
             group = group_writes.unlock(key, receipt.token, now, 1)
         return [writes.fenced_delete(ref.live_key(self.space), receipt.token), group]
 
-    def delete_committed(self, receipt: Receipt, now: int) -> None:
+    def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
         """With several messages held, the one whose ack completes the done set unlocks the group (one read; an
         ack cannot read the set inside a transaction). Without this the group waits for its lock to run out.
-        The last held message's ack unlocked the group in the transaction: its marker says so to queue-wide
-        receives (when the ack took the group out of the index instead, the marker is drained at its first look)."""
+        The last held message's ack unlocked the group in the transaction: when messages are left in it, its
+        marker says so to queue-wide receives, as `finish_group` does after a plain delete."""
         if receipt.held <= 1:
-            ready.announce(self.ctx.store, self.space, [(0, now)], now)
+            if not (receipt.last_seq and group_may_be_empty):  # else `delete_writes` took the group out, empty
+                ready.announce(self.ctx.store, self.space, [(0, now)], now)
             return
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)

@@ -295,7 +295,7 @@ class StandardQueue:
         key = MessageRef.parse(receipt.message_id).live_key(self.space)
         return [writes.fenced_delete(key, receipt.token)]
 
-    def delete_committed(self, receipt: Receipt, now: int) -> None:
+    def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
         """Nothing is left to do: the delete was the whole of it."""
 
     def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:

@@ -169,7 +169,7 @@ class _AckPart(_Part):
 
     def committed(self) -> None:
         try:
-            self._engine_of(False).delete_committed(self.receipt, self._now_ms())
+            self._engine_of(False).delete_committed(self.receipt, self._now_ms(), self._may_empty)
         except QueueError:
             # The ack committed; only the group's early unlock is missing, and its lock running out makes up for it.
             logger.warning("group bookkeeping after the ack of %s failed", self.receipt.message_id, exc_info=True)
