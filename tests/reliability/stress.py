@@ -3,7 +3,8 @@
 Consumers misbehave on purpose: some crash without deleting (the message must come back when its visibility runs
 out), some give messages back, some extend their visibility while they work, some race a second delete of the same
 handle, some are too slow and lose their claim. Producers send with dedup ids and retry whatever failed with the
-same id, so that a send whose answer was lost never stores a message twice. The driver runs the sweep beside the
+same id, so that a send whose answer was lost never stores a message twice. Four of the consumers are queue-wide (two
+per queue): they receive from every client of their queue at once, beside the per-client consumers. The driver runs the sweep beside the
 consumers and, at checkpoints, stops everyone and the clock to compare the stats with the table and the ledger.
 
 An operator works beside them all: it changes the shard count of both queues again and again (up past eight and
@@ -323,10 +324,10 @@ class StressRun:
     def _consume(self, worker: int) -> None:
         rng = random.Random(self.seed * 7919 + worker)
         queue, client = SUB_QUEUES[worker % len(SUB_QUEUES)]
-        # Some consumers of the standard queue serve every client of it (a queue-wide worker pool) beside the
-        # per-client ones.
+        # Some consumers of each queue serve every client of it (a queue-wide worker pool) beside the per-client
+        # ones: two of the standard queue, two of the FIFO queue.
         sub: SubQueue | QueueWide = (
-            self.client.queue_wide(queue) if worker % 8 == 1 else self.sub_queues[(queue, client)]
+            self.client.queue_wide(queue) if worker % 8 in (1, 6) else self.sub_queues[(queue, client)]
         )
         idle = IDLE_FIRST_SECONDS
         self._gate.enter()
@@ -346,6 +347,10 @@ class StressRun:
                     idle = min(idle * 2, IDLE_MAX_SECONDS)
                     continue
                 idle = IDLE_FIRST_SECONDS
+                if isinstance(sub, QueueWide):
+                    with self._lock:
+                        self.figures.add(f"queue_wide:{queue}", len(messages))
+                        self.figures.add(f"queue_wide_clients:{queue}:{messages[0].client}")
                 holds = self._deliver(queue, messages, before, after)
                 for unit in _units(holds, messages):
                     self._work(sub, unit, rng)
@@ -767,6 +772,8 @@ class StressRun:
             f"{figures.reshards} shard changes, {figures.recreations} deletes and creations of the churn queues "
             f"({figures.churn_sent} sent, {figures.churn_refused} refused as not found, "
             f"{figures.churn_deliveries} delivered), "
+            f"queue-wide deliveries {figures.counts['queue_wide:' + STANDARD]} standard, "
+            f"{figures.counts['queue_wide:' + FIFO]} FIFO, "
             f"faults {sum(faults.values())} {faults}, "
             f"{self.elapsed:.1f} s"
         )

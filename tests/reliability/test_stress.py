@@ -16,7 +16,7 @@ from queue_core import QueueClient
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector, Kind
-from tests.reliability.stress import FULL, Scale, StressRun
+from tests.reliability.stress import FULL, MAIN_QUEUES, Scale, StressRun
 from tests.reliability.truth import TableTruth
 
 logger = logging.getLogger("tests.reliability")
@@ -35,6 +35,7 @@ def test_crashing_consumers_lose_nothing_and_never_share_a_message(
     logger.info("stress with crashes: %s", run.report())
     assert not problems, "\n".join(problems[:20])
     assert run.figures.crashes and run.figures.releases and run.figures.extensions and run.figures.delete_races
+    _queue_wide_consumers_served_every_client(run)
     assert run.figures.checkpoints == scale.checkpoints
     assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations
 
@@ -66,3 +67,13 @@ def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
     assert len(faults.counts) >= 7, f"most kinds of fault were injected: {dict(faults.counts)}"
     assert faults.counts[Kind.ANSWER_LOST_RETRIED], "writes applied twice by the SDK's retry were injected"
     assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations
+    _queue_wide_consumers_served_every_client(run)
+
+
+def _queue_wide_consumers_served_every_client(run: StressRun) -> None:
+    """The invariants held with queue-wide consumers among the per-client ones, of both queues and both clients."""
+    counts = run.figures.counts
+    for queue in MAIN_QUEUES:
+        assert counts[f"queue_wide:{queue}"], f"no queue-wide delivery from {queue}"
+        for client in ("a", "b"):
+            assert counts[f"queue_wide_clients:{queue}:{client}"], f"no queue-wide delivery from {queue}/{client}"
