@@ -3,9 +3,10 @@
 Consumers misbehave on purpose: some crash without deleting (the message must come back when its visibility runs
 out), some give messages back, some extend their visibility while they work, some race a second delete of the same
 handle, some are too slow and lose their claim. Producers send with dedup ids and retry whatever failed with the
-same id, so that a send whose answer was lost never stores a message twice. Four of the consumers are queue-wide (two
-per queue): they receive from every client of their queue at once, beside the per-client consumers. The driver runs the sweep beside the
-consumers and, at checkpoints, stops everyone and the clock to compare the stats with the table and the ledger.
+same id, so that a send whose answer was lost never stores a message twice. Four of the consumers are queue-wide
+(two per queue): they receive from every client of their queue at once, beside the per-client consumers. The
+driver runs the sweep beside the consumers and, at checkpoints, stops everyone and the clock to compare the stats
+with the table and the ledger.
 
 An operator works beside them all: it changes the shard count of both queues again and again (up past eight and
 back down to one), and it deletes two queues of their own (standard and FIFO, with producers and consumers of
