@@ -136,9 +136,16 @@ class Environment:
 
     def close(self) -> None:
         """Asks the process to stop, and ends it if it does not (a long poll in progress)."""
+        self.ask_to_stop()
+        self.finish(time.monotonic() + 0.5)
+
+    def ask_to_stop(self) -> None:
         with contextlib.suppress(OSError, ValueError):
             self._connection.send(None)
-        self._process.join(timeout=0.5)
+
+    def finish(self, deadline: float) -> None:
+        """Waits for the process until `deadline` (after `ask_to_stop`), then ends it."""
+        self._process.join(timeout=max(0.0, deadline - time.monotonic()))
         if self._process.is_alive():
             self._process.terminate()
             self._process.join(timeout=2)
@@ -215,5 +222,10 @@ class EnvironmentPool:
             environments, self._all = self._all, []
             self._idle.clear()
             self._lock.notify_all()
+        # All are asked at once and given the same half second: a server with many functions, some of them still
+        # starting on a busy machine, stops in seconds rather than seconds per function.
         for environment in environments:
-            environment.close()
+            environment.ask_to_stop()
+        deadline = time.monotonic() + 0.5
+        for environment in environments:
+            environment.finish(deadline)
