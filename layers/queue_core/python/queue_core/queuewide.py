@@ -48,7 +48,6 @@ class Rotation:
     """What this process knows of one queue generation's ready clients, shared by its receivers."""
 
     markers: list[Marker] = field(default_factory=list)
-    read_at: float = -1e9
     read_at_ms: int = 0
     served: dict[str, int] = field(default_factory=dict)
     tick: int = 0
@@ -59,11 +58,8 @@ class Rotation:
     salt: float = field(default_factory=random.random)
 
     def stale(self, now: int) -> bool:
-        return (
-            not self.markers
-            or time.monotonic() - self.read_at > REFRESH_SECONDS
-            or now - self.read_at_ms > REFRESH_SECONDS * 1000
-        )
+        """Used up, or read more than `REFRESH_SECONDS` ago by the queue's clock."""
+        return not self.markers or now - self.read_at_ms > REFRESH_SECONDS * 1000
 
     def order(self, markers: list[Marker], now: int) -> list[Marker]:
         """Highest priority first; inside one, fewer held first, then least lately served."""
@@ -181,7 +177,6 @@ class QueueWide:
                 break
         with rotation.lock:
             rotation.markers = found
-            rotation.read_at = time.monotonic()
             rotation.read_at_ms = now
 
     def _serve(self, rotation: Rotation, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
