@@ -22,7 +22,8 @@ from ..meter import Meter, Totals
 NAME: Final = "fair"
 TITLE: Final = "Queue-wide receive: idle clients, fairness, concurrent consumers, ready markers"
 INTRO: Final = (
-    "Queue-wide receive(10) with 10 active clients (20 messages each) among 10, 1,000 and 10,000 registered ones; "
+    "Queue-wide receive(10) with 10 active clients (20 messages each) among 10, 1,000 and 10,000 registered ones "
+    "(on a still clock: markers read again when used up; in real time also once per 0.1 s per consumer process); "
     "the quiet clients' dwell (send to receive, on a fake clock advanced 100 ms a round) alone and beside a noisy "
     "client with a 2,000-message backlog that sends more than the consumer takes, in one run; 16 queue-wide "
     "consumers (each its own core client) on 10 clients' 480 messages; and the write units of ready markers per "

@@ -28,7 +28,10 @@ from .store import ConditionFailed
 from .store import ready as marker_writes
 from .subqueue import SubQueue, receipt_owner
 
-REFRESH_SECONDS: Final = 0.5
+# How long a process serves from the marker list it read: a client that became ready meanwhile waits at most this
+# long beside busy ones (a list used up is read again at once). Each read costs the ready clients' markers (small
+# items, up to `MARKERS_READ`).
+REFRESH_SECONDS: Final = 0.1
 MARKERS_READ: Final = 1000  # at most this many ready markers per read (a page of the index at a time)
 _FIRST_POLL_SECONDS = 0.05
 _MAX_POLL_SECONDS = 0.5
@@ -59,7 +62,7 @@ class Rotation:
 
     def stale(self, now: int) -> bool:
         """Used up, or read more than `REFRESH_SECONDS` ago by the queue's clock."""
-        return not self.markers or now - self.read_at_ms > REFRESH_SECONDS * 1000
+        return not self.markers or now - self.read_at_ms >= REFRESH_SECONDS * 1000
 
     def order(self, markers: list[Marker], now: int) -> list[Marker]:
         """Highest priority first; inside one, fewer held first, then least lately served."""
