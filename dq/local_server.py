@@ -12,6 +12,7 @@ import argparse
 import errno
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -363,6 +364,9 @@ def serve(
     """Serves until Ctrl-C, printing the banner and one line per request. Raises `LocalServerError` when it
     cannot start (the port is taken, DynamoDB is unreachable, a `--consumer` cannot be imported)."""
     server = LocalServer(port, dynamodb_endpoint, table, sweep_interval, log=sys.stdout, consumers=consumers)
+    # Python leaves Ctrl-C ignored when the process started with it ignored (a parent that ignores SIGINT, as test
+    # runners' workers and some CI shells do): the server would then never stop on it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         server.start()
         sys.stdout.write(server.banner())
