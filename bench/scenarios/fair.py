@@ -27,7 +27,7 @@ INTRO: Final = (
     "the quiet clients' dwell (send to receive, on a fake clock advanced 100 ms a round) alone and beside a noisy "
     "client with a 2,000-message backlog that sends more than the consumer takes, in one run; 16 queue-wide "
     "consumers (each its own core client) on 10 clients' 480 messages; and the write units of ready markers per "
-    "message life. Rerun alone with `.venv/bin/python -m bench.scenarios.fair` (about 10 minutes on two shared "
+    "message life. Rerun alone with `.venv/bin/python -m bench.scenarios.fair` (about 5 minutes on two shared "
     "cores), or as part of `make bench`."
 )
 TABLE: Final = "bench-fair"
