@@ -255,6 +255,10 @@ def markdown(results: dict[str, Any]) -> str:
         f"{extra['busy_client_batches_of_10']['marker_write_units_per_message']} | ≤ 1 |",
         f"| marker write units per message life, one message per client | "
         f"{extra['one_message_clients']['marker_write_units_per_message']} | |",
+        "",
+        "A busy client's single sends cost one marker write unit each (the marker is put again, unchanged) plus "
+        "three per busy period: the first put writes the marker's index entry, and the drain when the client runs "
+        "dry deletes the marker and its entry. The figure above is one busy period of 100 messages (1 + 3/100).",
     ]
     return "\n".join(lines)
 
