@@ -26,7 +26,7 @@ from .models import BatchResult, QueueStats, ReceivedMessage
 from .ready import announce, drain
 from .store import ConditionFailed
 from .store import ready as marker_writes
-from .subqueue import SubQueue, receipt_owner
+from .subqueue import SubQueue, delete_each, receipt_owner
 
 # How long a process serves from the marker list it read: a client that became ready meanwhile waits at most this
 # long beside busy ones (a list used up is read again at once). Each read costs the ready clients' markers (small
@@ -247,20 +247,7 @@ class QueueWide:
         self._rotation().note_settled(sub.client)
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
-        handles = validation.batch("receipt_handles", receipt_handles)
-
-        def delete_one(pair: tuple[int, str]) -> dict[str, Any]:
-            index, handle = pair
-            try:
-                self.delete(handle)
-            except QueueError as error:
-                return {"index": index, "code": error.code, "message": error.message}
-            return {"index": index}
-
-        outcomes = list(self._ctx.pool.map(delete_one, enumerate(handles)))
-        return BatchResult(
-            successful=[o for o in outcomes if "code" not in o], failed=[o for o in outcomes if "code" in o]
-        )
+        return delete_each(self._ctx, self.delete, receipt_handles)
 
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> int:
         return self._owner(receipt_handle).change_visibility(receipt_handle, visibility_timeout)

@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -256,20 +256,7 @@ class SubQueue:
         commit(self._ctx.store, items, token)
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
-        handles = validation.batch("receipt_handles", receipt_handles)
-
-        def delete_one(pair: tuple[int, str]) -> dict[str, Any]:
-            index, handle = pair
-            try:
-                self.delete(handle)
-            except QueueError as error:
-                return {"index": index, "code": error.code, "message": error.message}
-            return {"index": index}
-
-        outcomes = list(self._ctx.pool.map(delete_one, enumerate(handles)))
-        return BatchResult(
-            successful=[o for o in outcomes if "code" not in o], failed=[o for o in outcomes if "code" in o]
-        )
+        return delete_each(self._ctx, self.delete, receipt_handles)
 
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> int:
         """Returns the new `visible_at` (epoch ms)."""
@@ -452,3 +439,19 @@ def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_re
     ctx.bodies.discard_prefix(engine.space.object_prefix())
     if not keep_registration:
         ctx.registry.delete_registration(engine.space)
+
+
+def delete_each(ctx: Context, delete: Callable[[str], None], receipt_handles: list[str]) -> BatchResult:
+    """Each handle deleted on its own, in parallel; one that fails is reported by its index, the others go on."""
+    handles = validation.batch("receipt_handles", receipt_handles)
+
+    def delete_one(pair: tuple[int, str]) -> dict[str, Any]:
+        index, handle = pair
+        try:
+            delete(handle)
+        except QueueError as error:
+            return {"index": index, "code": error.code, "message": error.message}
+        return {"index": index}
+
+    outcomes = list(ctx.pool.map(delete_one, enumerate(handles)))
+    return BatchResult(successful=[o for o in outcomes if "code" not in o], failed=[o for o in outcomes if "code" in o])
