@@ -240,6 +240,8 @@ def message_view(message: Mapping[str, Any]) -> Table:
         table.add_row("attributes", _attributes(message["attributes"]))
     if message.get("group_id"):
         table.add_row("group", str(message["group_id"]))
+    if message.get("dedup_id"):
+        table.add_row("dedup id", str(message["dedup_id"]))
     table.add_row("receives", str(message.get("receive_count", 0)))
     table.add_row("sent", relative(message.get("sent_at")))
     if message.get("first_received_at"):

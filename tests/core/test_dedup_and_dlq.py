@@ -30,6 +30,23 @@ def test_content_based_dedup_on_fifo(client: QueueClient) -> None:
     assert queue.send("other body", group_id="g").message_id != first.message_id
 
 
+@pytest.mark.parametrize("name", ["kept", "kept.fifo"])
+def test_a_message_shows_its_dedup_id_on_every_path(client: QueueClient, clock: FakeClock, name: str) -> None:
+    client.create_queue(name, max_receive_count=1, visibility_timeout=10)
+    queue = client.queue(name, "c")
+    group = "g" if name.endswith(".fifo") else None
+    sent = queue.send("x", dedup_id="order-1", group_id=group)
+    queue.send("y", group_id="h" if group else None)
+    assert [message.dedup_id for message in queue.peek(10)] == ["order-1", None]
+    assert {message.body: message.dedup_id for message in queue.receive(max_messages=2)} == {"x": "order-1", "y": None}
+    assert queue.get(sent.message_id).to_dict()["dedup_id"] == "order-1"
+    clock.advance(11)
+    assert queue.receive(max_messages=2) == []
+    assert {message.body: message.dedup_id for message in queue.dlq_list()} == {"x": "order-1", "y": None}
+    queue.redrive()  # a FIFO redrive gives each message a new place (and id) at its group's end
+    assert {message.body: message.dedup_id for message in queue.peek(10)} == {"x": "order-1", "y": None}
+
+
 def test_batches_dedup_per_entry(client: QueueClient) -> None:
     client.create_queue("bd.fifo")
     queue = client.queue("bd.fifo", "c")

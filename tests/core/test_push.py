@@ -3,6 +3,7 @@ never does, poison reaches the DLQ, FIFO order holds, and a consumer's concurren
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 
@@ -80,6 +81,25 @@ def test_typed_attributes_keep_their_data_type_and_digest(client: QueueClient) -
         "dataType": "Binary",
     }
     assert shaped["md5OfMessageAttributes"] == md5_of_attributes(attributes, {"count": "Number", "blob": "Binary"})
+
+
+def test_fifo_records_carry_their_group_sequence_and_the_dedup_id_they_were_sent_with(client: QueueClient) -> None:
+    client.create_queue("orders.fifo", fifo=True)
+    client.create_queue("hashed.fifo", fifo=True, content_based_dedup=True)
+    client.queue("orders.fifo", "tenant-a").send("explicit", group_id="g", dedup_id="order-17")
+    client.queue("orders.fifo", "tenant-a").send("none given", group_id="g")
+    client.queue("hashed.fifo", "tenant-a").send("hashed", group_id="g")
+    explicit, none_given = client.queue("orders.fifo", "tenant-a").receive(max_messages=2)
+    (hashed,) = client.queue("hashed.fifo", "tenant-a").receive()
+    shaped = [record(message, SOURCE, client.now_ms()) for message in (explicit, none_given, hashed)]
+    SqsModel.model_validate({"Records": shaped})
+    assert [r["attributes"]["MessageDeduplicationId"] for r in shaped] == [
+        "order-17",
+        none_given.message_id,
+        hashlib.sha256(b"hashed").hexdigest(),
+    ]
+    assert {r["attributes"]["MessageGroupId"] for r in shaped} == {"g"}
+    assert [r["attributes"]["SequenceNumber"] for r in shaped] == [m.sequence for m in (explicit, none_given, hashed)]
 
 
 def test_a_parser_consumer_gets_every_record(client: QueueClient) -> None:

@@ -22,6 +22,7 @@ RECEIVED_KEYS = {
     "attribute_types",
     "client",
     "priority",
+    "dedup_id",
 }
 
 

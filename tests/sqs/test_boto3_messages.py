@@ -159,7 +159,25 @@ def test_fifo_groups_dedup_and_sequence_numbers(sqs: Any) -> None:
     assert by_group == {"a": ["a0", "a1", "a2"], "b": ["b0"]}
     first_a = next(m for m in messages if m["Body"] == "a0")
     assert first_a["MessageId"] == again["MessageId"] and first_a["Attributes"]["SequenceNumber"] == sequences[0]
+    assert "MessageDeduplicationId" not in first_a["Attributes"], "only the attributes asked for"
     assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_a_fifo_message_answers_the_dedup_id_it_was_sent_with_or_its_content_hash(sqs: Any) -> None:
+    explicit = sqs.create_queue(QueueName="explicit.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    hashed = sqs.create_queue(
+        QueueName="hashed.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    )["QueueUrl"]
+    sqs.send_message(QueueUrl=explicit, MessageBody="one", MessageGroupId="g", MessageDeduplicationId="order-17")
+    sqs.send_message(QueueUrl=hashed, MessageBody="two", MessageGroupId="g")
+    answers = [
+        sqs.receive_message(QueueUrl=url, MessageSystemAttributeNames=["MessageDeduplicationId"])["Messages"][0]
+        for url in (explicit, hashed)
+    ]
+    assert [answer["Attributes"] for answer in answers] == [
+        {"MessageDeduplicationId": "order-17"},
+        {"MessageDeduplicationId": hashlib.sha256(b"two").hexdigest()},
+    ]
 
 
 def test_long_poll_returns_when_a_message_arrives(sqs: Any) -> None:

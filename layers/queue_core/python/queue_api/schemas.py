@@ -250,6 +250,9 @@ class ReceiveRequest(Request):
     order: Literal["oldest", "newest"] = "oldest"
 
 
+_DEDUP_ID = "the dedup id it was sent with (a FIFO queue's content hash with content-based dedup); null: none"
+
+
 class ReceivedMessageAnswer(Answer):
     message_id: str
     receipt_handle: str
@@ -265,6 +268,7 @@ class ReceivedMessageAnswer(Answer):
     )
     client: str = Field("", description="the client (sub-queue) the message belongs to")
     priority: int = 0
+    dedup_id: str | None = Field(None, description=_DEDUP_ID)
 
 
 class ReceiveAnswer(Answer):
@@ -327,6 +331,7 @@ class MessageAnswer(Answer):
         default_factory=dict, description="name -> SQS data type of each attribute whose type is not plain String"
     )
     priority: int = 0
+    dedup_id: str | None = Field(None, description=_DEDUP_ID)
 
 
 class MessageList(Answer):

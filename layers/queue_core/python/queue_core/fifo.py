@@ -635,7 +635,8 @@ class FifoQueue:
                         attribute_types=dict(item.get("attr_types", {})),
                         group_id=group,
                         sent_at=int(item["sent_at"]),
-                        stored=stored_form(item),
+                        # The dedup id goes along as stored, not as the entry's: it is shown, not enforced again.
+                        stored={**stored_form(item), **{k: item[k] for k in ("dedup_id",) if k in item}},
                     )
                     for i, item in enumerate(chunk)
                 ]

@@ -100,6 +100,7 @@ def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies, client: s
         attribute_types=dict(item.get("attr_types", {})),
         client=client,
         priority=int(item.get("priority", 0)),
+        dedup_id=item.get("dedup_id"),
     )
 
 
@@ -120,4 +121,5 @@ def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Messag
         expires_at=int(item["expires_at"]) * 1000,
         attribute_types=dict(item.get("attr_types", {})),
         priority=int(item.get("priority", 0)),
+        dedup_id=item.get("dedup_id"),
     )

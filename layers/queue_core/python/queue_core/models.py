@@ -42,6 +42,8 @@ class ReceivedMessage(_Json):
     # The sub-queue it came from: a queue-wide receive returns messages of every client.
     client: str = ""
     priority: int = 0
+    # The producer's dedup id (or a FIFO queue's content hash of the body), None when it was sent without one.
+    dedup_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Message(_Json):
     expires_at: int
     attribute_types: dict[str, str] = field(default_factory=dict)
     priority: int = 0
+    dedup_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,8 @@ def record(message: ReceivedMessage, source: EventSource, now_ms: int) -> dict[s
     }
     if message.group_id is not None:
         attributes["MessageGroupId"] = message.group_id
-        # A received message does not carry its producer's dedup id; its id is unique within the group's window.
-        attributes["MessageDeduplicationId"] = message.message_id
+        # SQS gives every FIFO message a dedup id; one sent here without any gets its message id, unique as well.
+        attributes["MessageDeduplicationId"] = message.dedup_id or message.message_id
         attributes["SequenceNumber"] = message.sequence
     types = message.attribute_types
     shaped = {

@@ -36,6 +36,7 @@ SYSTEM_NAMES: Final = (
     "ApproximateFirstReceiveTimestamp",
     "SequenceNumber",
     "MessageGroupId",
+    "MessageDeduplicationId",
     "DeadLetterQueueSourceArn",
 )
 
@@ -206,6 +207,8 @@ def _message(
         values["SequenceNumber"] = message.sequence
         if message.group_id is not None:
             values["MessageGroupId"] = message.group_id
+        if message.dedup_id is not None:
+            values["MessageDeduplicationId"] = message.dedup_id
     if target.dlq:
         values["DeadLetterQueueSourceArn"] = call.endpoint.queue_arn(target.queue)
     chosen_system = {name: value for name, value in values.items() if name in system}
