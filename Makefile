@@ -41,7 +41,7 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 
 test: lint synth
-	$(VENV)/bin/pytest -n 2 --dist loadfile --durations=15
+	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 bench: install
 	$(PY) -m bench.run

@@ -812,3 +812,12 @@ def _units(holds: list[Hold], messages: list[ReceivedMessage]) -> list[list[tupl
         key = f"g:{message.client}:{message.group_id}" if message.group_id is not None else f"m:{message.message_id}"
         units.setdefault(key, []).append((hold, message))
     return list(units.values())
+
+
+def assert_queue_wide_consumers_served_every_client(run: StressRun) -> None:
+    """The invariants held with queue-wide consumers among the per-client ones, of both queues and both clients."""
+    counts = run.figures.counts
+    for queue in MAIN_QUEUES:
+        assert counts[f"queue_wide:{queue}"], f"no queue-wide delivery from {queue}"
+        for client in ("a", "b"):
+            assert counts[f"queue_wide_clients:{queue}:{client}"], f"no queue-wide delivery from {queue}/{client}"

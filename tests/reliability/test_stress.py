@@ -2,21 +2,20 @@
 give back, extend, race and stall, with both queues resharded and two others deleted and created again as they
 run, and with DynamoDB failing underneath.
 
-The short form runs in `make test`; `pytest tests/reliability --stress` runs ten thousand messages.
+The short form runs in `make test`; `pytest tests/reliability --stress` runs ten thousand messages. The run with
+DynamoDB failing underneath is in `test_stress_faults.py` (a file of its own, so that the two runs go to different
+test workers).
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import time
 
 import pytest
 from queue_core import QueueClient
 
 from tests.conftest import FakeClock
-from tests.reliability.faults import FaultInjector, Kind
-from tests.reliability.stress import FULL, MAIN_QUEUES, Scale, StressRun
+from tests.reliability.stress import FULL, Scale, StressRun, assert_queue_wide_consumers_served_every_client
 from tests.reliability.truth import TableTruth
 
 logger = logging.getLogger("tests.reliability")
@@ -35,45 +34,6 @@ def test_crashing_consumers_lose_nothing_and_never_share_a_message(
     logger.info("stress with crashes: %s", run.report())
     assert not problems, "\n".join(problems[:20])
     assert run.figures.crashes and run.figures.releases and run.figures.extensions and run.figures.delete_races
-    _queue_wide_consumers_served_every_client(run)
+    assert_queue_wide_consumers_served_every_client(run)
     assert run.figures.checkpoints == scale.checkpoints
     assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations
-
-
-def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
-    client: QueueClient, clock: FakeClock, truth: TableTruth, scale: Scale
-) -> None:
-    # Batch writes are rarer than the other calls (plain sends only): a higher rate gives them their share. A write
-    # sent again by the SDK goes after a read timeout and a backoff: others work meanwhile.
-    pause = random.Random(5)
-    faults = FaultInjector(
-        before_rate=0.06,
-        after_rate=0.03,
-        retried_rate=0.03,
-        rates={"BatchWriteItem": 0.3},
-        meanwhile=lambda: time.sleep(pause.uniform(0, 0.02)),
-        seed=11,
-    )
-    run = StressRun(client, clock, truth, scale, faults=faults, seed=13)
-    run.create_queues()
-    faults.attach(client.dynamodb)
-    try:
-        run.run()
-    finally:
-        faults.detach()
-    problems = run.verify()
-    logger.info("stress with faults: %s", run.report())
-    assert not problems, "\n".join(problems[:20])
-    assert len(faults.counts) >= 7, f"most kinds of fault were injected: {dict(faults.counts)}"
-    assert faults.counts[Kind.ANSWER_LOST_RETRIED], "writes applied twice by the SDK's retry were injected"
-    assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations
-    _queue_wide_consumers_served_every_client(run)
-
-
-def _queue_wide_consumers_served_every_client(run: StressRun) -> None:
-    """The invariants held with queue-wide consumers among the per-client ones, of both queues and both clients."""
-    counts = run.figures.counts
-    for queue in MAIN_QUEUES:
-        assert counts[f"queue_wide:{queue}"], f"no queue-wide delivery from {queue}"
-        for client in ("a", "b"):
-            assert counts[f"queue_wide_clients:{queue}:{client}"], f"no queue-wide delivery from {queue}/{client}"

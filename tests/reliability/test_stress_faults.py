@@ -1,0 +1,55 @@
+"""Nothing lost, nothing doubled, nobody sharing a message, no FIFO group out of order while DynamoDB throttles,
+times out and loses answers (some after applying the write, some then repeated by the SDK), with consumers that
+crash, give back, extend, race and stall, and queues resharded, deleted and created again as they run.
+
+The short form runs in `make test`; `pytest tests/reliability --stress` runs ten thousand messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+
+import pytest
+from queue_core import QueueClient
+
+from tests.conftest import FakeClock
+from tests.reliability.faults import FaultInjector, Kind
+from tests.reliability.stress import FULL, Scale, StressRun, assert_queue_wide_consumers_served_every_client
+from tests.reliability.truth import TableTruth
+
+logger = logging.getLogger("tests.reliability")
+
+# Each run stops itself at its scale's deadline; the full size runs for minutes, past the suite's default timeout.
+pytestmark = pytest.mark.timeout(FULL.deadline_seconds + 300)
+
+
+def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
+    client: QueueClient, clock: FakeClock, truth: TableTruth, scale: Scale
+) -> None:
+    # Batch writes are rarer than the other calls (plain sends only): a higher rate gives them their share. A write
+    # sent again by the SDK goes after a read timeout and a backoff: others work meanwhile.
+    pause = random.Random(5)
+    faults = FaultInjector(
+        before_rate=0.06,
+        after_rate=0.03,
+        retried_rate=0.03,
+        rates={"BatchWriteItem": 0.3},
+        meanwhile=lambda: time.sleep(pause.uniform(0, 0.02)),
+        seed=11,
+    )
+    run = StressRun(client, clock, truth, scale, faults=faults, seed=13)
+    run.create_queues()
+    faults.attach(client.dynamodb)
+    try:
+        run.run()
+    finally:
+        faults.detach()
+    problems = run.verify()
+    logger.info("stress with faults: %s", run.report())
+    assert not problems, "\n".join(problems[:20])
+    assert len(faults.counts) >= 7, f"most kinds of fault were injected: {dict(faults.counts)}"
+    assert faults.counts[Kind.ANSWER_LOST_RETRIED], "writes applied twice by the SDK's retry were injected"
+    assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations
+    assert_queue_wide_consumers_served_every_client(run)
