@@ -295,3 +295,29 @@ def test_transactional_sends_and_acks_are_seen_queue_wide(client: QueueClient, c
     assert wide.receive(max_messages=10) == []  # the group is held: the client's marker moves to the lock's end
     client.transact(fifo.delete_transact_items(first[0].receipt_handle))
     assert [m.body for m in wide.receive(max_messages=10)] == ["f1"]
+
+
+def test_a_send_committed_by_the_callers_own_transact_write_items_is_found_queue_wide_by_the_next_sweep(
+    client: QueueClient, dynamodb
+) -> None:
+    """Committed without `transact`, nothing puts the client's ready marker: its own receives see the message at
+    once, and the sweep (the ready set's backstop) announces it to queue-wide receives."""
+    client.create_queue("raw", visibility_timeout=600)
+    sub = client.queue("raw", "t")
+    wide = client.queue_wide("raw")
+    send = sub.send_transact_items("raw commit")
+    dynamodb.transact_write_items(TransactItems=send.items)
+    assert wide.receive(max_messages=10) == []
+    assert [m.body for m in sub.peek()] == ["raw commit"]
+    client.sweep()
+    got = wide.receive(max_messages=10)
+    assert [(m.body, m.client) for m in got] == [("raw commit", "t")]
+    wide.delete(got[0].receipt_handle)
+
+    client.create_queue("raw.fifo", fifo=True, visibility_timeout=600)
+    fifo = client.queue("raw.fifo", "f")
+    fifo_wide = client.queue_wide("raw.fifo")
+    dynamodb.transact_write_items(TransactItems=fifo.send_transact_items("in order", group_id="g").items)
+    assert fifo_wide.receive(max_messages=10) == []
+    client.sweep()
+    assert [m.body for m in fifo_wide.receive(max_messages=10)] == ["in order"]

@@ -139,6 +139,40 @@ def test_a_duplicate_dedup_id_cancels_the_transaction_and_names_the_first_messag
     assert [m.message_id for m in queue.receive(max_messages=10)] == [first.message_id]
 
 
+def test_a_duplicate_dedup_id_on_a_fifo_queue_cancels_the_transaction_and_keeps_the_group_as_it_was(
+    client: QueueClient, orders: str
+) -> None:
+    client.create_queue("events.fifo")
+    queue = client.queue("events.fifo", "shop")
+    first = queue.send("o6 placed", group_id="g", dedup_id="o6")
+    send = queue.send_transact_items("o6 placed again", group_id="g", dedup_id="o6")
+    assert len(send.items) == 3
+    with pytest.raises(DuplicateMessage) as duplicate:
+        client.transact([new_order("o6"), send])
+    assert duplicate.value.message_id == first.message_id and duplicate.value.sequence == first.sequence
+    assert order(client.dynamodb, "o6") is None
+    got = queue.receive(max_messages=10)
+    assert [m.body for m in got] == ["o6 placed"]
+    queue.delete(got[0].receipt_handle)
+    assert queue.receive(max_messages=10) == []
+
+
+def test_two_sends_to_one_fifo_group_in_one_transaction_are_refused_and_write_nothing(
+    client: QueueClient, orders: str
+) -> None:
+    """Both write the group's item: DynamoDB refuses a transaction that names one item twice."""
+    client.create_queue("events.fifo")
+    queue = client.queue("events.fifo", "shop")
+    first = queue.send_transact_items("a", group_id="g")
+    second = queue.send_transact_items("b", group_id="g")
+    before = table_items(client.dynamodb, client.table_name)
+    with pytest.raises(ValidationError):
+        client.transact([new_order("o7"), first, second])
+    assert order(client.dynamodb, "o7") is None
+    assert table_items(client.dynamodb, client.table_name) == before
+    assert queue.receive(max_messages=10) == []
+
+
 def test_fifo_sends_in_transactions_keep_group_order_when_another_sender_moves_the_fence(
     client: QueueClient, clock: FakeClock, orders: str
 ) -> None:
@@ -332,6 +366,30 @@ def test_a_transactional_consumer_commits_each_effect_with_its_ack(client: Queue
         f"job-{i}": "1" for i in range(6)
     }
     assert queue.stats().visible == 0 and queue.stats().in_flight == 0
+
+
+def test_a_transactional_queue_wide_consumer_applies_every_clients_effects_once(
+    client: QueueClient, orders: str
+) -> None:
+    client.create_queue("jobs", max_receive_count=0)
+    for tenant in ("a", "b", "c"):
+        client.queue("jobs", tenant).send_batch([{"body": f"{tenant}-{i}"} for i in range(4)])
+
+    def handler(message: ReceivedMessage) -> list[dict[str, Any]]:
+        return [bump(message.body)]
+
+    everyone = client.queue_wide("jobs")
+    consumer = Consumer(everyone, handler, concurrency=2, transactional=True)
+    consumer.start()
+    _wait_until(lambda: consumer.report.succeeded >= 12)
+    report = consumer.shutdown(timeout=5)
+    assert report.succeeded == 12 and report.failed == 0 and report.stale_acks == 0
+    assert {item["id"]["S"]: item["n"]["N"] for item in table_items(client.dynamodb, ORDERS)} == {
+        f"{tenant}-{i}": "1" for tenant in ("a", "b", "c") for i in range(4)
+    }
+    for tenant in ("a", "b", "c"):
+        stats = client.queue("jobs", tenant).stats()
+        assert stats.visible == 0 and stats.in_flight == 0
 
 
 def test_a_transactional_consumer_refuses_an_effect_too_big_for_one_transaction(

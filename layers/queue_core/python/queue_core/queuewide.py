@@ -27,6 +27,7 @@ from .ready import announce, drain
 from .store import ConditionFailed
 from .store import ready as marker_writes
 from .subqueue import SubQueue, delete_each, receipt_owner
+from .transactions import TransactAck, commit
 
 # How long a process serves from the marker list it read: a client that became ready meanwhile waits at most this
 # long beside busy ones (a list used up is read again at once). Each read costs the ready clients' markers (small
@@ -248,6 +249,19 @@ class QueueWide:
 
     def delete_batch(self, receipt_handles: list[str]) -> BatchResult:
         return delete_each(self._ctx, self.delete, receipt_handles)
+
+    def delete_transact_items(self, receipt_handle: str) -> TransactAck:
+        """The ack of any client's handle for the caller's own transaction (see `SubQueue.delete_transact_items`);
+        once committed, the client counts one fewer message in flight here, as after `delete`."""
+        sub = self._owner(receipt_handle)
+        ack = sub.delete_transact_items(receipt_handle)
+        ack.on_commit(lambda: self._rotation().note_settled(sub.client))
+        return ack
+
+    def transact(self, items: list[Any], token: str | None = None) -> None:
+        """`QueueClient.transact` on this queue's table: acks and sends of any of its clients among the caller's
+        own items, so that a queue-wide `Consumer` may be transactional."""
+        commit(self._ctx.store, items, token)
 
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> int:
         return self._owner(receipt_handle).change_visibility(receipt_handle, visibility_timeout)

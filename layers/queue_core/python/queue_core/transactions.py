@@ -142,6 +142,10 @@ class TransactAck(list):
     def message_id(self) -> str:
         return self._part.receipt.message_id
 
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Runs `callback` once the transaction that carries this ack committed."""
+        self._part.callbacks.append(callback)
+
 
 class _AckPart(_Part):
     def __init__(
@@ -152,6 +156,7 @@ class _AckPart(_Part):
         self._engine_of = engine_of
         self._table = table
         self._now_ms = now_ms
+        self.callbacks: list[Callable[[], None]] = []
         self._build(group_may_be_empty=True)
 
     def _build(self, group_may_be_empty: bool) -> None:
@@ -173,6 +178,8 @@ class _AckPart(_Part):
         except QueueError:
             # The ack committed; only the group's early unlock is missing, and its lock running out makes up for it.
             logger.warning("group bookkeeping after the ack of %s failed", self.receipt.message_id, exc_info=True)
+        for callback in self.callbacks:
+            callback()
 
 
 def commit(store: Store, items: Iterable[Any], token: str | None = None) -> None:
