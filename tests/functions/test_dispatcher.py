@@ -16,6 +16,7 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from queue_api import dispatcher as dispatcher_api
 from queue_core import QueueClient
+from queue_core.sqs_event import payload_bytes
 
 from functions.dispatcher import handler as dispatcher
 from functions.visibility_sweeper import handler as sweeper
@@ -89,6 +90,8 @@ def test_a_stream_insert_delivers_the_sub_queue_as_an_sqs_event(
     assert (report["delivered"], report["failed"], report["released"]) == (1, 1, 1)
     event = SqsModel.model_validate(json.loads(sent[0]["Payload"]))
     assert [record.body for record in event.Records] == ["good", "bad"]
+    # What is sent is what the split measured (`split_for_payload`), byte for byte.
+    assert len(sent[0]["Payload"].encode()) == payload_bytes(json.loads(sent[0]["Payload"])["Records"])
     assert event.Records[0].eventSourceARN == "arn:aws:sqs:us-east-1:123456789012:orders:tenant-a"
     assert queue.stats().delayed == 1 and queue.stats().in_flight == 0
     output = capsys.readouterr().out

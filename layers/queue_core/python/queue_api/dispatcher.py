@@ -57,11 +57,12 @@ def lambda_client(read_timeout: int) -> Any:
 
 def lambda_invoke(spec: Any) -> Any:
     from queue_core.push import InvokeAnswer
+    from queue_core.sqs_event import encoded
 
     client = lambda_client(int(spec.timeout_seconds) + INVOKE_READ_MARGIN_SECONDS)
 
     def invoke(event: dict[str, Any]) -> InvokeAnswer:
-        answer = client.invoke(FunctionName=spec.function, InvocationType="RequestResponse", Payload=json.dumps(event))
+        answer = client.invoke(FunctionName=spec.function, InvocationType="RequestResponse", Payload=encoded(event))
         payload = answer["Payload"].read().decode() if answer.get("Payload") is not None else None
         return InvokeAnswer(payload=payload or None, function_error=answer.get("FunctionError"))
 
