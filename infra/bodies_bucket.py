@@ -4,7 +4,8 @@ The core writes an object before the item that points at it and removes it with 
 lifecycle rule is the backstop for what a removal missed (a crash between the two, a message expired by
 DynamoDB's TTL rather than the sweep). A message item lives at most its queue's retention, then as long again in
 the DLQ (a move keeps the first expiry unless retention is longer), so objects expire one day after twice the
-longest retention a queue may have.
+longest retention a queue may have. A redrive starts a message's life again: it first copies the object onto
+itself, which restarts the object's age.
 """
 
 from __future__ import annotations

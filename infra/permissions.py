@@ -94,7 +94,9 @@ INDEX_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
 BUCKET_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "producer": ("s3:PutObject", "s3:DeleteObject"),
     "poller": ("s3:GetObject", "s3:DeleteObject"),
-    "dlq_redriver": ("s3:GetObject",),
+    # A redrive copies each offloaded body onto itself (read and write of the object), so that it outlives the
+    # message's new life.
+    "dlq_redriver": ("s3:GetObject", "s3:PutObject"),
     "visibility_sweeper": ("s3:DeleteObject",),
     # Push delivery receives and deletes through the core, as the poller does.
     "dispatcher": ("s3:GetObject", "s3:DeleteObject"),

@@ -75,8 +75,8 @@ def _register_idle(client: Any, core: QueueClient, queue: str, count: int) -> No
 def reads_by_registered(client: Any, meter: Meter, registered: tuple[int, ...]) -> list[dict[str, Any]]:
     """Items read and calls per delivered message of queue-wide receive(10), 10 clients active of `registered`.
     The clock stands still: the markers are read again when used up, never because moto, slower with every item
-    in its table, made half a second pass (on DynamoDB that re-read adds the ready clients' markers once per half
-    second, whatever the number of registered clients)."""
+    in its table, made `REFRESH_SECONDS` (0.1 s) pass (on DynamoDB that re-read adds the ready clients' markers once per
+    0.1 s, whatever the number of registered clients)."""
     rows = []
     for count in registered:
         core = QueueClient(TABLE, dynamodb=client, clock=_Clock())

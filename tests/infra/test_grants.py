@@ -33,6 +33,9 @@ class GrantsStack(cdk.Stack):
             "admin": lambda role: self.queue.grant_admin(role),
             "invoker": lambda role: self.queue.grant_invoke_poller(role),
             "library": lambda role: self.queue.grant_library_access(role, queue="orders", client="tenant-a"),
+            "sqs_tenant": lambda role: self.queue.grant_sqs(role, client="tenant-a"),
+            "sqs_default": lambda role: self.queue.grant_sqs(role, client="default"),
+            "sqs_all": lambda role: self.queue.grant_sqs(role),
         }
         for name, grant in grants.items():
             role = iam.Role(self, name, assumed_by=iam.AccountRootPrincipal())
@@ -270,3 +273,12 @@ def test_grants_refuse_names_that_could_widen_them(
         stack.queue.grant_send(role, queue=queue, client=client)
     with pytest.raises(ValueError, match="must be"):
         stack.queue.grant_library_access(role, queue=queue, client=client)
+
+
+def test_an_sqs_grant_reaches_its_clients_endpoint_and_only_default_or_all_reach_the_root(
+    grants: tuple[GrantsStack, dict[str, Any]],
+) -> None:
+    """The root endpoint creates, changes and deletes queues for every client: a tenant's grant never reaches it."""
+    assert _invoke_paths(grants, "sqs_tenant") == {"POST /sqs/tenant-a"}
+    assert _invoke_paths(grants, "sqs_default") == {"POST /sqs/default", "POST /"}
+    assert _invoke_paths(grants, "sqs_all") == {"POST /sqs/*", "POST /"}

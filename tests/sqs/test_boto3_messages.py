@@ -276,3 +276,39 @@ def test_binary_digest_uses_raw_bytes(sqs: Any) -> None:
     [message] = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["raw"])["Messages"]
     assert message["MessageAttributes"]["raw"]["BinaryValue"] == raw
     assert base64.b64encode(raw)  # botocore decoded the base64 blob into the raw bytes compared above
+
+
+def test_system_attributes_and_counts_say_who_sent_when_and_what_waits(sqs: Any) -> None:
+    url = sqs.create_queue(QueueName="system-attributes")["QueueUrl"]
+    before = int(time.time() * 1000)
+    sqs.send_message(QueueUrl=url, MessageBody="now")
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=600)
+    counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (
+        counts["ApproximateNumberOfMessages"],
+        counts["ApproximateNumberOfMessagesNotVisible"],
+        counts["ApproximateNumberOfMessagesDelayed"],
+    ) == ("1", "0", "1")
+    # ReceiveRequestAttemptId is accepted (SQS uses it on FIFO queues only) and does not change the answer.
+    [first] = sqs.receive_message(
+        QueueUrl=url, MessageSystemAttributeNames=["All"], ReceiveRequestAttemptId="attempt-1", VisibilityTimeout=0
+    )["Messages"]
+    received = int(time.time() * 1000)
+    attributes = first["Attributes"]
+    assert attributes["SenderId"] == url.split("/")[-2] == "000000000000"
+    assert before <= int(attributes["SentTimestamp"]) <= received
+    assert int(attributes["SentTimestamp"]) <= int(attributes["ApproximateFirstReceiveTimestamp"]) <= received
+    assert attributes["ApproximateReceiveCount"] == "1"
+    [second] = sqs.receive_message(QueueUrl=url, AttributeNames=["ApproximateFirstReceiveTimestamp", "SenderId"])[
+        "Messages"
+    ]
+    # The first receive's time stays; only the names asked for are answered.
+    assert second["Attributes"] == {
+        "ApproximateFirstReceiveTimestamp": attributes["ApproximateFirstReceiveTimestamp"],
+        "SenderId": "000000000000",
+    }
+    counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (counts["ApproximateNumberOfMessages"], counts["ApproximateNumberOfMessagesNotVisible"]) == ("0", "1")
+    with pytest.raises(sqs.exceptions.ClientError) as refused:
+        sqs.receive_message(QueueUrl=url, ReceiveRequestAttemptId="x" * 129)
+    assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"

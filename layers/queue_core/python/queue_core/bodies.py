@@ -146,6 +146,16 @@ class Bodies:
         text = _inflate(data) if item[OFFLOADED].get("z") else data.decode("utf-8")
         return {**item, BODY: text}
 
+    def renew(self, items: Iterable[Item], now_ms: int) -> None:
+        """Before a redrive: the objects of the items start a new life, as their messages do. The bucket's
+        lifecycle rule counts an object's age from when it was written, and covers one life in the queue and one
+        in its DLQ; a redriven message begins another, which its object must outlive. An object already gone
+        stays gone (the message's receive says so, and moves it to the DLQ)."""
+        for item in items:
+            location = object_of(item)
+            if location is not None:
+                self.objects.renew(*location, stamp=str(now_ms))
+
     def discard(self, items: Iterable[Item | None]) -> None:
         """Best effort: removes the objects of items that were just removed for good (deleted, cancelled, purged,
         expired). Never for an item that moved: its object moved with it."""

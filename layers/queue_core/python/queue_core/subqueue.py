@@ -375,6 +375,7 @@ class SubQueue:
                 items.append(item)
                 if limit is not None and len(items) >= limit:
                     break
+        self._ctx.bodies.renew(items, now)
         return self.engine().redrive(items, now)
 
     def move_to_dlq(self, message_id: str) -> bool:
@@ -434,6 +435,7 @@ def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_re
     if settings.fifo:
         for shard in range(settings.read_shards):
             ctx.store.delete_partition(engine.space.group_item_pk(shard))
+    ctx.store.delete_partition(engine.space.ready_pk())
     # No item of this generation can name an object any more, nor can a send add one: whatever is left under
     # its prefix (a send cut short) goes too.
     ctx.bodies.discard_prefix(engine.space.object_prefix())

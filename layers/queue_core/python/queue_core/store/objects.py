@@ -72,6 +72,25 @@ class ObjectStore:
             _raise_mapped(error)
         raise AssertionError("unreachable")
 
+    def renew(self, bucket: str, key: str, stamp: str) -> bool:
+        """Copies the object onto itself (metadata `renewed` replaced by `stamp`, as S3 requires of a copy in
+        place), so that the bucket's lifecycle rule counts its age from now. False when it is gone."""
+        try:
+            self.client.copy_object(
+                Bucket=bucket,
+                Key=key,
+                CopySource={"Bucket": bucket, "Key": key},
+                MetadataDirective="REPLACE",
+                Metadata={"renewed": stamp},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code", "") in _MISSING:
+                return False
+            _raise_mapped(error)
+        except BotoCoreError as error:
+            _raise_mapped(error)
+        return True
+
     def remove(self, objects: Iterable[tuple[str, str]]) -> int:
         """Best effort: removes (bucket, key) objects, in batches; returns how many S3 confirmed."""
         by_bucket: dict[str, list[str]] = {}
