@@ -8,7 +8,7 @@ from bench.backend import moto_backend
 from bench.baselines import HiddenUntilQueue, StatusIndexQueue
 from bench.messages import KB, body
 from bench.queues import OursQueue
-from bench.scenarios import backlog, contention, large_bodies, life_cost, transactions
+from bench.scenarios import backlog, contention, large_bodies, life_cost, push, transactions
 from bench.update_expression import apply_update
 
 
@@ -118,3 +118,12 @@ def test_contention_scenario_runs_on_tiny_sizes(backend) -> None:
     row = contention.run_one(backend, shards=2, consumers=2, messages=20)
     assert row["duplicates_held"] == 0
     assert row["delivered"] >= 10
+
+
+def test_push_scenario_runs_on_quick_sizes_and_delivers_at_the_pull_paths_cost() -> None:
+    """Counts only: the latencies are moto's wall clock, figures for docs/benchmarks.md and not for a test."""
+    figures = push.run(quick=True)
+    assert figures["push_median_ms"] > 0 and figures["pull_median_ms"] > 0
+    cost = figures["cost"]
+    assert cost["push"]["write_units"] <= cost["pull"]["write_units"] + 0.5
+    assert figures["pull_idle_calls_per_minute"] > 0

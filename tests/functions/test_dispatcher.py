@@ -100,17 +100,40 @@ def test_a_stream_insert_delivers_the_sub_queue_as_an_sqs_event(
     assert {f"dynamodb:{call}" for call in counter.calls} <= set(TABLE_ACTIONS["dispatcher"])
 
 
-def test_a_function_error_releases_the_whole_batch(core: QueueClient, lambda_api) -> None:
+def test_a_function_error_releases_the_whole_batch(
+    core: QueueClient, lambda_api, capsys: pytest.CaptureFixture[str]
+) -> None:
     stubber, _ = lambda_api
     core.create_queue("orders", max_receive_count=5)
     queue = core.queue("orders", "tenant-a")
     queue.send_batch([{"body": "a"}, {"body": "b"}])
     _answer(stubber, {"errorMessage": "Task timed out", "errorType": "Sandbox.Timedout"}, function_error="Unhandled")
+    capsys.readouterr()
 
     (report,) = invoke(dispatcher, {"action": "dispatch", "queue": "orders", "client": "tenant-a"})["dispatched"]
 
-    assert (report["delivered"], report["failed"]) == (0, 2)
+    assert (report["delivered"], report["failed"], report["released"], report["moved_to_dlq"]) == (0, 2, 2, 0)
     assert queue.stats().in_flight == 0
+    output = capsys.readouterr().out
+    assert metric_values(output, "PushReleased") == [2] and metric_values(output, "PushMovedToDlq") == [0]
+
+
+def test_the_last_allowed_receive_failing_sends_the_batch_to_the_dlq_and_says_so(
+    core: QueueClient, lambda_api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stubber, _ = lambda_api
+    core.create_queue("orders", max_receive_count=1)
+    queue = core.queue("orders", "tenant-a")
+    queue.send_batch([{"body": "a"}, {"body": "b"}])
+    _answer(stubber, {"errorMessage": "boom", "errorType": "RuntimeError"}, function_error="Unhandled")
+    capsys.readouterr()
+
+    (report,) = invoke(dispatcher, {"action": "dispatch", "queue": "orders", "client": "tenant-a"})["dispatched"]
+
+    assert (report["failed"], report["released"], report["moved_to_dlq"]) == (2, 2, 2)
+    assert metric_values(capsys.readouterr().out, "PushMovedToDlq") == [2]
+    core.sweep()
+    assert queue.stats().dlq == 2 and queue.stats().visible == 0
 
 
 def test_an_event_for_no_consumer_does_nothing(core: QueueClient, lambda_api) -> None:

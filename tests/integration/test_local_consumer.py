@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import importlib
 import io
+import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -78,3 +83,55 @@ def test_a_consumer_that_cannot_be_imported_stops_the_start() -> None:
         LocalServer(port=0, consumers=["q/c=no_such_module_here:handler"]).start()
     with pytest.raises(local_server.LocalServerError, match="QUEUE/CLIENT"):
         LocalServer(port=0, consumers=["just-a-queue"]).start()
+
+
+def test_the_dq_local_consumer_option_pushes_to_a_function_in_the_working_directory(pushing, tmp_path: Path) -> None:
+    """`dq local --consumer` as a user types it, in a process of its own on the first server's DynamoDB."""
+    server, _ = pushing
+    (tmp_path / "probe_consumer.py").write_text(
+        "import json\n"
+        "def handler(event, context):\n"
+        "    with open('handled.jsonl', 'a') as out:\n"
+        "        for record in event['Records']:\n"
+        "            out.write(json.dumps([record['body'], context.function_name]) + '\\n')\n"
+        "    return {'batchItemFailures': []}\n"
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    repo = Path(__file__).resolve().parents[2]
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / "layers/queue_core/python"), str(repo)])}
+    command = [sys.executable, "-c", "from dq.cli import main; main()", "local", "--port", str(port)]
+    command += ["--dynamodb-endpoint", server.dynamodb_endpoint, "--table", "option-push", "--sweep-interval", "0"]
+    command += ["--consumer", "events/probe=probe_consumer:handler"]
+    process = subprocess.Popen(command, cwd=tmp_path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and f"127.0.0.1:{port}".encode() in process.stdout.readline()
+        base = f"http://127.0.0.1:{port}"
+        for method, path, body in (
+            ("PUT", "/queues/events", {}),
+            ("POST", "/queues/events/clients/probe/messages", {"messages": [{"body": "one"}, {"body": "two"}]}),
+        ):
+            request = urllib.request.Request(
+                base + path, data=json.dumps(body).encode(), method=method, headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                assert response.status in (200, 201)
+        handled = tmp_path / "handled.jsonl"
+
+        def lines() -> list[list[str]]:
+            return [json.loads(line) for line in handled.read_text().splitlines()] if handled.exists() else []
+
+        _eventually(lambda: len(lines()) >= 2)
+        assert sorted(body for body, _ in lines()) == ["one", "two"]
+        assert all(name for _, name in lines())
+        with urllib.request.urlopen(f"{base}/queues/events/clients/probe/stats", timeout=30) as response:
+            stats = json.loads(response.read())
+        assert (stats["visible"], stats["in_flight"]) == (0, 0)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
