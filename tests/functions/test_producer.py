@@ -221,12 +221,12 @@ def test_send_batch_reports_each_entry(orders: None) -> None:
     assert [(entry["index"], entry["code"]) for entry in answer.body["failed"]] == [(1, "MessageTooLarge")]
 
 
-def test_a_single_message_over_256_kib_is_a_413(orders: None) -> None:
+def test_a_single_message_over_the_body_limit_is_a_413(orders: None) -> None:
     body = {"body": "x" * (limits.MAX_BODY_BYTES + 1)}
     assert error_of(call(producer, "POST", "/queues/orders/clients/c1/messages", body)) == (413, "MessageTooLarge")
 
 
-def test_a_message_of_exactly_256_kib_is_accepted(orders: None) -> None:
+def test_a_message_exactly_at_the_body_limit_is_accepted(orders: None) -> None:
     body = {"body": "x" * limits.MAX_BODY_BYTES}
     assert call(producer, "POST", "/queues/orders/clients/c1/messages", body).status == 200
 
@@ -384,7 +384,7 @@ def test_invoke_errors_carry_the_http_status(event: object, status: int, code: s
     assert hint in answer["error"]["message"]
 
 
-def test_invoke_send_over_256_kib_is_a_413() -> None:
+def test_invoke_send_over_the_body_limit_is_a_413() -> None:
     invoke(producer, {"action": "create_queue", "queue": "orders"})
     answer = invoke(
         producer, {"action": "send", "queue": "orders", "client": "c", "body": "x" * (limits.MAX_BODY_BYTES + 1)}

@@ -10,8 +10,12 @@ import threading
 import time
 from typing import Any
 
+import boto3
 import pytest
 from moto.sqs.models import Message as MotoMessage
+
+from dq.local_server import LOCAL_BUCKET, LocalServer
+from tests.sqs.conftest import CREDENTIALS
 
 ATTRIBUTES = {
     "text": {"DataType": "String", "StringValue": "héllo"},
@@ -312,3 +316,35 @@ def test_system_attributes_and_counts_say_who_sent_when_and_what_waits(sqs: Any)
     with pytest.raises(sqs.exceptions.ClientError) as refused:
         sqs.receive_message(QueueUrl=url, ReceiveRequestAttemptId="x" * 129)
     assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"
+
+
+def test_large_bodies_offloaded_to_the_bucket_and_extended_client_pointers_come_back_as_sent(
+    sqs: Any, server: LocalServer
+) -> None:
+    """The local server offloads to its embedded S3: what SQS's clients see is the body they sent, its MD5 the
+    original's; a body SQS's Extended Client already offloaded passes through with its typed size attribute."""
+    url = sqs.create_queue(QueueName="large-bodies")["QueueUrl"]
+    chatty = json.dumps([{"event": "order.placed", "id": i, "note": "é✓"} for i in range(6000)])
+    noisy = base64.b64encode(hashlib.sha512(b"seed").digest() * 4000).decode()
+    pointer = json.dumps(
+        ["software.amazon.payloadoffloading.PayloadS3Pointer", {"s3BucketName": "theirs", "s3Key": "k/1"}]
+    )
+    size = {"ExtendedPayloadSize": {"DataType": "Number", "StringValue": "2000000"}}
+    sent = {
+        body: sqs.send_message(
+            QueueUrl=url, MessageBody=body, **({"MessageAttributes": size} if body == pointer else {})
+        )
+        for body in (chatty, noisy, pointer)
+    }
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])["Messages"]
+    assert sorted(message["Body"] for message in got) == sorted(sent)
+    for message in got:
+        assert message["MD5OfBody"] == hashlib.md5(message["Body"].encode()).hexdigest()
+        assert message["MD5OfBody"] == sent[message["Body"]]["MD5OfMessageBody"]
+    [extended] = [message for message in got if message["Body"] == pointer]
+    assert extended["MessageAttributes"] == size
+    assert len(chatty.encode()) > 300 * 1024 and len(noisy) > 300 * 1024
+    s3 = boto3.client("s3", endpoint_url=server.dynamodb_endpoint, **CREDENTIALS)
+    stored = s3.list_objects_v2(Bucket=LOCAL_BUCKET, Prefix="large-bodies/").get("KeyCount", 0)
+    # The chatty body compresses into its item; the incompressible one is offloaded; the pointer is an item's body.
+    assert stored == 1
