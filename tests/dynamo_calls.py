@@ -12,18 +12,27 @@ class CallCounter:
     calls: Counter = field(default_factory=Counter)
     items_read: int = 0
     condition_failures: int = 0
+    # The string values of each query's key condition (its partition and sort key bounds), in order.
+    queries: list[list[str]] = field(default_factory=list)
 
     def attach(self, client: Any) -> CallCounter:
         client.meta.events.register("after-call.dynamodb", self._after_call)
+        client.meta.events.register("provide-client-params.dynamodb.Query", self._query)
         return self
 
     def detach(self, client: Any) -> None:
         client.meta.events.unregister("after-call.dynamodb", self._after_call)
+        client.meta.events.unregister("provide-client-params.dynamodb.Query", self._query)
 
     def reset(self) -> None:
         self.calls.clear()
         self.items_read = 0
         self.condition_failures = 0
+        self.queries.clear()
+
+    def _query(self, params: dict[str, Any], **_: Any) -> None:
+        values = params.get("ExpressionAttributeValues", {})
+        self.queries.append([value["S"] for value in values.values() if isinstance(value, dict) and "S" in value])
 
     def _after_call(self, http_response: Any, parsed: dict, model: Any, **_: Any) -> None:
         self.calls[model.name] += 1

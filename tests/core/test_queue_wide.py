@@ -221,6 +221,8 @@ def test_idle_clients_cost_nothing_and_reads_stay_under_two_per_delivered(client
     assert len(got) == 50
     assert counter.items_read <= 2 * len(got)
     assert not any(message.client.startswith("idle") for message in got)
+    # No query named an idle client's partition (message, group or marker keys all carry the client).
+    assert counter.queries and not any("#idle-" in value for query in counter.queries for value in query)
 
 
 def test_messages_of_a_crashed_queue_wide_consumer_come_back_when_their_claim_expires(
@@ -321,3 +323,23 @@ def test_a_send_committed_by_the_callers_own_transact_write_items_is_found_queue
     assert fifo_wide.receive(max_messages=10) == []
     client.sweep()
     assert [m.body for m in fifo_wide.receive(max_messages=10)] == ["in order"]
+
+
+def test_a_receive_reads_no_lower_priority_than_it_needs(client: QueueClient, counter, clock) -> None:
+    client.create_queue("bands", visibility_timeout=600)
+    sub = client.queue("bands", "p")
+    for i in range(3):
+        sub.send(f"low{i}")
+        sub.send(f"high{i}", priority=9)
+    for receiver in (
+        lambda: QueueClient(client.table_name, dynamodb=client.dynamodb, clock=clock).queue("bands", "p"),
+        lambda: QueueClient(client.table_name, dynamodb=client.dynamodb, clock=clock).queue_wide("bands"),
+    ):
+        fresh = receiver()  # a process of its own: it learns the client's priorities from the markers
+        counter.reset()
+        got = fresh.receive(max_messages=3)
+        assert [message.body for message in got] == ["high0", "high1", "high2"]
+        message_queries = [query[1:] for query in counter.queries if query[0].startswith("M#bands#p#")]
+        assert message_queries and all(bound.startswith("P9#") for query in message_queries for bound in query)
+        for message in got:
+            fresh.change_visibility(message.receipt_handle, 0)

@@ -211,6 +211,21 @@ def test_send_leaves_out_the_delay_so_the_queue_delay_applies(core: QueueClient)
     assert core.queue("slow", "c1").stats().delayed == 1
 
 
+def test_delivery_beyond_the_retention_or_a_bad_priority_is_a_400_and_stores_nothing(core: QueueClient) -> None:
+    call(producer, "PUT", "/queues/later", {"retention_seconds": 86400})
+    path = "/queues/later/clients/c1/messages"
+    for refused in (
+        {"body": "x", "delay_seconds": 86401},
+        {"body": "x", "deliver_at": "2999-01-01T00:00:00Z"},
+        {"body": "x", "deliver_at": "tomorrow"},
+        {"body": "x", "priority": 10},
+    ):
+        assert error_of(call(producer, "POST", path, refused)) == (400, "ValidationError"), refused
+    assert core.queue("later", "c1").stats().to_dict() == core.queue("later", "nobody").stats().to_dict()
+    assert call(producer, "POST", path, {"body": "in a day", "delay_seconds": 86400, "priority": 9}).status == 200
+    assert core.queue("later", "c1").stats().delayed == 1
+
+
 def test_send_batch_reports_each_entry(orders: None) -> None:
     too_big = "x" * (limits.MAX_BODY_BYTES + 1)
     answer = call(
