@@ -273,6 +273,10 @@ def test_consumer_settings_follow_sqs_rules() -> None:
         ConsumerSpec(queue="q", client="c", function="f", visibility_timeout=10, timeout_seconds=30)
     with pytest.raises(ValidationError, match="max_batching_window"):
         ConsumerSpec(queue="q", client="c", function="f", batch_size=100)
+    for fifo in ({"batch_size": 11, "max_batching_window_seconds": 1}, {"max_batching_window_seconds": 1}):
+        with pytest.raises(ValidationError, match="FIFO queue's consumer"):
+            ConsumerSpec(queue="q.fifo", client="c", function="f", **fifo)
+    assert ConsumerSpec(queue="q", client="c", function="f", batch_size=11, max_batching_window_seconds=1)
 
 
 def test_stream_records_name_their_sub_queue() -> None:

@@ -86,6 +86,13 @@ def consumer_problems(spec: ConsumerSpec) -> list[str]:
         )
     if not 0 <= spec.max_batching_window_seconds <= MAX_BATCHING_WINDOW_SECONDS:
         problems.append(f"max_batching_window must be 0-{MAX_BATCHING_WINDOW_SECONDS} s")
+    if spec.queue.endswith(".fifo") and (
+        spec.batch_size > MAX_BATCH_SIZE_WITHOUT_WINDOW or spec.max_batching_window_seconds
+    ):
+        problems.append(
+            f"a FIFO queue's consumer takes batches of at most {MAX_BATCH_SIZE_WITHOUT_WINDOW} and no batching "
+            "window (as SQS's): a batch holds its groups until the whole batch is settled"
+        )
     if not 1 <= spec.max_concurrency <= MAX_CONCURRENCY:
         problems.append(f"max_concurrency must be 1-{MAX_CONCURRENCY}")
     if not 0 < spec.visibility_timeout <= limits.MAX_VISIBILITY_SECONDS:
@@ -190,18 +197,23 @@ class Dispatcher:
         return remaining >= self.spec.timeout_seconds + self.spec.max_batching_window_seconds + SETTLE_MARGIN_SECONDS
 
     def _gather(self, remaining_seconds: Callable[[], float]) -> list[ReceivedMessage]:
-        """Up to `batch_size` messages; with a batching window, waits up to the window for a full batch."""
+        """Up to `batch_size` messages; with a batching window, waits up to the window for a full batch. A FIFO
+        queue (also one whose name does not say so, which the construct could not check) takes SQS's FIFO
+        limits: 10 at most, no window."""
         spec = self.spec
-        window_ends = time.monotonic() + spec.max_batching_window_seconds
+        fifo = self.sub_queue.settings.fifo
+        size = min(spec.batch_size, MAX_BATCH_SIZE_WITHOUT_WINDOW) if fifo else spec.batch_size
+        window = 0 if fifo else spec.max_batching_window_seconds
+        window_ends = time.monotonic() + window
         batch: list[ReceivedMessage] = []
-        while len(batch) < spec.batch_size:
-            want = min(limits.MAX_RECEIVE, spec.batch_size - len(batch))
+        while len(batch) < size:
+            want = min(limits.MAX_RECEIVE, size - len(batch))
             got = self.sub_queue.receive(max_messages=want, visibility_timeout=spec.visibility_timeout)
             batch += got
             if got:
                 continue
             left = window_ends - time.monotonic()
-            if left <= 0 or (not batch and spec.max_batching_window_seconds == 0):
+            if left <= 0 or (not batch and window == 0):
                 break
             self._sleep(min(left, 0.2))
         return batch
