@@ -81,6 +81,10 @@ GATEWAY_ERRORS: Final = (
     (apigateway.ResponseType.DEFAULT_4_XX, None, "$context.error.responseType"),
     (apigateway.ResponseType.DEFAULT_5_XX, None, "InternalError"),
 )
+# API Gateway's own refusals answer every route alike, the SQS protocol's too. Their body keeps the API's error
+# shape; a throttle also carries SQS's query-error header, from which botocore takes the error code
+# (`RequestThrottled`, which SDKs retry as a throttle), as it does from the SQS function's own throttles.
+GATEWAY_QUERY_ERRORS: Final = {"THROTTLED": "RequestThrottled;Sender"}
 
 # One JSON object per request, every value quoted: API Gateway writes "-" for a missing number.
 ACCESS_LOG_FIELDS: Final = {
@@ -144,6 +148,11 @@ def build_api(
             type=response_type,
             status_code=status,
             templates={"application/json": _ERROR_TEMPLATE % code},
+            response_headers=(
+                {"x-amzn-query-error": f"'{GATEWAY_QUERY_ERRORS[response_type.response_type]}'"}
+                if response_type.response_type in GATEWAY_QUERY_ERRORS
+                else None
+            ),
         )
     validators = {
         True: api.add_request_validator(

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from botocore.parsers import create_parser
 from queue_api.operations import ROUTES
 from sqs_api import routes as sqs_routes
 
@@ -187,6 +188,20 @@ def test_gateway_errors_keep_the_api_error_shape(
 
     assert response.get("StatusCode") == status
     assert json.loads(rendered) == {"error": {"code": code, "message": "a message"}}
+
+
+def test_a_gateway_throttle_reads_as_sqs_request_throttled_to_botocore(synthesized: Synthesized) -> None:
+    """The stage's own throttle reaches SQS clients too: botocore takes the code from the query-error header."""
+    (response,) = [
+        resource["Properties"]
+        for resource in synthesized.of_type("AWS::ApiGateway::GatewayResponse").values()
+        if resource["Properties"]["ResponseType"] == "THROTTLED"
+    ]
+    header = response["ResponseParameters"]["gatewayresponse.header.x-amzn-query-error"]
+    assert header == "'RequestThrottled;Sender'"
+    body = response["ResponseTemplates"]["application/json"].replace("$context.error.messageString", '"slow down"')
+    answer = {"status_code": 429, "headers": {"x-amzn-query-error": header.strip("'")}, "body": body.encode()}
+    assert create_parser("json").parse(answer, None)["Error"]["Code"] == "RequestThrottled"
 
 
 def test_api_gateway_logging_role_survives_stack_deletion(synthesized: Synthesized) -> None:
