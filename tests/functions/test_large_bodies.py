@@ -8,13 +8,13 @@ import boto3
 import pytest
 from queue_api.core_client import queue_client, reset_queue_client
 from queue_api.payloads import API_GATEWAY_PAYLOAD_BYTES, LAMBDA_SYNC_PAYLOAD_BYTES
-from queue_core import QueueClient, limits
+from queue_core import MessageTooLarge, QueueClient, limits
 
 from bench.messages import random_bytes
 from functions.poller import handler as poller
 from functions.producer import handler as producer
 from functions.sqs import handler as sqs_function
-from tests.events import api_event
+from tests.events import FakeLambdaContext, api_event
 from tests.functions.conftest import call, invoke
 
 BUCKET = "handler-bodies"
@@ -44,6 +44,27 @@ def test_the_largest_body_goes_through_http_and_invoke_both_ways(core: QueueClie
     assert [message["body"] for message in answer.body["messages"]] == [body]
     received = invoke(poller, {"action": "receive", "queue": "big", "client": "c1", "max_messages": 10})
     assert [message["body"] for message in received["messages"]] == [body]
+
+
+def test_the_worst_escaping_body_with_attributes_as_bad_fits_one_lambda_answer_and_worse_is_a_413(
+    core: QueueClient,
+) -> None:
+    """Control characters escape to 7 bytes each in an answer through API Gateway. The most of them a body may
+    hold, with the most attributes of them, comes back within Lambda's 6 MB on both paths; one more is refused."""
+    sub_queue = core.queue("big", "c1")
+    worst = "\x01" * ((limits.MAX_ANSWERED_BODY_BYTES - 2) // 7 - 2)
+    with pytest.raises(MessageTooLarge, match="control characters"):
+        sub_queue.send(worst + "\x01" * 2)
+    assert sub_queue.stats().visible == 0
+    attributes = {f"a{i}": "\x01" * 6500 for i in range(10)}
+    sub_queue.send(worst, attributes=attributes)
+    proxied = poller.lambda_handler(api_event("POST", f"{BASE}/receive", {"max_messages": 10}), FakeLambdaContext())
+    assert len(json.dumps(proxied)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    [message] = json.loads(proxied["body"])["messages"]
+    assert message["body"] == worst and message["attributes"] == attributes
+    sub_queue.change_visibility(message["receipt_handle"], 0)
+    invoked = poller.lambda_handler({"action": "receive", "queue": "big", "client": "c1"}, FakeLambdaContext())
+    assert len(json.dumps(invoked)) < LAMBDA_SYNC_PAYLOAD_BYTES and invoked["messages"][0]["body"] == worst
 
 
 def test_a_receive_answers_only_what_lambda_can_return_and_gives_the_rest_back(core: QueueClient) -> None:

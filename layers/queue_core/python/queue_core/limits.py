@@ -8,6 +8,12 @@ from typing import Final
 # library (a body past what an item holds goes to S3), API Gateway (10 MB), a synchronous Lambda invoke (6 MB each
 # way; a receive answers what fits, see `queue_api.payloads`). An asynchronous invoke takes 1 MB in all.
 MAX_BODY_BYTES: Final = 1024 * 1024
+# ... as long as its JSON carries it: an answer through API Gateway holds a body's JSON escaped twice, up to 7
+# bytes a character for control characters (U+0000-U+001F but tab, line feed, carriage return, backspace and form
+# feed). A body whose twice-escaped JSON passes this is refused, so that one message with its largest attributes
+# (64 KiB, escaped as badly) still fits a 6 MB Lambda answer. No other text comes near: 1 MiB of any other
+# characters escapes to at most 4.2 MB (backslashes), and SQS's protocol refuses control characters outright.
+MAX_ANSWERED_BODY_BYTES: Final = 5_000_000
 # A queue's `max_message_bytes` (SQS's MaximumMessageSize) lies in this range; its default is MAX_BODY_BYTES.
 MIN_MESSAGE_BYTES: Final = 1024
 MAX_ATTRIBUTES: Final = 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import binascii
+import json
 import re
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -60,7 +61,21 @@ def body(value: Any, max_bytes: int = limits.MAX_BODY_BYTES) -> str:
     size = len(value.encode("utf-8", errors="strict")) if value.isascii() else _utf8_size(value)
     if size > max_bytes:
         raise MessageTooLarge(f"body is {size} bytes; the queue's max_message_bytes allows at most {max_bytes}")
+    if size * _WORST_ESCAPE + _QUOTES > limits.MAX_ANSWERED_BODY_BYTES:
+        answered = len(json.dumps(json.dumps(value)))
+        if answered > limits.MAX_ANSWERED_BODY_BYTES:
+            raise MessageTooLarge(
+                f"body escapes to {answered} bytes of JSON in an answer through API Gateway, more than "
+                f"{limits.MAX_ANSWERED_BODY_BYTES} (Lambda answers at most 6 MB): it is mostly control characters; "
+                "send it encoded (base64), or shorter"
+            )
     return value
+
+
+# The most bytes one character of a body takes in twice-escaped JSON (a control character, written \\u0001 in the
+# answer), and the two levels of quotes around the body.
+_WORST_ESCAPE = 7
+_QUOTES = 6
 
 
 def _utf8_size(value: str) -> int:
