@@ -247,7 +247,8 @@ def _is_utf8(data: bytes) -> bool:
 # Amazon SQS's protocol at `POST /` and `POST /sqs/{client}`: generated and hand-written hostile requests.
 
 SQS_QUEUE_URL = "/000000000000/fuzz"
-SQS_EXAMPLES_PER_ACTION = 8
+# Generated requests go to the root endpoint and to a client's (where the root's queue URLs are foreign).
+SQS_PATHS = ("/", "/sqs/tenant-f")
 # Pinned to the existing queue, these would delete or empty it, or make its receives wait, for later requests.
 SQS_NOT_PINNED = frozenset({"DeleteQueue", "PurgeQueue", "SetQueueAttributes"})
 
@@ -307,11 +308,11 @@ def test_generated_sqs_requests_get_sqs_errors_below_500_and_refusals_write_noth
             body = st.one_of(body, body.map(lambda params: {**params, "QueueUrl": server.url + SQS_QUEUE_URL}))
 
         @FUZZ_SETTINGS
-        @given(params=body, action=st.just(action))
-        def send(params: dict[str, Any], action: str) -> None:
+        @given(params=body, action=st.just(action), path=st.sampled_from(SQS_PATHS))
+        def send(params: dict[str, Any], action: str, path: str) -> None:
             if action == "ReceiveMessage" or isinstance(params.get("WaitTimeSeconds"), int):
                 params["WaitTimeSeconds"] = 0
-            status, headers, answer = sqs_call(server, f"AmazonSQS.{action}", json.dumps(params).encode())
+            status, headers, answer = sqs_call(server, f"AmazonSQS.{action}", json.dumps(params).encode(), path)
             statuses[(action, status)] += 1
             problem = sqs_error_problem(status, headers, answer)
             after = snapshot()
