@@ -4,8 +4,8 @@ The core writes an object before the item that points at it and removes it with 
 lifecycle rule is the backstop for what a removal missed (a crash between the two, a message expired by
 DynamoDB's TTL rather than the sweep). A message item lives at most its queue's retention, then as long again in
 the DLQ (a move keeps the first expiry unless retention is longer), so objects expire one day after twice the
-longest retention a queue may have. A redrive starts a message's life again: it first copies the object onto
-itself, which restarts the object's age.
+longest retention a queue may have. A redrive starts a message's life again: it first copies an object that might
+not outlive it onto itself, which restarts the object's age.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from queue_core import limits
 from infra.compliance import acknowledge
 from infra.props import DynamoQueueProps
 
-DAY_SECONDS: Final = 86_400
 # Retention in the queue, then in the DLQ, and a day's margin for the sweep and clocks.
-BODY_EXPIRY_DAYS: Final = math.ceil(2 * limits.MAX_RETENTION_SECONDS / DAY_SECONDS) + 1
+BODY_EXPIRY_DAYS: Final = math.ceil(limits.OBJECT_LIFETIME_SECONDS / limits.DAY_SECONDS)
 
 
 def build_bodies_bucket(scope: Construct, props: DynamoQueueProps) -> s3.Bucket:

@@ -146,14 +146,19 @@ class Bodies:
         text = _inflate(data) if item[OFFLOADED].get("z") else data.decode("utf-8")
         return {**item, BODY: text}
 
-    def renew(self, items: Iterable[Item], now_ms: int) -> None:
-        """Before a redrive: the objects of the items start a new life, as their messages do. The bucket's
-        lifecycle rule counts an object's age from when it was written, and covers one life in the queue and one
-        in its DLQ; a redriven message begins another, which its object must outlive. An object already gone
-        stays gone (the message's receive says so, and moves it to the DLQ)."""
+    def renew(self, items: Iterable[Item], now_ms: int, retention_seconds: int) -> None:
+        """Before a redrive: the objects that might not outlive their message's new life start one too. The
+        bucket's lifecycle rule removes an object `limits.OBJECT_LIFETIME_SECONDS` after its last write, and a
+        redriven message may live `retention_seconds` in its queue and as long again in the DLQ. An object is
+        written at its message's send or a later renewal, never before `sent_at`: one that outlives the new life
+        counted from `sent_at` is left as it is (with the default retention, every one does). The others are
+        copied onto themselves, which restarts their age. An object already gone stays gone (the receive says
+        so)."""
+        needed_until = now_ms + (2 * retention_seconds + limits.DAY_SECONDS) * 1000
         for item in items:
             location = object_of(item)
-            if location is not None:
+            expires = int(item.get("sent_at", 0)) + limits.OBJECT_LIFETIME_SECONDS * 1000
+            if location is not None and expires < needed_until:
                 self.objects.renew(*location, stamp=str(now_ms))
 
     def discard(self, items: Iterable[Item | None]) -> None:

@@ -56,6 +56,10 @@ MAX_SHARD_LAYOUTS: Final = 16
 MAX_RECEIVE_COUNT: Final = 1000
 MIN_RETENTION_SECONDS: Final = 60
 MAX_RETENTION_SECONDS: Final = 1_209_600
+# How long the bucket of offloaded bodies keeps an object after its last write (its lifecycle rule): a message's
+# longest life in its queue, then as long again in the DLQ, and a day's margin for the sweep and clocks.
+DAY_SECONDS: Final = 86_400
+OBJECT_LIFETIME_SECONDS: Final = 2 * MAX_RETENTION_SECONDS + DAY_SECONDS
 MAX_DEDUP_WINDOW_SECONDS: Final = 86_400
 MAX_PEEK: Final = 100
 # Queue tags, as SQS allows them.

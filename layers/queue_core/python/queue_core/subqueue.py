@@ -375,7 +375,7 @@ class SubQueue:
                 items.append(item)
                 if limit is not None and len(items) >= limit:
                     break
-        self._ctx.bodies.renew(items, now)
+        self._ctx.bodies.renew(items, now, self.settings.retention_seconds)
         return self.engine().redrive(items, now)
 
     def move_to_dlq(self, message_id: str) -> bool:
