@@ -8,6 +8,8 @@ import threading
 import time
 
 import pytest
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.parser.models import SqsModel
 from queue_core import QueueClient, ValidationError
 from queue_core.attribute_digest import md5_of_attributes
@@ -233,13 +235,23 @@ def test_never_more_dispatchers_in_flight_than_max_concurrency(client: QueueClie
     queue.send_batch([{"body": f"n{i}"} for i in range(20)])
     running, most, lock = [0], [0], threading.Lock()
 
-    def consumer(event: dict, context) -> None:
+    def slow_record(record: SQSRecord) -> None:
+        time.sleep(0.025)
+
+    def consumer(event: dict, context) -> dict:
+        """A Powertools consumer as its documentation writes one (a processor per invocation, as each Lambda
+        environment has its own), that counts how many run at once."""
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
-        time.sleep(0.05)
-        with lock:
-            running[0] -= 1
+        try:
+            processor = BatchProcessor(event_type=EventType.SQS)
+            return process_partial_response(
+                event=event, record_handler=slow_record, processor=processor, context=context
+            )
+        finally:
+            with lock:
+                running[0] -= 1
 
     reports = []
     threads = [
