@@ -142,6 +142,17 @@ def test_a_lost_answer_on_a_batch_send_never_resets_a_message_a_consumer_took_me
     assert jobs.stats().visible + jobs.stats().in_flight == 0
 
 
+def test_a_lost_answer_on_a_batch_of_deletes_finishes_the_purge(client: QueueClient, dynamodb) -> None:
+    """A batch of deletes only (a purge) whose answers were lost until the SDK gave up: its deletes are sent again
+    one by one; there is no put to look for (a read of no keys is refused by DynamoDB, and was an internal error)."""
+    client.create_queue("purged")
+    jobs = client.queue("purged", "c")
+    jobs.send_batch([{"body": f"m{i}"} for i in range(5)])
+    with attached(dynamodb, LostAnswer("BatchWriteItem", times=20)) as lost:
+        assert jobs.purge() == 5
+    assert lost.lost >= 2 and jobs.receive(max_messages=10) == [] and jobs.stats().visible == 0
+
+
 def test_a_late_mark_after_a_stall_never_takes_a_message_from_the_groups_next_holder(
     client: QueueClient, clock: FakeClock, dynamodb
 ) -> None:

@@ -204,9 +204,11 @@ class Store:
 
     # Many items.
     def batch_get(self, keys: list[dict[str, str]]) -> list[Item]:
-        """Each distinct key once: DynamoDB refuses a batch that names one item twice."""
+        """Each distinct key once: DynamoDB refuses a batch that names one item twice, or none."""
         found: list[Item] = []
         distinct = list({(key["pk"], key["sk"]): key for key in keys}.values())
+        if not distinct:
+            return found
         pending: dict[str, Any] = {self.table: {"Keys": [serialize(k) for k in distinct], "ConsistentRead": True}}
         for attempt in range(_BATCH_RETRIES):
             answer = self._call("batch_get_item", RequestItems=pending)
