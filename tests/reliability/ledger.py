@@ -1,5 +1,5 @@
 """The consumers' side of the truth: who held which message when, on the fake clock, and in what order FIFO
-messages were first delivered.
+messages were first claimed.
 
 A holder's claim is valid from the moment the core read the clock for it (somewhere between the clock readings
 taken just before and just after the receive call) until the message's visibility ran out or the holder gave it
@@ -7,6 +7,13 @@ back. Each bound is kept on the side that can only hide a violation, never inven
 lie in `[claimed_lo, claimed_hi]`, and `ends_lo` is never later than the true end (a release or a delete lowers it
 before the call is made; an extension raises it only after it succeeded). Two holds *certainly* overlapped when
 each one's claim came before the other's end: `a.claimed_hi < b.ends_lo and b.claimed_hi < a.ends_lo`.
+
+FIFO order is judged the same way, by claims, not by the order receives returned: a message first delivered
+after a later one of its group is a violation when its claim certainly came after the later one's. A receive may
+return after its own claim ran out (it stalled on faults and retries while the clock moved on); meanwhile the next
+claim of the group may rightly have moved the message to the DLQ (its receive limit reached) and delivered the
+one behind it. That consumer then holds an expired claim, as one that took longer than its visibility timeout to
+process does, and no queue can keep that from overlapping with the next message.
 """
 
 from __future__ import annotations
@@ -79,7 +86,8 @@ class Ledger:
         self._lock = threading.Lock()
         self.holds: dict[tuple[str, str], list[Hold]] = defaultdict(list)
         self.group_locks: dict[tuple[str, str], list[Lock]] = defaultdict(list)
-        self.first_deliveries: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        # Per FIFO group: (sequence, body, latest time its claim was made) of each message's first delivery.
+        self.first_deliveries: dict[tuple[str, str], list[tuple[str, str, int]]] = defaultdict(list)
         self.violations: list[str] = []
         self.deliveries = 0
 
@@ -112,7 +120,7 @@ class Ledger:
                 lock.holds.append(hold)
                 self._check_message(hold)
                 if message.group_id is not None:
-                    self._check_first_delivery(sub_queue, message)
+                    self._check_first_delivery(sub_queue, message, lock)
                 self.holds[(sub_queue, message.message_id)].append(hold)
                 made.append(hold)
             self.deliveries += len(made)
@@ -155,17 +163,19 @@ class Ledger:
                 )
         self.group_locks[(sub_queue, lock.group)].append(lock)
 
-    def _check_first_delivery(self, sub_queue: str, message: ReceivedMessage) -> None:
+    def _check_first_delivery(self, sub_queue: str, message: ReceivedMessage, lock: Lock) -> None:
         assert message.group_id is not None
         if self.holds.get((sub_queue, message.message_id)):
             return
         order = self.first_deliveries[(sub_queue, message.group_id)]
-        if order and order[-1][0] >= message.sequence:
-            self.violations.append(
-                f"FIFO order broken in {sub_queue} group {message.group_id!r}: {message.body} (sequence "
-                f"{message.sequence}) first delivered after {order[-1][1]} (sequence {order[-1][0]})"
-            )
-        order.append((message.sequence, message.body))
+        for sequence, body, claimed_hi in order:
+            if sequence > message.sequence and claimed_hi < lock.claimed_lo:
+                self.violations.append(
+                    f"FIFO order broken in {sub_queue} group {message.group_id!r}: {message.body} (sequence "
+                    f"{message.sequence}) first claimed after {body} (sequence {sequence}) was"
+                )
+                break
+        order.append((message.sequence, message.body, lock.claimed_hi))
 
     def recheck(self) -> list[str]:
         """The overlap checks again, with every hold's final bounds (settles recorded late count now)."""

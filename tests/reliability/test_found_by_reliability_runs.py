@@ -12,6 +12,7 @@ import pytest
 from queue_core import QueueClient, ReceiptHandleStale, ReceivedMessage
 
 from tests.conftest import FakeClock
+from tests.reliability.ledger import Ledger
 
 
 @pytest.mark.parametrize("name", ["jobs", "jobs.fifo"])
@@ -192,3 +193,32 @@ def test_a_fifo_claim_that_loses_its_head_to_a_later_claim_delivers_nothing_behi
 
     assert [message.body for message in got["b"]] == ["first"]
     assert got["a"] == [], f"delivered behind a message another consumer holds: {[m.body for m in got['a']]}"
+
+
+def test_fifo_order_is_judged_by_claims_not_by_the_order_receives_returned(client: QueueClient) -> None:
+    """Found by the stress run with faults: a FIFO receive stalled (faults, retries) past its own claim; the next
+    claim found the group's head at its receive limit, moved it to the DLQ and delivered the message behind it;
+    then the stalled receive returned the head. The claims were in order (the late receive's consumer holds an
+    expired claim, as a consumer slower than its visibility timeout does), so that is no violation; a claim that
+    certainly came after a later message's is one."""
+    client.create_queue("order.fifo")
+    jobs = client.queue("order.fifo", "c")
+    jobs.send("first", group_id="g")
+    jobs.send("second", group_id="g")
+    [first] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    [second] = jobs.receive()
+
+    # The stalled receive's claim ran from 0 to 30 s; the next claim came at 35 s; the stalled one returned at 50 s.
+    stalled = Ledger()
+    stalled.deliver("order.fifo/c", [second], 35_000, 36_000, 30)
+    stalled.deliver("order.fifo/c", [first], 0, 50_000, 30)
+    assert stalled.violations == []
+
+    skipped = Ledger()
+    [hold] = skipped.deliver("order.fifo/c", [second], 35_000, 36_000, 30)
+    skipped.settling(hold, 37_000)
+    skipped.deliver("order.fifo/c", [first], 40_000, 41_000, 30)  # claimed after `second` certainly was
+    assert [violation.split(":")[0] for violation in skipped.violations] == [
+        "FIFO order broken in order.fifo/c group 'g'"
+    ]
