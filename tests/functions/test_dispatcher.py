@@ -100,11 +100,12 @@ def test_a_stream_insert_delivers_the_sub_queue_as_an_sqs_event(
     assert {f"dynamodb:{call}" for call in counter.calls} <= set(TABLE_ACTIONS["dispatcher"])
 
 
-def test_a_function_error_releases_the_whole_batch(
-    core: QueueClient, lambda_api, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("max_receive_count", "moved"), [(5, 0), (1, 2)])
+def test_a_function_error_releases_the_whole_batch_and_the_last_allowed_receive_sends_it_to_the_dlq(
+    core: QueueClient, lambda_api, capsys: pytest.CaptureFixture[str], max_receive_count: int, moved: int
 ) -> None:
     stubber, _ = lambda_api
-    core.create_queue("orders", max_receive_count=5)
+    core.create_queue("orders", max_receive_count=max_receive_count)
     queue = core.queue("orders", "tenant-a")
     queue.send_batch([{"body": "a"}, {"body": "b"}])
     _answer(stubber, {"errorMessage": "Task timed out", "errorType": "Sandbox.Timedout"}, function_error="Unhandled")
@@ -112,28 +113,12 @@ def test_a_function_error_releases_the_whole_batch(
 
     (report,) = invoke(dispatcher, {"action": "dispatch", "queue": "orders", "client": "tenant-a"})["dispatched"]
 
-    assert (report["delivered"], report["failed"], report["released"], report["moved_to_dlq"]) == (0, 2, 2, 0)
+    assert (report["delivered"], report["failed"], report["released"], report["moved_to_dlq"]) == (0, 2, 2, moved)
     assert queue.stats().in_flight == 0
     output = capsys.readouterr().out
-    assert metric_values(output, "PushReleased") == [2] and metric_values(output, "PushMovedToDlq") == [0]
-
-
-def test_the_last_allowed_receive_failing_sends_the_batch_to_the_dlq_and_says_so(
-    core: QueueClient, lambda_api, capsys: pytest.CaptureFixture[str]
-) -> None:
-    stubber, _ = lambda_api
-    core.create_queue("orders", max_receive_count=1)
-    queue = core.queue("orders", "tenant-a")
-    queue.send_batch([{"body": "a"}, {"body": "b"}])
-    _answer(stubber, {"errorMessage": "boom", "errorType": "RuntimeError"}, function_error="Unhandled")
-    capsys.readouterr()
-
-    (report,) = invoke(dispatcher, {"action": "dispatch", "queue": "orders", "client": "tenant-a"})["dispatched"]
-
-    assert (report["failed"], report["released"], report["moved_to_dlq"]) == (2, 2, 2)
-    assert metric_values(capsys.readouterr().out, "PushMovedToDlq") == [2]
+    assert metric_values(output, "PushReleased") == [2] and metric_values(output, "PushMovedToDlq") == [moved]
     core.sweep()
-    assert queue.stats().dlq == 2 and queue.stats().visible == 0
+    assert queue.stats().dlq == moved
 
 
 def test_an_event_for_no_consumer_does_nothing(core: QueueClient, lambda_api) -> None:

@@ -72,9 +72,9 @@ class ObjectStore:
             _raise_mapped(error)
         raise AssertionError("unreachable")
 
-    def renew(self, bucket: str, key: str, stamp: str) -> bool:
+    def renew(self, bucket: str, key: str, stamp: str) -> None:
         """Copies the object onto itself (metadata `renewed` replaced by `stamp`, as S3 requires of a copy in
-        place), so that the bucket's lifecycle rule counts its age from now. False when it is gone."""
+        place), so that the bucket's lifecycle rule counts its age from now. An object already gone stays gone."""
         try:
             self.client.copy_object(
                 Bucket=bucket,
@@ -84,12 +84,10 @@ class ObjectStore:
                 Metadata={"renewed": stamp},
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code", "") in _MISSING:
-                return False
-            _raise_mapped(error)
+            if error.response.get("Error", {}).get("Code", "") not in _MISSING:
+                _raise_mapped(error)
         except BotoCoreError as error:
             _raise_mapped(error)
-        return True
 
     def remove(self, objects: Iterable[tuple[str, str]]) -> int:
         """Best effort: removes (bucket, key) objects, in batches; returns how many S3 confirmed."""
