@@ -212,13 +212,14 @@ class Ledger:
         return certain, possible
 
     def groups_held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:
-        """How many FIFO groups are certainly / possibly locked at `now_ms`, when no call is under way."""
+        """How many FIFO groups are certainly / possibly locked at `now_ms`, when no call is under way. Every
+        claim of a group counts, not the last one recorded: locks are recorded in the order receives returned,
+        and a receive stalled past its own claim returns after the next claim's (its lock long run out)."""
         certain = possible = 0
         with self._lock:
             for (queue, _), locks in self.group_locks.items():
-                if queue == sub_queue and locks:
-                    last = locks[-1]
-                    if not all(hold.settled_lo is not None for hold in last.holds):
-                        certain += last.ends_lo > now_ms
-                        possible += last.ends_hi > now_ms
+                if queue == sub_queue:
+                    out = [lock for lock in locks if not all(hold.settled_lo is not None for hold in lock.holds)]
+                    certain += any(lock.ends_lo > now_ms for lock in out)
+                    possible += any(lock.ends_hi > now_ms for lock in out)
         return certain, possible

@@ -201,13 +201,7 @@ def test_fifo_order_is_judged_by_claims_not_by_the_order_receives_returned(clien
     then the stalled receive returned the head. The claims were in order (the late receive's consumer holds an
     expired claim, as a consumer slower than its visibility timeout does), so that is no violation; a claim that
     certainly came after a later message's is one."""
-    client.create_queue("order.fifo")
-    jobs = client.queue("order.fifo", "c")
-    jobs.send("first", group_id="g")
-    jobs.send("second", group_id="g")
-    [first] = jobs.receive()
-    jobs.delete(first.receipt_handle)
-    [second] = jobs.receive()
+    first, second = _first_then_second(client, "order.fifo")
 
     # The stalled receive's claim ran from 0 to 30 s; the next claim came at 35 s; the stalled one returned at 50 s.
     stalled = Ledger()
@@ -222,3 +216,34 @@ def test_fifo_order_is_judged_by_claims_not_by_the_order_receives_returned(clien
     assert [violation.split(":")[0] for violation in skipped.violations] == [
         "FIFO order broken in order.fifo/c group 'g'"
     ]
+
+
+def test_a_group_held_by_a_later_claim_counts_though_an_earlier_stalled_receive_returned_last(
+    client: QueueClient,
+) -> None:
+    """Found by the stress run's checkpoint: a receive stalled past its own claim returned after the next claim's
+    receive, so the group's last recorded lock was the expired one (given up: its delete found the handle stale),
+    while the later claim still held the group (its consumer crashed): the stats rightly said one in flight, the
+    ledger said none."""
+    first, second = _first_then_second(client, "held.fifo")
+
+    ledger = Ledger()
+    ledger.deliver("held.fifo/c", [second], 35_000, 36_000, 30)  # holds until 65 s, never settled
+    [late] = ledger.deliver("held.fifo/c", [first], 0, 50_000, 30)  # claimed at 0 s, returned at 50 s
+    ledger.settling(late, 51_000)  # its delete then found the handle stale
+    assert ledger.violations == []
+    assert ledger.groups_held_at("held.fifo/c", 60_000) == (1, 1)
+    assert ledger.groups_held_at("held.fifo/c", 70_000) == (0, 0)
+
+
+def _first_then_second(client: QueueClient, name: str) -> tuple[ReceivedMessage, ReceivedMessage]:
+    """Two deliveries of one group, the first deleted before the second was received: real messages and
+    handles for the ledger's cases, whose times the cases then set."""
+    client.create_queue(name)
+    jobs = client.queue(name, "c")
+    jobs.send("first", group_id="g")
+    jobs.send("second", group_id="g")
+    [first] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    [second] = jobs.receive()
+    return first, second
