@@ -8,7 +8,7 @@ CDK_STAMP := $(VENV)/.cdk-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install install-cdk local test lint format openapi bench synth deploy destroy clean
+.PHONY: install install-cdk local test stress-loop lint format openapi bench synth deploy destroy clean
 
 $(PY):
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -42,6 +42,10 @@ format: install
 
 test: lint synth
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+
+# Both stress runs side by side, RUNS times in a row, with a CPU hog on every core (docs/testing.md).
+stress-loop: install
+	bash tests/reliability/loaded_loop.sh
 
 bench: install
 	$(PY) -m bench.run

@@ -324,7 +324,7 @@ def send(
         str | None,
         typer.Option(
             "--at",
-            help="Deliver at this time: epoch seconds or ISO-8601 with a zone (up to the retention).",
+            help="Deliver at this time: epoch seconds or ISO-8601 with a zone (up to the retention less 60 s).",
             show_default=False,
         ),
     ] = None,

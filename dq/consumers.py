@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from queue_core import QueueClient
-from queue_core.push import ConsumerSpec, Dispatcher, Invoke, InvokeAnswer
+from queue_core.push import ConsumerSpec, Dispatcher, Invoke, InvokeAnswer, covering_visibility
 from queue_core.sqs_event import EventSource
 
 from .environments import LocalContext
@@ -76,7 +76,7 @@ def load(value: str, timeout_seconds: float = LOCAL_TIMEOUT_SECONDS) -> LocalCon
         queue=queue,
         client=client,
         function=f"{module_name}:{function_name}",
-        visibility_timeout=max(LOCAL_VISIBILITY_SECONDS, int(timeout_seconds) + 1),
+        visibility_timeout=max(LOCAL_VISIBILITY_SECONDS, covering_visibility(timeout_seconds, 0)),
         timeout_seconds=timeout_seconds,
         max_concurrency=1,
     )

@@ -38,7 +38,7 @@ LOCAL_BUCKET: Final = "dynamo-queue-local-bodies"
 MAX_PAYLOAD_BYTES: Final = 10 * 1024 * 1024
 DEMO_QUEUE: Final = "demo"
 DEMO_CLIENT: Final = "me"
-# The REST API's functions and the one that speaks SQS at `POST /` and `POST /sqs/{client}`.
+# The REST API's functions and the one that speaks SQS at `POST /`, `POST /sqs/{client}` and `POST /sqs-admin`.
 FUNCTIONS: Final = (*REST_FUNCTIONS, SQS_FUNCTION)
 
 
@@ -204,7 +204,8 @@ class LocalServer:
                 f"  curl -s -X PUT {self.url}/queues/{DEMO_QUEUE}",
                 f'  curl -s -X POST {sub_queue}/messages {json_header} -d \'{{"body": "hello"}}\'',
                 f"  curl -s -X POST {sub_queue}/receive {json_header} -d '{{\"wait_seconds\": 5}}'",
-                f"SQS (boto3, aws sqs, Celery): endpoint_url={self.url} (client default), {self.url}/sqs/<client>",
+                f"SQS (boto3, aws sqs, Celery): endpoint_url={self.url} (client default), {self.url}/sqs/<client>; "
+                f"create queues at {self.url}/sqs-admin",
                 "Ctrl-C stops.",
                 "",
             ]

@@ -30,7 +30,7 @@ from queue_api.dispatcher import (
 )
 from queue_core.errors import ValidationError
 from queue_core.keys import message_partition_prefixes
-from queue_core.push import SETTLE_MARGIN_SECONDS, ConsumerSpec
+from queue_core.push import SETTLE_MARGIN_SECONDS, ConsumerSpec, covering_visibility
 
 from infra.compliance import acknowledge
 from infra.functions import FunctionSpec, build_function
@@ -48,8 +48,6 @@ DISPATCHER: Final = FunctionSpec(
 )
 # Lambda's default timeout, for a function whose timeout the construct cannot read.
 LAMBDA_DEFAULT_TIMEOUT_SECONDS: Final = 3
-# A consumer's visibility timeout unless given: its function's timeout and this much for the dispatcher to settle.
-DEFAULT_VISIBILITY_MARGIN_SECONDS: Final = 30
 # A failed wake-up is not worth holding the stream for: the sweep wakes the dispatcher again within an interval.
 STREAM_RETRY_ATTEMPTS: Final = 2
 STREAM_MAX_RECORD_AGE: Final = cdk.Duration.seconds(60)
@@ -147,10 +145,12 @@ class PushConsumers(Construct):
             raise ValueError(f"{queue}/{client} already has a push consumer; a sub-queue pushes to one function")
         timeout = _timeout_seconds(function, function_timeout)
         window = max_batching_window.to_seconds() if max_batching_window is not None else 0
+        # Unless given, the shortest that covers the window, one invocation and its settling; a shorter one given
+        # is refused by `ConsumerSpec` with that rule.
         visibility = (
             int(visibility_timeout.to_seconds())
             if visibility_timeout is not None
-            else int(timeout) + DEFAULT_VISIBILITY_MARGIN_SECONDS
+            else covering_visibility(timeout, window)
         )
         room = DISPATCHER_TIMEOUT_SECONDS - SETTLE_MARGIN_SECONDS - window
         if timeout > room:

@@ -71,8 +71,8 @@ class DynamoQueue(Construct):
         function_timeout: cdk.Duration | None = None,
     ) -> PushConsumer:
         """`fn` gets `(queue, client)`'s messages as SQS events and answers `batchItemFailures`, as behind an
-        SQS event source mapping (see `infra.consumers`). `visibility_timeout` (default: the function's timeout
-        plus 30 s) may not be shorter than the function's timeout; `function_timeout` is needed only for an
+        SQS event source mapping (see `infra.consumers`). `visibility_timeout` (default: the batching window plus
+        the function's timeout plus 30 s) may not be shorter than that; `function_timeout` is needed only for an
         imported function, whose timeout the construct cannot read. `fn` is granted nothing on the table."""
         if self.push is None:
             self.push = PushConsumers(
@@ -151,14 +151,22 @@ class DynamoQueue(Construct):
 
     def grant_sqs(self, grantee: iam.IGrantable, client: str = "*") -> iam.Grant:
         """HTTP: Amazon SQS's protocol for `client`'s sub-queues (`POST /sqs/{client}`; the client `default` and
-        `*` also `POST /`). Only the root route creates, changes, tags and deletes queues (which act for all their
-        clients): a grant for one client's route uses the shared queues but cannot reconfigure or delete them."""
+        `*` also `POST /`): messages, DLQ reads and redrives, purge, and finding and describing queues. None of
+        these routes creates, changes, tags or deletes a queue (which would act for all its clients), whatever
+        the client, `default` and `*` included: that is `grant_sqs_admin`'s route alone."""
         check_name("client", client)
         stage = self.api.deployment_stage.stage_name
         arns = [self.api.arn_for_execute_api(sqs_routes.METHOD, f"/sqs/{client}", stage)]
         if client in ("*", "default"):
             arns.append(self.api.arn_for_execute_api(sqs_routes.METHOD, sqs_routes.ROOT, stage))
         return iam.Grant.add_to_principal(grantee=grantee, actions=["execute-api:Invoke"], resource_arns=arns)
+
+    def grant_sqs_admin(self, grantee: iam.IGrantable) -> iam.Grant:
+        """HTTP: Amazon SQS's queue administration (`POST /sqs-admin`): create, describe, change, tag, list and
+        delete every queue, for all of its clients. It reaches no client's messages."""
+        stage = self.api.deployment_stage.stage_name
+        arn = self.api.arn_for_execute_api(sqs_routes.METHOD, sqs_routes.ADMIN_ROUTE, stage)
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["execute-api:Invoke"], resource_arns=[arn])
 
     def grant_invoke_producer(self, grantee: iam.IGrantable) -> iam.Grant:
         return self.producer.grant_invoke(grantee)

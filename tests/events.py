@@ -31,6 +31,7 @@ RESOURCES = (
     f"{SUB_QUEUE}/stats",
     f"{SUB_QUEUE}/dlq",
     f"{SUB_QUEUE}/dlq/redrive",
+    "/sqs-admin",
 )
 
 

@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
+from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import botocore_stubber
 
 Match = Callable[[dict[str, Any]], bool]
@@ -79,3 +81,94 @@ def attached(dynamodb: Any, hook: LostAnswer | Interleave) -> Iterator[LostAnswe
         yield hook
     finally:
         dynamodb.meta.events.unregister(event, hook._before_send)
+
+
+class AnswerNeverCame:
+    """The request is applied and its answers are lost until the SDK gives up: the caller gets the timeout (the
+    SDK's retries exhausted, or a client without retries). Each of the first `times` matching calls is lost,
+    `meanwhile` running after each one is applied."""
+
+    def __init__(
+        self,
+        operation: str,
+        match: Match = lambda body: True,
+        times: int = 1,
+        meanwhile: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.operation = operation
+        self.match = match
+        self.left = times
+        self.meanwhile = meanwhile
+        self.lost = 0
+
+    def _before_call(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        body = params.get("body") or b"{}"
+        body = json.loads(body.decode() if isinstance(body, bytes) else body)
+        context["answer_never_came"] = self.left > 0 and self.match(body)
+        if context["answer_never_came"]:
+            self.left -= 1
+
+    def _after_call(self, context: dict[str, Any], **_: Any) -> None:
+        if context.pop("answer_never_came", False):
+            self.lost += 1
+            self.meanwhile()
+            raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+
+@contextmanager
+def never_answered(dynamodb: Any, hook: AnswerNeverCame) -> Iterator[AnswerNeverCame]:
+    events = dynamodb.meta.events
+    events.register(f"before-call.dynamodb.{hook.operation}", hook._before_call)
+    events.register(f"after-call.dynamodb.{hook.operation}", hook._after_call)
+    try:
+        yield hook
+    finally:
+        events.unregister(f"before-call.dynamodb.{hook.operation}", hook._before_call)
+        events.unregister(f"after-call.dynamodb.{hook.operation}", hook._after_call)
+
+
+def transaction_of_group(group: str) -> Match:
+    """Matches a FIFO send's transaction for `group` (its first action updates the group item)."""
+
+    def match(body: dict[str, Any]) -> bool:
+        items = body.get("TransactItems") or [{}]
+        return items[0].get("Update", {}).get("Key", {}).get("sk", {}).get("S") == group
+
+    return match
+
+
+class Refused:
+    """DynamoDB refuses each matching request with `code` and `message`, applying nothing, while `on` is set
+    (DynamoDB's answer to an item over its size limit, by default)."""
+
+    def __init__(
+        self,
+        operation: str,
+        match: Match = lambda body: True,
+        code: str = "ValidationException",
+        message: str = "Item size has exceeded the maximum allowed size",
+    ) -> None:
+        self.operation = operation
+        self.match = match
+        self.code = code
+        self.message = message
+        self.on = True
+        self.refused = 0
+
+    def _before_call(self, params: dict[str, Any], **_: Any) -> Any:
+        body = params.get("body") or b"{}"
+        if not self.on or not self.match(json.loads(body.decode() if isinstance(body, bytes) else body)):
+            return None
+        self.refused += 1
+        parsed = {"Error": {"Code": self.code, "Message": self.message}, "ResponseMetadata": {"HTTPStatusCode": 400}}
+        return AWSResponse("https://dynamodb.us-east-1.amazonaws.com", 400, {}, MockRawResponse(b"")), parsed
+
+
+@contextmanager
+def refused(dynamodb: Any, hook: Refused) -> Iterator[Refused]:
+    event = f"before-call.dynamodb.{hook.operation}"
+    dynamodb.meta.events.register(event, hook._before_call)
+    try:
+        yield hook
+    finally:
+        dynamodb.meta.events.unregister(event, hook._before_call)

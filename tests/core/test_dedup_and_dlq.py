@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from queue_core import MessageNotFound, QueueClient
+from queue_core import MessageNotFound, QueueClient, ValidationError
 
 from tests.conftest import FakeClock
 
@@ -177,3 +177,39 @@ def test_cancel_removes_a_dlq_message(client: QueueClient, clock: FakeClock) -> 
     assert queue.cancel(sent.message_id)
     with pytest.raises(MessageNotFound):
         queue.get(sent.message_id)
+
+
+@pytest.mark.parametrize("name", ["letters", "letters.fifo"])
+def test_a_dead_letters_handle_deletes_that_dlq_copy_only_even_within_one_millisecond(
+    client: QueueClient, clock: FakeClock, name: str
+) -> None:
+    """A standard message is dead-lettered, redriven and dead-lettered again under one DLQ key with the clock
+    standing still: only the id stamped on each DLQ copy tells the copies apart. (A FIFO group's lock needs the
+    clock to move on; its redriven message gets a new id and DLQ key.)"""
+    client.create_queue(name, max_receive_count=1)
+    queue = client.queue(name, "c")
+    fifo = name.endswith(".fifo")
+    tick = 1 if fifo else 0
+    queue.send("x", group_id="g" if fifo else None)
+    queue.receive(visibility_timeout=0)
+    clock.advance(tick)
+    assert queue.receive() == []
+    [first] = queue.dlq_read()
+    queue.redrive()
+    [held] = queue.receive(visibility_timeout=0)
+    clock.advance(tick)
+    assert queue.receive() == []
+    [second] = queue.dlq_read()
+
+    assert queue.dlq_delete(first.receipt_handle) is False
+    with pytest.raises(ValidationError):
+        queue.dlq_delete(f"dlq:{second.message.message_id}")
+    with pytest.raises(ValidationError):
+        queue.dlq_delete(held.receipt_handle)
+    with pytest.raises(ValidationError):
+        queue.delete(second.receipt_handle)
+    assert [message.body for message in queue.dlq_list()] == ["x"]
+
+    assert queue.dlq_delete(second.receipt_handle) is True
+    assert queue.dlq_delete(second.receipt_handle) is False, "a repeat of an applied delete removes nothing"
+    assert queue.dlq_list() == [] and queue.stats().dlq == 0

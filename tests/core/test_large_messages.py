@@ -135,7 +135,7 @@ def test_without_a_bucket_bodies_stay_in_the_item_and_are_still_compressed(clien
 def test_extended_client_pointers_pass_through_untouched(large: QueueClient, dynamodb, s3) -> None:
     large.create_queue("ext")
     jobs = large.queue("ext", "c")
-    pointer = f'{EXTENDED_CLIENT_POINTER},{{"s3BucketName":"their-bucket","s3Key":"{"k" * (OFFLOAD + 100)}"}}]'
+    pointer = f'{EXTENDED_CLIENT_POINTER},{{"s3BucketName":"their-bucket","s3Key":"{"k" * 1024}"}}]'
     jobs.send(pointer, attributes={"ExtendedPayloadSize": "300000"})
     [item] = stored(dynamodb)
     assert item[BODY]["S"] == pointer and objects(s3) == []

@@ -17,6 +17,7 @@ from queue_core.push import (
     MAX_PAYLOAD_BYTES,
     ConsumerSpec,
     Dispatcher,
+    DispatchReport,
     InvokeAnswer,
     item_failures,
     split_for_payload,
@@ -36,9 +37,9 @@ def _fresh_log() -> None:
     consumers.HANDLED.clear()
 
 
-def dispatcher(client: QueueClient, function=consumers.lambda_handler, **settings) -> Dispatcher:
+def dispatcher(client: QueueClient, function=consumers.lambda_handler, sleep=time.sleep, **settings) -> Dispatcher:
     spec = ConsumerSpec(**{"queue": "orders", "client": "tenant-a", "function": "consumer", **settings})
-    return Dispatcher(client, spec, in_process_invoke(function, "consumer", spec.timeout_seconds), SOURCE)
+    return Dispatcher(client, spec, in_process_invoke(function, "consumer", spec.timeout_seconds), SOURCE, sleep)
 
 
 def run(dispatch: Dispatcher):
@@ -177,13 +178,33 @@ def test_a_failed_fifo_message_releases_the_rest_of_its_group(client: QueueClien
     assert [m.body for m in queue.peek(10)] == [] and queue.stats().delayed + queue.stats().visible == 2
 
 
-def test_a_consumer_timeout_releases_its_batch(client: QueueClient) -> None:
+def test_a_timed_out_batch_comes_back_after_its_visibility_never_while_the_invocation_may_run(
+    client: QueueClient, clock
+) -> None:
     client.create_queue("orders", max_receive_count=5)
     queue = client.queue("orders", "tenant-a")
-    queue.send_batch([{"body": "slow"}, {"body": "quick"}])
-    report = run(dispatcher(client, timeout_seconds=0.3, visibility_timeout=1))
-    assert report.delivered == 0 and report.failed == 2 and report.released == 2
-    assert queue.stats().in_flight == 0
+    queue.send_batch([{"body": "stuck"}, {"body": "quick"}])
+    still_running = threading.Event()
+    received: list[tuple[str, str]] = []
+
+    def stuck(event: dict, context) -> None:
+        """Runs past its timeout: the local invoke gives up on it, the call goes on in its thread."""
+        still_running.wait(10)
+
+    def quick(event: dict, context) -> None:
+        received.extend((r["body"], r["attributes"]["ApproximateReceiveCount"]) for r in event["Records"])
+
+    try:
+        first = run(dispatcher(client, stuck, timeout_seconds=0.2, visibility_timeout=40))
+        assert (first.delivered, first.failed, first.released, first.timed_out) == (0, 2, 0, 2)
+        clock.advance(39)  # within the visibility the claim was extended to before the invocation
+        assert run(dispatcher(client, quick, timeout_seconds=0.2, visibility_timeout=40)).batches == 0
+        assert received == [] and queue.stats().in_flight == 2
+    finally:
+        still_running.set()
+    clock.advance(2)
+    again = run(dispatcher(client, quick, timeout_seconds=0.2, visibility_timeout=40))
+    assert again.delivered == 2 and sorted(received) == [("quick", "2"), ("stuck", "2")]
 
 
 @pytest.mark.parametrize(
@@ -281,14 +302,19 @@ def test_a_slot_taken_with_its_answer_lost_is_still_held(client: QueueClient, dy
 
 
 def test_consumer_settings_follow_sqs_rules() -> None:
-    with pytest.raises(ValidationError, match="shorter than the consumer's timeout"):
-        ConsumerSpec(queue="q", client="c", function="f", visibility_timeout=10, timeout_seconds=30)
+    with pytest.raises(ValidationError, match=r"visibility_timeout \(59 s\) must cover .* at least 60 s"):
+        ConsumerSpec(queue="q", client="c", function="f", visibility_timeout=59, timeout_seconds=30)
+    with pytest.raises(ValidationError, match=r"batching window \(120 s\), the consumer's timeout \(30 s\)"):
+        ConsumerSpec(queue="q", client="c", function="f", max_batching_window_seconds=120, visibility_timeout=60)
+    assert ConsumerSpec(queue="q", client="c", function="f", max_batching_window_seconds=120, visibility_timeout=180)
     with pytest.raises(ValidationError, match="max_batching_window"):
         ConsumerSpec(queue="q", client="c", function="f", batch_size=100)
     for fifo in ({"batch_size": 11, "max_batching_window_seconds": 1}, {"max_batching_window_seconds": 1}):
         with pytest.raises(ValidationError, match="FIFO queue's consumer"):
             ConsumerSpec(queue="q.fifo", client="c", function="f", **fifo)
-    assert ConsumerSpec(queue="q", client="c", function="f", batch_size=11, max_batching_window_seconds=1)
+    assert ConsumerSpec(
+        queue="q", client="c", function="f", batch_size=11, max_batching_window_seconds=1, visibility_timeout=61
+    )
 
 
 def test_stream_records_name_their_sub_queue() -> None:
@@ -297,3 +323,133 @@ def test_stream_records_name_their_sub_queue() -> None:
 
     found = woken_sub_queues([insert("M#orders#tenant-a#ab12cd34#0"), insert("G#f.fifo#t#ab12#g"), insert("Q#x")])
     assert found == [("orders", "tenant-a"), ("f.fifo", "t")]
+
+
+def _big_messages(queue, count: int) -> list[str]:
+    """Bodies of 900 KB (stored compressed): seven of them pass Lambda's 6 MB, so a batch of seven is split."""
+    return [queue.send(f"{index}" + "x" * 900_000).message_id for index in range(count)]
+
+
+def test_a_split_batch_is_delivered_once_while_a_second_dispatcher_runs_during_its_later_part(
+    client: QueueClient, clock
+) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    ids = _big_messages(queue, 7)
+    deliveries: list[str] = []
+    invocations = [0]
+    settings = {"batch_size": 7, "timeout_seconds": 30, "visibility_timeout": 60}
+    second_runs = []
+
+    def second_consumer(event: dict, context) -> None:
+        deliveries.extend(r["messageId"] for r in event["Records"])
+
+    def first_consumer(event: dict, context) -> None:
+        """Works its whole 30 s timeout; the invoke answers a second later. Meanwhile (during the second part) the
+        sweeper wakes a second dispatcher of the same consumer."""
+        deliveries.extend(r["messageId"] for r in event["Records"])
+        invocations[0] += 1
+        clock.advance(31)
+        if invocations[0] == 2:
+            second_runs.append(dispatcher(client, second_consumer, **settings).run(lambda: 900.0))
+
+    first = dispatcher(client, first_consumer, **settings).run(lambda: 900.0)
+
+    assert first.invocations == 2, "the batch was not split"
+    assert sorted(deliveries) == sorted(ids), f"{len(deliveries)} deliveries for {len(ids)} messages"
+    assert first.delivered + sum(report.delivered for report in second_runs) == 7
+    assert queue.stats().visible + queue.stats().in_flight + queue.stats().delayed == 0
+
+
+def test_a_part_with_no_time_left_to_invoke_is_given_back_without_counting_a_receive(
+    client: QueueClient, clock
+) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    _big_messages(queue, 7)
+    deliveries: list[tuple[str, str]] = []
+    deadline = clock.now + 60  # the dispatcher's own time: enough for one invocation of its consumer, not two
+
+    def consumer(event: dict, context) -> None:
+        deliveries.extend((r["messageId"], r["attributes"]["ApproximateReceiveCount"]) for r in event["Records"])
+        clock.advance(30)
+
+    settings = {"batch_size": 7, "timeout_seconds": 30, "visibility_timeout": 60}
+    first = dispatcher(client, consumer, **settings).run(lambda: deadline - clock.now)
+    assert (first.invocations, first.delivered, first.returned) == (1, 6, 1)
+    assert queue.stats().visible == 1
+    second = dispatcher(client, consumer, **settings).run(lambda: 60.0)
+    assert second.delivered == 1 and deliveries[-1][1] == "1"  # its first delivery, though claimed twice
+
+
+def test_a_gather_paused_past_its_claims_never_holds_a_message_twice(client: QueueClient, clock) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    queue.send("once")
+    deliveries: list[str] = []
+    paused = [False]
+
+    def sleep(seconds: float) -> None:
+        """The dispatcher's process is paused in its batching window, past the claim it took at the start."""
+        clock.advance(seconds if paused[0] else 40)
+        paused[0] = True
+
+    def consumer(event: dict, context) -> None:
+        deliveries.extend(r["body"] for r in event["Records"])
+
+    settings = {"batch_size": 10, "max_batching_window_seconds": 1, "timeout_seconds": 5, "visibility_timeout": 36}
+    report = dispatcher(client, consumer, sleep=sleep, **settings).run(lambda: 900.0)
+    assert deliveries == ["once"] and report.delivered == 1
+    assert queue.stats().visible + queue.stats().in_flight + queue.stats().delayed == 0
+
+
+def test_a_message_claimed_by_another_receiver_while_the_dispatcher_was_paused_is_never_delivered_by_it(
+    client: QueueClient, clock
+) -> None:
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    queue.send("taken")
+    deliveries: list[str] = []
+    taken = []
+
+    def sleep(seconds: float) -> None:
+        """Paused past its claim; meanwhile a worker's own receive claims the message."""
+        if not taken:
+            clock.advance(40)
+            taken.extend(queue.receive())
+        else:
+            clock.advance(seconds)
+
+    def consumer(event: dict, context) -> None:
+        deliveries.extend(r["body"] for r in event["Records"])
+
+    settings = {"batch_size": 10, "max_batching_window_seconds": 1, "timeout_seconds": 5, "visibility_timeout": 36}
+    report = dispatcher(client, consumer, sleep=sleep, **settings).run(lambda: 900.0)
+    assert deliveries == [] and report.invocations == 0 and report.claims_lost == 1
+    (worker,) = taken
+    queue.delete(worker.receipt_handle)
+    assert queue.stats().visible + queue.stats().in_flight + queue.stats().delayed == 0
+
+
+def test_a_fifo_group_failed_in_one_part_gives_back_its_later_part_unseen_and_keeps_its_order(
+    client: QueueClient, clock
+) -> None:
+    client.create_queue("orders.fifo", fifo=True, max_receive_count=5)
+    queue = client.queue("orders.fifo", "tenant-a")
+    bodies = ["flaky-0"] + [f"m{index}" for index in range(1, 7)]
+    for body in bodies:
+        queue.send(body + "x" * 900_000, group_id="g", dedup_id=body)
+    spec = ConsumerSpec(queue="orders.fifo", client="tenant-a", function="fifo")
+
+    def dispatch() -> DispatchReport:
+        return Dispatcher(client, spec, in_process_invoke(consumers.fifo_handler, "fifo", 30), SOURCE).run(
+            lambda: 900.0
+        )
+
+    first = dispatch()
+    assert (first.invocations, first.failed, first.released, first.returned) == (1, 6, 6, 1)
+    clock.advance(5)  # past the first backoff
+    second = dispatch()
+    assert second.delivered == 7
+    handled = [(body[:7].rstrip("x"), receives) for body, receives in consumers.HANDLED]
+    assert handled[-7:] == [("flaky-0", 2)] + [(f"m{i}", 2) for i in range(1, 6)] + [("m6", 1)]

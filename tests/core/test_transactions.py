@@ -6,6 +6,7 @@ import threading
 import time
 from typing import Any
 
+import boto3
 import pytest
 from queue_core import (
     Consumer,
@@ -13,12 +14,13 @@ from queue_core import (
     QueueClient,
     ReceiptHandleStale,
     ReceivedMessage,
+    Throttled,
     TransactionConditionFailed,
     ValidationError,
 )
 
 from tests.conftest import FakeClock
-from tests.core.answers import Interleave, LostAnswer, attached
+from tests.core.answers import AnswerNeverCame, Interleave, LostAnswer, attached, never_answered
 
 ORDERS = "orders"
 
@@ -429,3 +431,75 @@ def test_a_slow_transactional_consumer_leaves_the_message_to_its_new_holder(
     assert order(client.dynamodb, "slow") is None
     client.transact([bump("slow"), *queue.delete_transact_items(taken[0].receipt_handle)])
     assert order(client.dynamodb, "slow")["n"] == {"N": "1"}
+
+
+# Commits whose every answer was lost, and commits repeated by the caller.
+def _all_messages(queue: Any) -> list[str]:
+    bodies = []
+    while batch := queue.receive(max_messages=10):
+        bodies += [m.body for m in batch]
+        queue.delete_batch([m.receipt_handle for m in batch])
+    return bodies
+
+
+def test_a_fifo_send_retried_with_its_token_after_a_lost_commit_of_a_rebuilt_attempt_is_stored_once(
+    client: QueueClient, orders: str
+) -> None:
+    client.create_queue("events.fifo")
+    queue = client.queue("events.fifo", "shop")
+    queue.send("earlier", group_id="o7")
+    send = queue.send_transact_items("o7 placed", group_id="o7")
+    # Another process (its own connection) appends to the group just before the first commit: its fence moves,
+    # the send is built again, and the answers of that second attempt never come.
+    other = QueueClient(
+        client.table_name, dynamodb=boto3.client("dynamodb", region_name="us-east-1"), clock=client._ctx.clock
+    )
+    moved = Interleave("TransactWriteItems", lambda: other.queue("events.fifo", "shop").send("other", group_id="o7"))
+    lost = AnswerNeverCame("TransactWriteItems", lambda body: moved.done, times=1_000)
+    with attached(client.dynamodb, moved), never_answered(client.dynamodb, lost), pytest.raises(Throttled):
+        client.transact([new_order("o7"), send], token="place-o7")
+    client.transact([new_order("o7"), send], token="place-o7")  # the caller's retry
+    assert queue.get(send.message_id).body == "o7 placed"
+    assert _all_messages(queue) == ["earlier", "other", "o7 placed"]
+    assert order(client.dynamodb, "o7")["state"] == {"S": "placed"}
+
+
+def test_a_standard_send_committed_again_without_its_token_is_stored_once(client: QueueClient, orders: str) -> None:
+    client.create_queue("events")
+    queue = client.queue("events", "shop")
+    send = queue.send_transact_items("o8 placed")
+    lost = AnswerNeverCame("TransactWriteItems", times=1_000)
+    with never_answered(client.dynamodb, lost), pytest.raises(Throttled):
+        client.transact([bump("o8"), send])
+    client.transact([bump("o8"), send])  # the caller's retry, without a token: the very request, answered once
+    with pytest.raises(DuplicateMessage) as again:
+        client.transact([bump("o8"), send])  # a commit that succeeded, repeated: refused, nothing applied
+    assert again.value.message_id == send.message_id
+    assert _all_messages(queue) == ["o8 placed"]
+    assert order(client.dynamodb, "o8")["n"] == {"N": "1"}
+
+
+def test_a_standard_send_whose_message_is_stored_is_never_rebuilt_under_a_new_id(
+    client: QueueClient, orders: str
+) -> None:
+    client.create_queue("events")
+    queue = client.queue("events", "shop")
+    send = queue.send_transact_items("o9 placed")
+    items = [bump("o9"), *send.items]
+    client.transact(items)
+    with pytest.raises(DuplicateMessage) as again:
+        client.transact(items)  # the same entries, as plain dicts of the caller's, committed once more
+    assert again.value.message_id == send.message_id
+    assert _all_messages(queue) == ["o9 placed"]
+
+
+def test_a_send_whose_commit_may_have_applied_cannot_join_another_transaction(client: QueueClient, orders: str) -> None:
+    client.create_queue("events.fifo")
+    queue = client.queue("events.fifo", "shop")
+    send = queue.send_transact_items("o10 placed", group_id="o10")
+    with never_answered(client.dynamodb, AnswerNeverCame("TransactWriteItems", times=1_000)), pytest.raises(Throttled):
+        client.transact([new_order("o10"), send])
+    with pytest.raises(ValidationError, match="exactly the same items"):
+        client.transact([bump("o10"), send])
+    client.transact([new_order("o10"), send])
+    assert _all_messages(queue) == ["o10 placed"]

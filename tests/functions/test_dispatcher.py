@@ -108,7 +108,7 @@ def test_a_function_error_releases_the_whole_batch_and_the_last_allowed_receive_
     core.create_queue("orders", max_receive_count=max_receive_count)
     queue = core.queue("orders", "tenant-a")
     queue.send_batch([{"body": "a"}, {"body": "b"}])
-    _answer(stubber, {"errorMessage": "Task timed out", "errorType": "Sandbox.Timedout"}, function_error="Unhandled")
+    _answer(stubber, {"errorMessage": "boom", "errorType": "RuntimeError"}, function_error="Unhandled")
     capsys.readouterr()
 
     (report,) = invoke(dispatcher, {"action": "dispatch", "queue": "orders", "client": "tenant-a"})["dispatched"]
@@ -119,6 +119,27 @@ def test_a_function_error_releases_the_whole_batch_and_the_last_allowed_receive_
     assert metric_values(output, "PushReleased") == [2] and metric_values(output, "PushMovedToDlq") == [moved]
     core.sweep()
     assert queue.stats().dlq == moved
+
+
+def test_a_timed_out_invocation_leaves_its_batch_claimed_until_its_visibility(
+    core: QueueClient, lambda_api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stubber, _ = lambda_api
+    core.create_queue("orders", max_receive_count=5)
+    queue = core.queue("orders", "tenant-a")
+    sent = queue.send_batch([{"body": "a"}, {"body": "b"}])
+    before = core.now_ms()
+    _answer(stubber, {"errorMessage": "Task timed out", "errorType": "Sandbox.Timedout"}, function_error="Unhandled")
+    capsys.readouterr()
+
+    (report,) = invoke(dispatcher, {"action": "dispatch", "queue": "orders", "client": "tenant-a"})["dispatched"]
+
+    assert (report["delivered"], report["failed"], report["released"], report["timed_out"]) == (0, 2, 0, 2)
+    assert metric_values(capsys.readouterr().out, "PushFailed") == [2]
+    # Not given back: each comes back when the claim taken for the invocation runs out, not before.
+    for entry in sent.successful:
+        message = queue.get(entry["message_id"])
+        assert message.state == "in_flight" and message.visible_at >= before + SPEC["visibility_timeout"] * 1000
 
 
 def test_an_event_for_no_consumer_does_nothing(core: QueueClient, lambda_api) -> None:

@@ -48,6 +48,8 @@ HANDLERS: dict[str, ModuleType] = {
     "sqs": sqs,
 }
 VIAS = ("http", "invoke")
+# The SQS actions only the administration endpoint serves.
+SQS_ADMINISTRATION = frozenset({"CreateQueue", "SetQueueAttributes", "DeleteQueue", "TagQueue", "UntagQueue"})
 # Past the time a changed shard count takes to reach every process's cached settings, so that FIFO groups are
 # placed by the new count and a send looks for its group at the old places.
 PLACEMENT_SETTLED_SECONDS = 120
@@ -118,10 +120,12 @@ class Driver:
         return answer
 
     def run_sqs(self, action: str, params: dict[str, Any]) -> Any:
-        """An SQS action at the API's root; its answer, which must be a success."""
+        """An SQS action at the API's root (the client `default`), or at the administration endpoint for what
+        creates, changes, tags and deletes queues; its answer, which must be a success."""
         self.recorder.clear()
         headers = {"X-Amz-Target": f"AmazonSQS.{action}", "Content-Type": "application/x-amz-json-1.0"}
-        reply = call(HANDLERS[self.function], "POST", "/", params, headers=headers)
+        path = "/sqs-admin" if action in SQS_ADMINISTRATION else "/"
+        reply = call(HANDLERS[self.function], "POST", path, params, headers=headers)
         assert reply.status == 200, (action, reply.status, reply.body)
         self.reached.add(f"sqs {action}")
         self.requests.extend(request for requests in self.recorder.requests(self.table_arn) for request in requests)

@@ -137,7 +137,7 @@ def test_cdk_nag_and_cfn_lint_are_clean(pushed: Synthesized) -> None:
 def test_a_visibility_timeout_shorter_than_the_function_timeout_is_refused(pushed: Synthesized) -> None:
     stack = pushed.stack
     consumer = lambda_.Function.from_function_arn(stack, "Short", ORDERS_FN + "-2")
-    with pytest.raises(ValueError, match="shorter than the consumer's timeout"):
+    with pytest.raises(ValueError, match=r"visibility_timeout \(30 s\) must cover .* at least 90 s"):
         stack.queue.add_consumer(
             consumer,
             queue="other",
@@ -230,9 +230,23 @@ def test_a_function_of_the_stack_gives_its_timeout_to_the_consumer(pushed: Synth
         code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
         timeout=cdk.Duration.seconds(45),
     )
-    with pytest.raises(
-        ValueError, match=r"visibility_timeout \(30 s\) is shorter than the consumer's timeout \(45 s\)"
-    ):
+    with pytest.raises(ValueError, match=r"visibility_timeout \(30 s\) must cover .* timeout \(45 s\)"):
         stack.queue.add_consumer(function, queue="real", client="c", visibility_timeout=cdk.Duration.seconds(30))
     consumer = stack.queue.add_consumer(function, queue="real", client="c")
     assert (consumer.spec.timeout_seconds, consumer.spec.visibility_timeout) == (45, 75)
+
+
+def test_a_batching_window_needs_a_visibility_that_outlasts_it_and_the_invocation(pushed: Synthesized) -> None:
+    stack = pushed.stack
+    function = lambda_.Function.from_function_arn(stack, "Windowed", ORDERS_FN + "-windowed")
+    windowed = {"function_timeout": cdk.Duration.seconds(30), "max_batching_window": cdk.Duration.seconds(120)}
+    with pytest.raises(
+        ValueError,
+        match=r"visibility_timeout \(60 s\) must cover the batching window \(120 s\), the consumer's timeout "
+        r"\(30 s\) and 30 s for the invoke and the settling: at least 180 s",
+    ):
+        stack.queue.add_consumer(
+            function, queue="windowed", client="c", visibility_timeout=cdk.Duration.seconds(60), **windowed
+        )
+    consumer = stack.queue.add_consumer(function, queue="windowed", client="c", batch_size=100, **windowed)
+    assert consumer.spec.visibility_timeout == 180

@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 
 from infra.queue import DynamoQueue
 from tests.infra.synth import cdk_context
+from tests.reliability.iam import ACCOUNT, REGION, Request, Resolver, allowed
 
 SUB_QUEUE = "queues/orders/clients/tenant-a"
 
@@ -36,6 +37,7 @@ class GrantsStack(cdk.Stack):
             "sqs_tenant": lambda role: self.queue.grant_sqs(role, client="tenant-a"),
             "sqs_default": lambda role: self.queue.grant_sqs(role, client="default"),
             "sqs_all": lambda role: self.queue.grant_sqs(role),
+            "sqs_admin": lambda role: self.queue.grant_sqs_admin(role),
         }
         for name, grant in grants.items():
             role = iam.Role(self, name, assumed_by=iam.AccountRootPrincipal())
@@ -278,7 +280,45 @@ def test_grants_refuse_names_that_could_widen_them(
 def test_an_sqs_grant_reaches_its_clients_endpoint_and_only_default_or_all_reach_the_root(
     grants: tuple[GrantsStack, dict[str, Any]],
 ) -> None:
-    """The root endpoint creates, changes and deletes queues for every client: a tenant's grant never reaches it."""
     assert _invoke_paths(grants, "sqs_tenant") == {"POST /sqs/tenant-a"}
     assert _invoke_paths(grants, "sqs_default") == {"POST /sqs/default", "POST /"}
     assert _invoke_paths(grants, "sqs_all") == {"POST /sqs/*", "POST /"}
+    assert _invoke_paths(grants, "sqs_admin") == {"POST /sqs-admin"}
+
+
+SQS_ROUTES = {
+    "admin": "/sqs-admin",
+    "root (client default)": "/",
+    "default": "/sqs/default",
+    "tenant-a": "/sqs/tenant-a",
+    "tenant-b": "/sqs/tenant-b",
+}
+# Who reaches which SQS route, each request evaluated against the role's policy in the synthesized template. Queue
+# administration (CreateQueue, SetQueueAttributes, DeleteQueue, tags) is served only at `/sqs-admin`, so only
+# `grant_sqs_admin` reaches it: no grant that names a client, `default` and `*` included, nor any REST grant.
+SQS_REACH = {
+    "sqs_tenant": {"tenant-a"},
+    "sqs_default": {"root (client default)", "default"},
+    "sqs_all": {"root (client default)", "default", "tenant-a", "tenant-b"},
+    "sqs_admin": {"admin"},
+    "admin": set(),
+    "queue_owner": set(),
+    "client_admin": set(),
+    "sender": set(),
+}
+
+
+@pytest.mark.parametrize("role", sorted(SQS_REACH))
+def test_only_the_sqs_admin_grant_reaches_queue_administration(
+    grants: tuple[GrantsStack, dict[str, Any]], role: str
+) -> None:
+    resolver = Resolver(grants[1])
+    (api,) = resolver.logical_ids("AWS::ApiGateway::RestApi")
+    api_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{resolver.api_id(api)}"
+    statements = resolver.statements(_statements(grants, role))
+    reached = {
+        name
+        for name, path in SQS_ROUTES.items()
+        if allowed(statements, Request("execute-api:Invoke", f"{api_arn}/v1/POST{path}"))
+    }
+    assert reached == SQS_REACH[role]

@@ -37,6 +37,7 @@ class Message:
     token: str | None = None
     in_flight: bool = False
     released_by: str | None = None  # the claim that last gave it back, until it is received again
+    dlq_copy: int = 0  # which stay in the DLQ this is: a DLQ handle acts only on the copy it was read from
 
 
 @dataclass
@@ -91,6 +92,7 @@ class Reference:
         self.ids: dict[str, str] = {}
         self.group_names: dict[str, str] = {}
         self._next_seq = 0
+        self._dlq_copies = 0
 
     # Helpers.
     def _over_limit(self, message: Message) -> bool:
@@ -160,12 +162,13 @@ class Reference:
         return got, moved
 
     def check_sharded_receive(
-        self, received: list[ReceivedMessage], moved: list[str], want: int, order: str, now: int
+        self, received: list[ReceivedMessage], moved: list[str], want: int, order: str, now: int, exact: bool = True
     ) -> None:
         """Checks a standard receive from several shards, which it visits in an order of its own choosing: from
         each shard it visited, the first deliverable messages in that shard's own order, the over-limit ones it
         passed on the way moved to the DLQ; and something, when something deliverable was visible and nothing
-        over its limit stood in the way."""
+        over its limit stood in the way. Not `exact` (the index lags, so a receive sees it as it was a moment
+        ago): only deliverable messages, each once, and only visible ones over their limit moved."""
         visible = sorted(
             (m for m in self.live.values() if m.visible_at <= now),
             key=lambda m: (m.visible_at, m.seq),
@@ -178,6 +181,11 @@ class Reference:
             message = self.live.get(body)
             if message is None or message.visible_at > now or not self._over_limit(message):
                 raise Disagreement(f"{body} moved to the DLQ while not visible or under its receive limit")
+        if not exact:
+            strays = [body for body in bodies if body not in {m.body for m in visible}]
+            if strays or any(self._over_limit(self.live[m.body]) for m in received):
+                raise Disagreement(f"received {bodies}: {strays} not visible, or one past its receive limit")
+            return
         for shard in {_shard(message.message_id) for message in received}:
             in_shard = [m for m in visible if _shard(m.message_id) == shard]
             got = [message.body for message in received if _shard(message.message_id) == shard]
@@ -351,7 +359,22 @@ class Reference:
         message.token, message.in_flight = None, False
         if message.group is not None:
             self._group_of(message).messages.remove(message)
+        self._dlq_copies += 1
+        message.dlq_copy = self._dlq_copies
         self.dlq[body] = message
+
+    def dlq_copy(self, body: str) -> int:
+        """The DLQ copy a handle read now acts on."""
+        return self.dlq[body].dlq_copy
+
+    def dlq_delete(self, body: str, copy: int) -> bool:
+        """A DLQ handle removes the copy it was read from, if it is still there; never the live message, nor a
+        later copy of the same message (redriven, then dead-lettered again)."""
+        message = self.dlq.get(body)
+        if message is None or message.dlq_copy != copy:
+            return False
+        del self.dlq[body]
+        return True
 
     def sweep(self, now: int) -> None:
         if not self.fifo:

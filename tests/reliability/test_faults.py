@@ -143,19 +143,21 @@ def test_a_claim_whose_answer_was_lost_only_delays_the_message_until_its_visibil
     assert sub_queue.claim_conflicts == 0
 
 
-def test_a_send_whose_answer_was_lost_is_sent_again_with_its_dedup_id_and_stored_once(
+def test_a_send_whose_answer_was_lost_learns_its_message_id_and_is_stored_once(
     sub_queue: SubQueue, client: QueueClient, faults: list[FaultInjector]
 ) -> None:
-    _inject(faults, client, after_rate=1.0, budget=1, operations=frozenset({"TransactWriteItems"}))
-    with pytest.raises(Throttled):
-        _send(sub_queue, "m", dedup_id="order-17")
+    """The transaction is sent again with its token: DynamoDB answers with the first commit, not a second one."""
+    injector = _inject(faults, client, after_rate=1.0, budget=1, operations=frozenset({"TransactWriteItems"}))
+    sent = _send(sub_queue, "m", dedup_id="order-17")
+    assert injector.counts == {Kind.ANSWER_LOST: 1}
 
     group = "g" if sub_queue.settings.fifo else None
     again = sub_queue.send("m", group_id=group, dedup_id="order-17")
 
     assert again.duplicate
+    assert again.message_id == sent
     [message] = sub_queue.receive(max_messages=10)
-    assert message.message_id == again.message_id
+    assert message.message_id == sent
     assert sub_queue.stats().visible + sub_queue.stats().in_flight == 1
 
 
@@ -196,6 +198,26 @@ def test_a_batch_left_partly_unprocessed_is_retried_until_everything_is_stored(
     assert retries == [0, 1, 2]
     bodies = sorted(message.body for message in orders.receive(max_messages=10))
     assert bodies == sorted(f"m{n}" for n in range(10))
+
+
+def test_compressed_bodies_left_unprocessed_are_stored_as_sent_by_the_retry(
+    client: QueueClient, faults: list[FaultInjector], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unprocessed items an answer carries are what the SDK parsed (binary values as bytes), so the retry
+    that sends them again stores each compressed body exactly as the first request carried it."""
+    monkeypatch.setattr(queue_core.store, "_backoff", lambda _attempt: None)
+    client.create_queue("orders")
+    orders = client.queue("orders", "tenant-a")
+    sent = [f"m{n} " + "the same line of a chatty log, again and again; " * 80 for n in range(6)]
+    injector = _inject(
+        faults, client, before_rate=1.0, before_kinds=(), budget=1, operations=frozenset({"BatchWriteItem"})
+    )
+
+    result = orders.send_batch([{"body": body} for body in sent])
+
+    assert injector.counts == {Kind.UNPROCESSED_ITEMS: 1}
+    assert len(result.successful) == 6 and result.failed == []
+    assert sorted(message.body for message in orders.receive(max_messages=10)) == sorted(sent)
 
 
 def test_what_stays_unprocessed_is_reported_as_throttled_and_not_stored(

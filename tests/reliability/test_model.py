@@ -7,6 +7,16 @@ Two things change nothing the contract shows, so the reference stays as it is: a
 step of its own), and, in any step, a write applied twice because its answer was lost and the SDK sent it again.
 One step starts over: the queue is deleted and created again under its name, and nothing of the old one (a
 message, a dedup id, a receipt handle) may reach the new one.
+
+The DLQ is read as a library call (`dlq_read`) and as SQS's `ReceiveMessage` on the DLQ's URL, redriven with
+`redrive` and with SQS's `StartMessageMoveTask`, and its copies deleted by their handles (library and SQS's
+`DeleteMessage`): a DLQ handle removes the copy it was read from and nothing else, not the live message after a
+redrive, nor a later copy of it, and is refused by the live queue's calls.
+
+With a lagging index (`tests.index_lag`) the same steps run against an index that shows each write late, and may
+still show what was removed or changed. A receive is then checked for what it must never do (hand out a message
+that is not deliverable, or one twice, move one under its limit to the DLQ), not for finding everything; the
+checks after each step read the index caught up, so that what a lagging read did to the table shows there.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import itertools
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import hypothesis.strategies as st
@@ -31,18 +41,23 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from queue_core import QueueClient, QueueError, SubQueue
+from sqs_api.dead_letters import dlq_name
 
 from tests.conftest import FakeClock
+from tests.index_lag import IndexLag
 from tests.reliability.faults import WRITES, FaultInjector, Kind
 from tests.reliability.model import Disagreement, Handle, Outcome, Reference
+from tests.sqs_in_process import sqs_in_process
 
 VISIBILITY = 30
-MAX_RECEIVE_COUNT = 3
+MAX_RECEIVE_COUNT = 2
 DEDUP_WINDOW = 60
 GROUPS = ("g1", "g2", "g3")
 RELEASE_DELAYS = {"release": 0, "release later": 20, "back off": None}
 ACTIONS = ("delete", "delete", *RELEASE_DELAYS, "extend")
-JOBS = ("sweep", "sweep", "redrive all", "redrive one", "purge", "reshard", "delete and create again")
+JOBS = ("sweep", "sweep", "redrive all", "redrive one", "move task", "purge", "reshard", "delete and create again")
+# How a DLQ handle is used: deleted by the library or over SQS, or (wrongly) given to the live queue's delete.
+DEAD_LETTER_ACTIONS = ("dlq_delete", "sqs delete", "live delete")
 # Which write of a step is applied twice, its answer lost and the SDK's retry answering instead (None: no fault).
 LOST_ANSWERS = st.sampled_from([None, None, 0, 1, 2])
 # The shard counts a queue is changed to, in turn. Every later step reads each shard of every layout kept, so the
@@ -67,6 +82,9 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 STRESS_SETTINGS = settings(SETTINGS, max_examples=200, derandomize=False)
+# With a lagging index: fewer examples in the short form (the same rules run without lag above).
+LAG_SETTINGS = settings(SETTINGS, max_examples=6)
+LAG_STRESS_SETTINGS = settings(SETTINGS, max_examples=100, derandomize=False)
 logger = logging.getLogger(__name__)
 _queue_numbers = itertools.count()
 # What the steps that the contract does not show did, over every example: each must have happened.
@@ -90,16 +108,19 @@ class QueueAgainstReference(RuleBasedStateMachine):
 
     fifo = False
 
-    def __init__(self, client: QueueClient, clock: FakeClock) -> None:
+    def __init__(self, client: QueueClient, clock: FakeClock, lag: IndexLag | None = None) -> None:
         super().__init__()
         self.client = client
         self.clock = clock
+        self.lag = lag
+        self.sqs = sqs_in_process(client, "tenant")
         self.name = f"model{next(_queue_numbers)}" + (".fifo" if self.fifo else "")
         self._create()
         self.sub: SubQueue = client.queue(self.name, "tenant")
         self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
         self.handles: list[Handle] = []
         self.claims: list[list[Handle]] = []
+        self.dead_handles: list[tuple[str, int, str]] = []  # (body, DLQ copy, handle)
         self.bodies = itertools.count()
         self.read_shards = 1
         self.reshards = 0
@@ -136,6 +157,13 @@ class QueueAgainstReference(RuleBasedStateMachine):
             self.faults.budget = self.faults.total
             self.faults.selects = None
 
+    def _settled(self) -> AbstractContextManager[None]:
+        """Reads inside see the index caught up (no lag: as they always do)."""
+        return nullcontext() if self.lag is None else self.lag.settled()
+
+    def _dlq_url(self) -> str:
+        return self.sqs.get_queue_url(QueueName=dlq_name(self.name))["QueueUrl"]
+
     def _dead_bodies(self) -> set[str]:
         return {message.body for message in self.sub.dlq_list(100)}
 
@@ -149,8 +177,34 @@ class QueueAgainstReference(RuleBasedStateMachine):
     # Rules. Few and broad, so that most steps send, receive or settle: an example is at most 30 steps.
     @initialize(counts=st.lists(st.integers(1, 3), min_size=2, max_size=2))
     def fill(self, counts: list[int]) -> None:
+        """One message dead-lettered (so that DLQ steps have something to act on from the start), then a few
+        messages in two groups; read with the index caught up."""
+        with self._settled():
+            self._dead_letter_one()
         for group, count in zip(GROUPS, counts, strict=False):
             self._send(count, group, 0, None)
+
+    def _dead_letter_one(self) -> None:
+        """A message received and given back up to its receive limit; the next receive moves it to the DLQ."""
+        self._send(1, GROUPS[-1], 0, None)
+        for _ in range(MAX_RECEIVE_COUNT):
+            now = self.now()
+            received = self.sub.receive(max_messages=1)
+            if self.fifo:
+                self.reference.claimed_fifo(received, set(), None, now)
+            else:
+                self.reference.claimed_standard(received, [], None, now)
+            handle = Handle.of(received[0])
+            self.sub.release(handle.handle, delay_seconds=0)
+            self.reference.release(handle, 0, now, None)
+        now = self.now()
+        assert self.sub.receive(max_messages=1) == []
+        dead = self._dead_bodies()
+        assert dead == {handle.body}, f"{handle.body} past its receive limit, the DLQ holds {dead}"
+        if self.fifo:
+            self.reference.claimed_fifo([], dead, None, now)
+        else:
+            self.reference.claimed_standard([], sorted(dead), None, now)
 
     @rule(
         count=st.sampled_from([1, 1, 2, 3]),
@@ -198,7 +252,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
         """A receive, and half the time the consumer's work on what it got, at once."""
         now = self.now()
         order = "newest" if newest and not self.fifo else "oldest"
-        if not self.fifo and self.read_shards == 1:
+        if not self.fifo and self.read_shards == 1 and self.lag is None:
             expected, moved = self.reference.receive_standard(want, visibility, order, now)
             received = self.sub.receive(max_messages=want, visibility_timeout=visibility, order=order)
             assert [message.body for message in received] == expected
@@ -207,11 +261,11 @@ class QueueAgainstReference(RuleBasedStateMachine):
             dead_before = self._dead_bodies()
             received = self.sub.receive(max_messages=want, visibility_timeout=visibility, order=order)
             newly_dead = sorted(self._dead_bodies() - dead_before)
-            self.reference.check_sharded_receive(received, newly_dead, want, order, now)
+            self.reference.check_sharded_receive(received, newly_dead, want, order, now, exact=self.lag is None)
             self.reference.claimed_standard(received, newly_dead, visibility, now)
         else:
             dead_before = self._dead_bodies()
-            must_find = self.reference.fifo_receivable(now)
+            must_find = self.reference.fifo_receivable(now) and self.lag is None
             received = self.sub.receive(max_messages=want, visibility_timeout=visibility)
             for _ in range(3):
                 if received or not must_find:
@@ -271,6 +325,50 @@ class QueueAgainstReference(RuleBasedStateMachine):
             expected = self.reference.release(handle, delay, now, answered)  # type: ignore[arg-type]
             assert actual == expected, f"{action} {handle.body}"
 
+    def _read_dead_letters(self, via_sqs: bool) -> None:
+        """The DLQ's oldest messages with their handles, by the library or SQS's `ReceiveMessage` on the DLQ's
+        URL: a look, which hides nothing and counts nothing (the checks after the step see that)."""
+        if via_sqs:
+            answer = self.sqs.receive_message(QueueUrl=self._dlq_url(), MaxNumberOfMessages=10)
+            read = [(message["Body"], message["ReceiptHandle"]) for message in answer.get("Messages", [])]
+        else:
+            read = [(dead.message.body, dead.receipt_handle) for dead in self.sub.dlq_read(10)]
+        bodies = [body for body, _ in read]
+        dead = {body for body, _ in self.reference.dead()}
+        assert len(set(bodies)) == len(bodies) == min(10, len(dead)) and set(bodies) <= dead, f"DLQ read {bodies}"
+        copies = [(body, self.reference.dlq_copy(body), handle) for body, handle in read]
+        self.dead_handles = (self.dead_handles + copies)[-8:]
+
+    @precondition(lambda self: self.dead_handles or self.reference.dlq)
+    @rule(
+        data=st.data(),
+        read=st.sampled_from([None, "dlq_read", "ReceiveMessage"]),
+        action=st.sampled_from(DEAD_LETTER_ACTIONS),
+        lose=LOST_ANSWERS,
+    )
+    @losing_an_answer
+    def use_a_dead_letter_handle(self, data: st.DataObject, read: str | None, action: str) -> None:
+        """The DLQ read (or not), then any DLQ handle read so far, fresh or spent (its copy deleted, or redriven,
+        maybe dead-lettered again): it removes its own copy if that is still there, and nothing else."""
+        if read is not None or not self.dead_handles:
+            self._read_dead_letters(via_sqs=read == "ReceiveMessage")
+        if not self.dead_handles:
+            return
+        body, copy, handle = data.draw(st.sampled_from(self.dead_handles))
+        if action == "live delete":
+            refused = self._outcome(lambda: self.sub.delete(handle))
+            assert refused == ("error", "ValidationError"), f"a DLQ handle given to delete: {refused}"
+            return
+        expected = self.reference.dlq_delete(body, copy)
+        exercised["DLQ handles used"] += 1
+        if action == "sqs delete":
+            self.sqs.delete_message(QueueUrl=self._dlq_url(), ReceiptHandle=handle)
+            return
+        faults_before = self.faults.total
+        removed = self.sub.dlq_delete(handle)
+        # A delete applied twice, its first answer lost, cannot tell its own removal from an earlier one's.
+        assert removed == expected or (expected and self.faults.total > faults_before), f"dlq_delete {body}"
+
     @rule(seconds=st.sampled_from([1, 10, 21, 31, 61, 150]))
     def advance_clock(self, seconds: int) -> None:
         self.clock.advance(seconds)
@@ -281,15 +379,30 @@ class QueueAgainstReference(RuleBasedStateMachine):
         """What happens around the consumers: the sweep, a redrive, a purge, a change of the shard count, the queue
         deleted and created again."""
         now = self.now()
-        if job == "sweep":
-            self.reference.sweep(now)
+        if job == "sweep" and self.lag is not None and not self.fifo:
+            # What a lagging index shows the sweep decides what it moves: each must have been due to move.
+            dead_before = self._dead_bodies()
             self.client.sweep()
+            moved = sorted(self._dead_bodies() - dead_before)
+            self.reference.check_sharded_receive([], moved, 0, "oldest", now, exact=False)
+            self.reference.claimed_standard([], moved, None, now)
+        elif job == "sweep":
+            # A FIFO sweep also ends expired group claims, which the reference cannot see: it reads caught up.
+            self.reference.sweep(now)
+            with self._settled():
+                self.client.sweep()
         elif job == "purge":
             assert self.sub.purge() == self.reference.purge()
         elif job == "reshard":
             self._reshard()
         elif job == "delete and create again":
             self._delete_and_create_again()
+        elif job == "move task":
+            url = self._dlq_url()
+            arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self.sqs.start_message_move_task(SourceArn=arn)
+            self.reference.redrive(None, now)
+            exercised["move tasks"] += 1
         else:
             limit = 1 if job == "redrive one" else None
             assert self.sub.redrive(max_messages=limit) == len(self.reference.redrive(limit, now))
@@ -308,10 +421,11 @@ class QueueAgainstReference(RuleBasedStateMachine):
         """The new queue starts empty, whatever the old one held; sends to the groups the old one had reuse its
         FIFO message ids, and no receipt handle of the old queue may act on them."""
         stale = self.handles[-STALE_HANDLES_TRIED:]
+        stale_dead = self.dead_handles[-STALE_HANDLES_TRIED:]
         self.client.delete_queue(self.name)
         self._create()
         self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
-        self.handles, self.claims, self.read_shards, self.reshards = [], [], 1, 0
+        self.handles, self.claims, self.dead_handles, self.read_shards, self.reshards = [], [], [], 1, 0
         exercised["deletes and creations"] += 1
         for group in GROUPS[:2]:
             self._send(1, group, 0, None)
@@ -321,17 +435,22 @@ class QueueAgainstReference(RuleBasedStateMachine):
             released = self._outcome(lambda handle=handle: self.sub.release(handle.handle, delay_seconds=0))
             extended = self._outcome(lambda handle=handle: self.sub.change_visibility(handle.handle, 60))
             assert released[0] == extended[0] == "error", f"{handle.body}: released {released}, extended {extended}"
+        for body, _, handle in stale_dead:
+            deleted = self._outcome(lambda handle=handle: self.sub.dlq_delete(handle))
+            assert deleted in (("ok", False), ("error", "ValidationError")), f"old DLQ handle of {body}: {deleted}"
 
     # What must agree after every step.
     @invariant()
     def stats_agree(self) -> None:
         now = self.now()
-        actual, expected = self.sub.stats(), self.reference.stats(now)
+        with self._settled():
+            actual, expected = self.sub.stats(), self.reference.stats(now)
         assert actual.to_dict() == expected.to_dict(), f"stats {actual.to_dict()}, due {expected.to_dict()}"
 
     @invariant()
     def receivable_messages_agree(self) -> None:
-        peeked = self.sub.peek(100)
+        with self._settled():
+            peeked = self.sub.peek(100)
         bodies = [message.body for message in peeked]
         expected = self.reference.peek(self.now())
         assert (sorted(bodies) if self.fifo else bodies) == expected
@@ -339,7 +458,8 @@ class QueueAgainstReference(RuleBasedStateMachine):
 
     @invariant()
     def dead_letters_agree(self) -> None:
-        actual = {(message.body, message.receive_count) for message in self.sub.dlq_list(100)}
+        with self._settled():
+            actual = {(message.body, message.receive_count) for message in self.sub.dlq_list(100)}
         assert actual == self.reference.dead()
 
 
@@ -347,21 +467,44 @@ class FifoQueueAgainstReference(QueueAgainstReference):
     fifo = True
 
 
-def _run(machine: type[QueueAgainstReference], client: QueueClient, clock: FakeClock, stress: bool) -> None:
+def _run(
+    machine: type[QueueAgainstReference],
+    client: QueueClient,
+    clock: FakeClock,
+    chosen: settings,
+    lag: IndexLag | None = None,
+) -> None:
     exercised.clear()
-    run_state_machine_as_test(lambda: machine(client, clock), settings=STRESS_SETTINGS if stress else SETTINGS)
+    run_state_machine_as_test(lambda: machine(client, clock, lag), settings=chosen)
     logger.info("steps exercised: %s", dict(exercised))
-    for step in ("shard changes", "deletes and creations", Kind.ANSWER_LOST_RETRIED):
+    for step in ("shard changes", "deletes and creations", "move tasks", "DLQ handles used", Kind.ANSWER_LOST_RETRIED):
         assert exercised[step], f"no {step} in any example: {dict(exercised)}"
 
 
-def test_a_standard_queue_keeps_its_contract_step_by_step(
-    client: QueueClient, clock: FakeClock, pytestconfig: pytest.Config
+@pytest.mark.parametrize("machine", [QueueAgainstReference, FifoQueueAgainstReference], ids=["standard", "fifo"])
+def test_a_queue_keeps_its_contract_step_by_step(
+    machine: type[QueueAgainstReference], client: QueueClient, clock: FakeClock, pytestconfig: pytest.Config
 ) -> None:
-    _run(QueueAgainstReference, client, clock, pytestconfig.getoption("--stress"))
+    _run(machine, client, clock, STRESS_SETTINGS if pytestconfig.getoption("--stress") else SETTINGS)
 
 
-def test_a_fifo_queue_keeps_its_contract_step_by_step(
-    client: QueueClient, clock: FakeClock, pytestconfig: pytest.Config
+@pytest.mark.parametrize("machine", [QueueAgainstReference, FifoQueueAgainstReference], ids=["standard", "fifo"])
+@pytest.mark.parametrize("delay", ["3 index writes", "1 s"])
+def test_a_queue_keeps_its_contract_while_its_index_lags(
+    machine: type[QueueAgainstReference],
+    delay: str,
+    client: QueueClient,
+    clock: FakeClock,
+    pytestconfig: pytest.Config,
 ) -> None:
-    _run(FifoQueueAgainstReference, client, clock, pytestconfig.getoption("--stress"))
+    """The index shows each write only after the last three index changes since (a count: any pace), or a second
+    later on the clock (which moves only between steps: until the clock moves, the index shows none of the
+    step's writes). The short form runs one lag per queue type, the long form (`--stress`) both."""
+    stress = pytestconfig.getoption("--stress")
+    if not stress and (machine is FifoQueueAgainstReference) != (delay == "3 index writes"):
+        pytest.skip("the long form (--stress) runs each lag on each queue type")
+    lag = IndexLag(3) if delay == "3 index writes" else IndexLag(1, clock)
+    with lag:
+        _run(machine, client, clock, LAG_STRESS_SETTINGS if stress else LAG_SETTINGS, lag)
+    logger.info("index lag: %s queries, %s answered from a stale index", lag.queries, lag.stale_answers)
+    assert lag.stale_answers, "the index never lagged"

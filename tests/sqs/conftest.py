@@ -36,3 +36,11 @@ def client_for(server: LocalServer) -> Callable[..., Any]:
 @pytest.fixture(scope="module")
 def sqs(client_for: Callable[..., Any]) -> Any:
     return client_for()
+
+
+@pytest.fixture(scope="module")
+def sqs_admin(server: LocalServer) -> Any:
+    """A stock boto3 SQS client on the administration endpoint: it creates, changes, tags and deletes queues and
+    answers the root endpoint's queue URLs."""
+    retries = Config(retries={"max_attempts": 1}, read_timeout=30)
+    return boto3.client("sqs", endpoint_url=f"{server.url}/sqs-admin", config=retries, **CREDENTIALS)

@@ -34,8 +34,8 @@ def moto_md5(attributes: dict[str, dict[str, Any]]) -> str:
     return message.attribute_md5
 
 
-def test_typed_attributes_round_trip_with_sqs_digests(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="typed")["QueueUrl"]
+def test_typed_attributes_round_trip_with_sqs_digests(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="typed")["QueueUrl"]
     sent = sqs.send_message(QueueUrl=url, MessageBody="body ✓", MessageAttributes=ATTRIBUTES)
     assert sent["MD5OfMessageBody"] == hashlib.md5("body ✓".encode()).hexdigest()
     assert sent["MD5OfMessageAttributes"] == moto_md5(ATTRIBUTES)
@@ -65,8 +65,10 @@ def test_typed_attributes_round_trip_with_sqs_digests(sqs: Any) -> None:
         {f"a{n}": {"DataType": "String", "StringValue": "x"} for n in range(11)},
     ],
 )
-def test_bad_message_attributes_are_invalid_parameter_values_and_write_nothing(sqs: Any, attributes: dict) -> None:
-    url = sqs.create_queue(QueueName="refusing")["QueueUrl"]
+def test_bad_message_attributes_are_invalid_parameter_values_and_write_nothing(
+    sqs_admin: Any, sqs: Any, attributes: dict
+) -> None:
+    url = sqs_admin.create_queue(QueueName="refusing")["QueueUrl"]
     with pytest.raises(sqs.exceptions.ClientError) as refused:
         sqs.send_message(QueueUrl=url, MessageBody="x", MessageAttributes=attributes)
     assert refused.value.response["Error"]["Code"] == "InvalidParameterValue"
@@ -74,8 +76,8 @@ def test_bad_message_attributes_are_invalid_parameter_values_and_write_nothing(s
     assert "Messages" not in sqs.receive_message(QueueUrl=url)
 
 
-def test_size_limits_count_body_and_attributes(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="small", Attributes={"MaximumMessageSize": "1024"})["QueueUrl"]
+def test_size_limits_count_body_and_attributes(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="small", Attributes={"MaximumMessageSize": "1024"})["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="x" * 1024)
     with pytest.raises(sqs.exceptions.ClientError):
         sqs.send_message(
@@ -89,8 +91,8 @@ def test_size_limits_count_body_and_attributes(sqs: Any) -> None:
         sqs.send_message(QueueUrl=url, MessageBody="x", DelaySeconds=901)
 
 
-def test_batches_answer_per_entry_and_refuse_malformed_batches(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="batched")["QueueUrl"]
+def test_batches_answer_per_entry_and_refuse_malformed_batches(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="batched")["QueueUrl"]
     entries = [{"Id": f"m{n}", "MessageBody": f"body {n}"} for n in range(9)]
     bad = {"Id": "bad", "MessageBody": "x", "MessageAttributes": {"n": {"DataType": "Number", "StringValue": "z"}}}
     sent = sqs.send_message_batch(QueueUrl=url, Entries=[*entries, bad])
@@ -123,8 +125,8 @@ def test_batches_answer_per_entry_and_refuse_malformed_batches(sqs: Any) -> None
         sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": f"d{n}", "ReceiptHandle": "x"} for n in range(11)])
 
 
-def test_visibility_and_receipt_handles(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="visible", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+def test_visibility_and_receipt_handles(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="visible", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="once")
     [first] = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
     assert first["Attributes"]["ApproximateReceiveCount"] == "1" and "Messages" not in sqs.receive_message(QueueUrl=url)
@@ -140,8 +142,8 @@ def test_visibility_and_receipt_handles(sqs: Any) -> None:
     sqs.delete_message(QueueUrl=url, ReceiptHandle=second["ReceiptHandle"])  # already deleted: success too
 
 
-def test_fifo_groups_dedup_and_sequence_numbers(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="ordered.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+def test_fifo_groups_dedup_and_sequence_numbers(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="ordered.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     sequences = []
     for number in range(3):
         sent = sqs.send_message(
@@ -167,9 +169,9 @@ def test_fifo_groups_dedup_and_sequence_numbers(sqs: Any) -> None:
     assert "Messages" not in sqs.receive_message(QueueUrl=url)
 
 
-def test_a_fifo_message_answers_the_dedup_id_it_was_sent_with_or_its_content_hash(sqs: Any) -> None:
-    explicit = sqs.create_queue(QueueName="explicit.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-    hashed = sqs.create_queue(
+def test_a_fifo_message_answers_the_dedup_id_it_was_sent_with_or_its_content_hash(sqs_admin: Any, sqs: Any) -> None:
+    explicit = sqs_admin.create_queue(QueueName="explicit.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    hashed = sqs_admin.create_queue(
         QueueName="hashed.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
     )["QueueUrl"]
     sqs.send_message(QueueUrl=explicit, MessageBody="one", MessageGroupId="g", MessageDeduplicationId="order-17")
@@ -184,8 +186,8 @@ def test_a_fifo_message_answers_the_dedup_id_it_was_sent_with_or_its_content_has
     ]
 
 
-def test_long_poll_returns_when_a_message_arrives(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="polled")["QueueUrl"]
+def test_long_poll_returns_when_a_message_arrives(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="polled")["QueueUrl"]
     sent_at: list[float] = []
 
     def send_late() -> None:
@@ -201,9 +203,11 @@ def test_long_poll_returns_when_a_message_arrives(sqs: Any) -> None:
     assert returned_at - sent_at[0] < 3, "the long poll answered soon after the message arrived"
 
 
-def test_each_client_endpoint_has_its_own_sub_queues_and_refuses_anothers_urls(sqs: Any, client_for: Any) -> None:
+def test_each_client_endpoint_has_its_own_sub_queues_and_refuses_anothers_urls(
+    sqs_admin: Any, sqs: Any, client_for: Any
+) -> None:
     tenant = client_for("tenant-a")
-    root_url = sqs.create_queue(QueueName="shared")["QueueUrl"]
+    root_url = sqs_admin.create_queue(QueueName="shared")["QueueUrl"]
     tenant_url = tenant.create_queue(QueueName="shared")["QueueUrl"]
     assert tenant_url.endswith("/sqs/tenant-a/000000000000/shared") and root_url != tenant_url
     tenant.send_message(QueueUrl=tenant_url, MessageBody="for a")
@@ -215,11 +219,13 @@ def test_each_client_endpoint_has_its_own_sub_queues_and_refuses_anothers_urls(s
     assert [m["Body"] for m in with_slash.receive_message(QueueUrl=tenant_url)["Messages"]] == ["for a"]
 
 
+@pytest.mark.parametrize("client", ["tenant-c", None], ids=["named-client", "root-endpoint-default"])
 def test_a_client_endpoint_uses_shared_queues_but_never_creates_changes_tags_or_deletes_them(
-    sqs: Any, client_for: Any
+    sqs_admin: Any, sqs: Any, client_for: Any, client: str | None
 ) -> None:
-    root_url = sqs.create_queue(QueueName="tenants", Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
-    tenant = client_for("tenant-c")
+    """The client `default` at the root endpoint is a tenant like any other: administration has its own endpoint."""
+    root_url = sqs_admin.create_queue(QueueName="tenants", Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
+    tenant = client_for(client)
     url = tenant.create_queue(QueueName="tenants", Attributes={"VisibilityTimeout": "40"})["QueueUrl"]
     refused = [
         lambda: tenant.create_queue(QueueName="tenants-new"),
@@ -242,12 +248,12 @@ def test_a_client_endpoint_uses_shared_queues_but_never_creates_changes_tags_or_
     assert [m["Body"] for m in tenant.receive_message(QueueUrl=url)["Messages"]] == ["still there"]
 
 
-def test_dead_letters_read_listed_and_moved_back(sqs: Any) -> None:
+def test_dead_letters_read_listed_and_moved_back(sqs_admin: Any, sqs: Any) -> None:
     arn = "arn:aws:sqs:us-east-1:000000000000:"
     policy = json.dumps({"deadLetterTargetArn": f"{arn}poison.dlq", "maxReceiveCount": 1})
-    url = sqs.create_queue(QueueName="poison", Attributes={"RedrivePolicy": policy})["QueueUrl"]
-    dlq_url = sqs.create_queue(QueueName="poison.dlq")["QueueUrl"]
-    assert dlq_url in sqs.list_queues(QueueNamePrefix="poison")["QueueUrls"]
+    url = sqs_admin.create_queue(QueueName="poison", Attributes={"RedrivePolicy": policy})["QueueUrl"]
+    dlq_url = sqs_admin.create_queue(QueueName="poison.dlq")["QueueUrl"]
+    assert dlq_url in sqs_admin.list_queues(QueueNamePrefix="poison")["QueueUrls"]
     assert sqs.list_dead_letter_source_queues(QueueUrl=dlq_url)["queueUrls"] == [url]
     sqs.send_message(QueueUrl=url, MessageBody="bad", MessageAttributes={"k": ATTRIBUTES["count"]})
     sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)
@@ -271,8 +277,52 @@ def test_dead_letters_read_listed_and_moved_back(sqs: Any) -> None:
         sqs.start_message_move_task(SourceArn=f"{arn}poison")
 
 
-def test_binary_digest_uses_raw_bytes(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="binary")["QueueUrl"]
+def test_the_administration_endpoint_serves_no_clients_messages(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="administered")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="for default")
+    refused = [
+        lambda: sqs_admin.send_message(QueueUrl=url, MessageBody="x"),
+        lambda: sqs_admin.receive_message(QueueUrl=url),
+        lambda: sqs_admin.purge_queue(QueueUrl=url),
+        lambda: sqs_admin.start_message_move_task(SourceArn="arn:aws:sqs:us-east-1:000000000000:administered.dlq"),
+    ]
+    for call in refused:
+        with pytest.raises(sqs_admin.exceptions.ClientError) as caught:
+            call()
+        assert caught.value.response["Error"]["Code"] == "AccessDenied"
+    counts = sqs_admin.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    assert counts["Attributes"] == {"ApproximateNumberOfMessages": "1"}, "summed over the queue's clients"
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["for default"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ({"MessageSystemAttributes": {"SenderId": {"DataType": "String", "StringValue": "x"}}}, "unknown name"),
+        ({"MessageSystemAttributes": {"AWSTraceHeader": {"DataType": "Number", "StringValue": "1"}}}, "not String"),
+        ({"MessageGroupId": "g" * 129}, "group id over 128 characters"),
+        ({"MessageGroupId": "with space"}, "group id with a space"),
+    ],
+)
+def test_sends_sqs_refuses_are_refused_on_a_standard_queue(sqs_admin: Any, sqs: Any, extra: dict, reason: str) -> None:
+    url = sqs_admin.create_queue(QueueName="standard-refusing")["QueueUrl"]
+    with pytest.raises(sqs.exceptions.ClientError) as refused:
+        sqs.send_message(QueueUrl=url, MessageBody="x", **extra)
+    assert refused.value.response["Error"]["Code"] == "InvalidParameterValue", reason
+    answer = sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "e", "MessageBody": "x", **extra}])
+    assert [failed["Code"] for failed in answer["Failed"]] == ["InvalidParameterValue"], reason
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_a_trace_header_and_a_fair_queue_group_id_are_accepted_on_a_standard_queue(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="standard-traced")["QueueUrl"]
+    trace = {"AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1-5759e988-bd862e3fe1be46a994272793"}}
+    sqs.send_message(QueueUrl=url, MessageBody="x", MessageSystemAttributes=trace, MessageGroupId="g" * 128)
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=url)["Messages"]] == ["x"]
+
+
+def test_binary_digest_uses_raw_bytes(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="binary")["QueueUrl"]
     raw = bytes(range(256))
     attributes = {"raw": {"DataType": "Binary", "BinaryValue": raw}}
     sent = sqs.send_message(QueueUrl=url, MessageBody="b", MessageAttributes=attributes)
@@ -282,8 +332,8 @@ def test_binary_digest_uses_raw_bytes(sqs: Any) -> None:
     assert base64.b64encode(raw)  # botocore decoded the base64 blob into the raw bytes compared above
 
 
-def test_system_attributes_and_counts_say_who_sent_when_and_what_waits(sqs: Any) -> None:
-    url = sqs.create_queue(QueueName="system-attributes")["QueueUrl"]
+def test_system_attributes_and_counts_say_who_sent_when_and_what_waits(sqs_admin: Any, sqs: Any) -> None:
+    url = sqs_admin.create_queue(QueueName="system-attributes")["QueueUrl"]
     before = int(time.time() * 1000)
     sqs.send_message(QueueUrl=url, MessageBody="now")
     sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=600)
@@ -319,11 +369,11 @@ def test_system_attributes_and_counts_say_who_sent_when_and_what_waits(sqs: Any)
 
 
 def test_large_bodies_offloaded_to_the_bucket_and_extended_client_pointers_come_back_as_sent(
-    sqs: Any, server: LocalServer
+    sqs_admin: Any, sqs: Any, server: LocalServer
 ) -> None:
     """The local server offloads to its embedded S3: what SQS's clients see is the body they sent, its MD5 the
     original's; a body SQS's Extended Client already offloaded passes through with its typed size attribute."""
-    url = sqs.create_queue(QueueName="large-bodies")["QueueUrl"]
+    url = sqs_admin.create_queue(QueueName="large-bodies")["QueueUrl"]
     chatty = json.dumps([{"event": "order.placed", "id": i, "note": "é✓"} for i in range(6000)])
     noisy = base64.b64encode(hashlib.sha512(b"seed").digest() * 4000).decode()
     pointer = json.dumps(

@@ -4,7 +4,7 @@ API Gateway (REST) takes payloads up to 10 MB; a synchronous Lambda invoke takes
 of up to 6 MB each (an asynchronous one, 1 MB). Every answer of the functions crosses Lambda, so a receive that
 claimed more than 6 MB of JSON could not be returned: the caller would get an error while the messages it
 claimed stay invisible until their visibility timeout. A receive therefore answers with as many messages as fit
-in `ANSWER_BUDGET_BYTES` (at least one) and gives the others back at once.
+in `ANSWER_BUDGET_BYTES` (at least one) and gives the others back at once, uncounted (`return_unseen`).
 """
 
 from __future__ import annotations

@@ -42,13 +42,14 @@ def receive(address: SubQueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
 
 
 def _answer(claimed: list[ReceivedMessage], holder: SubQueue | QueueWide) -> ReceiveAnswer:
-    """The messages the answer can carry through Lambda (`payloads`); the others are given back at once."""
+    """The messages the answer can carry through Lambda (`payloads`); the others are given back at once, as they
+    were before this receive: nobody saw them, so their receive does not count."""
     from queue_core import QueueError
 
     received, surplus = within_budget(claimed)
     for message in surplus:
         with contextlib.suppress(QueueError):  # a message not given back is visible again after its timeout
-            holder.release(message.receipt_handle, delay_seconds=0)
+            holder.return_unseen(message.receipt_handle)
     count("MessagesReceived", len(received))
     count("ClaimConflicts", holder.claim_conflicts)
     return ReceiveAnswer.model_validate({"messages": [message.to_dict() for message in received]})

@@ -175,14 +175,19 @@ class SendMessageRequest(Request):
     attribute_types: AttributeTypes = None
     delay_seconds: Annotated[
         int | None,
-        _int(0, limits.MAX_RETENTION_SECONDS, "null: the queue's delay; at most the queue's retention_seconds"),
+        _int(
+            0,
+            limits.MAX_RETENTION_SECONDS,
+            "null: the queue's delay; at most the queue's retention_seconds less "
+            f"{limits.MIN_DELIVERY_WINDOW_SECONDS} (the message stays deliverable that long)",
+        ),
     ] = None
     deliver_at: Annotated[
         Annotated[int, Field(strict=True)] | Annotated[float, Field(strict=True)] | str | None,
         Field(
             union_mode="left_to_right",
             description="instead of delay_seconds: epoch seconds, or an ISO-8601 time with a zone; at most the "
-            "queue's retention ahead",
+            f"queue's retention less {limits.MIN_DELIVERY_WINDOW_SECONDS} s ahead",
         ),
     ] = None
     priority: Annotated[int | None, _int(0, limits.MAX_PRIORITY, "0-9, 9 first; standard queues only")] = None

@@ -28,6 +28,8 @@ DEPTH_METRICS: Final = (
     ("delayed", "DelayedMessages", MetricUnit.Count),
     ("dlq", "DlqDepth", MetricUnit.Count),
     ("oldest_age_seconds", "OldestMessageAgeSeconds", MetricUnit.Seconds),
+    # FIFO messages that can be neither delivered nor dead-lettered, each holding its group (only when any).
+    ("stuck", "StuckMessages", MetricUnit.Count),
 )
 
 

@@ -18,7 +18,9 @@ offloaded (its `PayloadS3Pointer` JSON) are stored as sent, so its consumers kee
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import secrets
 import zlib
 from collections.abc import Iterable, Sequence
@@ -36,14 +38,48 @@ COMPRESSED: Final = "bodyz"
 OFFLOADED: Final = "bodyobj"
 FORMS: Final = (BODY, COMPRESSED, OFFLOADED)
 
-EXTENDED_CLIENT_POINTER: Final = '["software.amazon.payloadoffloading.PayloadS3Pointer"'
+POINTER_CLASS: Final = "software.amazon.payloadoffloading.PayloadS3Pointer"
+EXTENDED_CLIENT_POINTER: Final = f'["{POINTER_CLASS}"'
 _ZLIB_LEVEL: Final = 6
 _WRITE_UNIT_BYTES: Final = 1024
+# S3's bucket names (legacy ones included: up to 255 characters, capitals and underscores) and its key limit.
+_BUCKET_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]")
+_MAX_S3_KEY_BYTES: Final = 1024
 
 
 def is_extended_client_pointer(body: str) -> bool:
-    """A body that SQS's Extended Client wrote in place of one it offloaded to its own bucket."""
-    return body.lstrip().startswith(EXTENDED_CLIENT_POINTER)
+    """A body that SQS's Extended Client wrote in place of one it offloaded to its own bucket: exactly its JSON
+    `["software.amazon.payloadoffloading.PayloadS3Pointer", {"s3BucketName": ..., "s3Key": ...}]`, naming a
+    bucket and a key S3 could hold, as the Java, Python and other Extended Clients write it (with or without
+    spaces). Such a body is small (`limits.MAX_POINTER_BYTES` bounds it, escapes included), so it is stored as
+    sent; anything else, however it starts, is an ordinary body, stored (compressed, offloaded) as its size
+    needs."""
+    if len(body) > limits.MAX_POINTER_BYTES or not body.lstrip().startswith(EXTENDED_CLIENT_POINTER):
+        return False
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(parsed, list) or len(parsed) != 2 or not isinstance(parsed[1], dict):
+        return False
+    pointer = parsed[1]
+    bucket, key = pointer.get("s3BucketName"), pointer.get("s3Key")
+    return (
+        set(pointer) == {"s3BucketName", "s3Key"}
+        and isinstance(bucket, str)
+        and _BUCKET_NAME.fullmatch(bucket) is not None
+        and isinstance(key, str)
+        and 0 < _utf8_length(key) <= _MAX_S3_KEY_BYTES
+    )
+
+
+def _utf8_length(text: str) -> int:
+    """The UTF-8 length of `text`, or more than any limit when it holds a lone surrogate (which JSON escapes can
+    spell and S3 cannot store)."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return _MAX_S3_KEY_BYTES + 1
 
 
 def write_units(item_bytes: int) -> int:

@@ -110,6 +110,11 @@ class QueueClient:
     def list_queues(self) -> list[QueueSettings]:
         return self._ctx.registry.list()
 
+    def client_queues(self, client: str) -> list[QueueSettings]:
+        """The queues in which `client` has a sub-queue (it was ever sent a message there): what a tenant lists,
+        without learning of the other tenants' queues."""
+        return self._ctx.registry.registered(self._ctx.registry.list(), validation.client_id(client))
+
     def delete_queue(self, name: str) -> None:
         """Removes the queue from the registry first, in one transaction that leaves a tombstone of this
         incarnation, then every item of every client. A queue created again under the name is a new generation

@@ -43,8 +43,9 @@ class Context:
     shared_state: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     def delete_messages(self, pk: str) -> int:
-        """Removes every message item of a partition for good, and the objects of their offloaded bodies."""
-        return self.store.delete_partition(pk, attributes=(OFFLOADED,), removed=self.bodies.discard)
+        """Removes every message item of a partition for good, and the objects of the offloaded bodies of the items
+        the deletes removed (not of those read: one may have moved to the DLQ meanwhile, with its object)."""
+        return self.store.delete_partition(pk, one_by_one=OFFLOADED, removed=self.bodies.discard)
 
     def now_ms(self) -> int:
         return to_ms(self.clock())

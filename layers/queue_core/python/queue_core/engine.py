@@ -86,6 +86,10 @@ class Engine(Protocol):
     def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
         """Gives the held message back, visible at `visible_at`, which is returned."""
 
+    def return_unseen(self, receipt: Receipt, now: int) -> None:
+        """Gives back a held message nobody saw: visible now, its receive count and first receive time as before
+        the claim."""
+
     def peek(self, limit: int, now: int) -> list[Message]:
         """Visible messages, oldest first, not claimed."""
 

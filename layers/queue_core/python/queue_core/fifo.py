@@ -62,6 +62,8 @@ _SEND_ATTEMPTS = 25
 _CLAIM_ROUNDS = 3
 _TIDY_LOCK_SECONDS = 30  # how long the sweep holds a stuck group while it tidies the group's head
 _CHUNK = 45  # entries per transaction: one group update plus at most two actions an entry, within 100
+# How long a group waits behind a head that can be neither delivered nor moved to the DLQ before a claim tries again.
+STUCK_RETRY_SECONDS: Final = 300
 logger = logging.getLogger("queue_core")
 
 
@@ -134,9 +136,16 @@ class FifoQueue:
         for _ in range(_SEND_ATTEMPTS):
             if not pending:
                 return results
+            # Each transaction's own time: a dedup item's window counts from its commit, however long the
+            # batch's earlier transactions took.
+            now = max(now, self.ctx.now_ms())
             actions, refs = self._append_actions(group, pending, expected, now, placement)
             try:
                 self.ctx.store.transact_writes(actions + placement.moves + extra)
+            except MessageTooLarge:
+                if not any(entry.stored for entry in pending):  # refused: nothing was stored, its objects go
+                    self.ctx.bodies.discard(write.item for write in actions)
+                raise
             except TransactionCancelled as cancelled:
                 if not any(entry.stored for entry in pending):  # a redrive's objects belong to its DLQ items
                     self.ctx.bodies.discard_unstored(actions, cancelled.reasons)
@@ -167,7 +176,7 @@ class FifoQueue:
                 continue
             results.update({entry.index: SendResult(ref.message_id, ref.sequence) for entry, ref in refs})
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
-            ready.announce(self.ctx.store, self.space, self.ready_pairs([entry for entry, _ in refs], now), now)
+            ready.announce(self.ctx, self.space, self.ready_pairs([entry for entry, _ in refs], now))
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
@@ -197,7 +206,7 @@ class FifoQueue:
         )
 
     def send_committed(self, planned: SendWrites, now: int) -> None:
-        ready.announce(self.ctx.store, self.space, planned.ready, now)
+        ready.announce(self.ctx, self.space, planned.ready)
 
     def _placement(self, group: str, now: int) -> _Placement:
         """Where a send goes. Without a kept earlier layout: the group's shard, no read. With one: the old place
@@ -339,21 +348,30 @@ class FifoQueue:
         assert group_item is not None
         group = group_item["group_id"]
         heads, more, _ = self.ctx.store.query(self.space.group_messages_pk(group), limit=budget + 1, consistent=True)
-        taken, next_head = self._take_heads(key, token, heads, budget, now)
+        taken, next_head, stuck = self._take_heads(key, token, heads, budget, now)
         if not taken:
-            if next_head is not None:
+            if stuck is not None:
+                self._hold_stuck(key, token, stuck, now)
+            elif next_head is not None:
                 self.finish_group(key, token, max(now, int(next_head["visible_at"])))
             elif more:
                 self.finish_group(key, token, now)
             else:
                 self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
             return []
-        marked = _in_order(self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken))
-        marked = self._with_bodies(marked, key, token, now)
+        outcomes = list(self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken))
+        marked, stuck = _in_order(outcomes)
+        marked, stuck_body = self._with_bodies(marked, key, token, now)
+        stuck = stuck or stuck_body
+        self._give_back_unseen([o for o in outcomes if isinstance(o, dict)], marked, now)
         if not marked:
-            self.finish_group(key, token, now)
+            if stuck is not None:
+                self._hold_stuck(key, token, stuck, now)
+            else:
+                self.finish_group(key, token, now)
             return []
-        last_seq = "" if (next_head is not None or more) else str(group_item["last_seq"])
+        whole = len(marked) == len(taken)
+        last_seq = "" if (next_head is not None or more or not whole) else str(group_item["last_seq"])
         messages = []
         for item in marked:
             ref = MessageRef(shard=0, sequence=item["sk"], group=group)
@@ -370,44 +388,95 @@ class FifoQueue:
             messages.append(received(item, ref, receipt.encode(secret), self.ctx.bodies, self.client))
         return messages
 
-    def _with_bodies(self, marked: list[Item], group_key: dict[str, str], token: str, now: int) -> list[Item]:
-        """The marked messages with their bodies as sent (offloaded ones fetched in parallel). One whose body is
-        gone cannot be processed by anyone: it goes to the DLQ, as a message past its receive limit does, and the
-        group moves on."""
+    def _with_bodies(
+        self, marked: list[Item], group_key: dict[str, str], token: str, now: int
+    ) -> tuple[list[Item], Item | None]:
+        """The marked messages with their bodies as sent (offloaded ones fetched in parallel), up to the first
+        that is stuck. One whose body is gone cannot be processed by anyone: it goes to the DLQ, as a message past
+        its receive limit does, and the group moves on; if it cannot go there either, the group stops at it."""
 
-        def resolve(item: Item) -> Item | None:
+        def resolve(item: Item) -> Item | _Stuck | None:
             try:
                 return self.ctx.bodies.resolved(item)
             except MessageBodyMissing:
                 logger.warning(
                     "message %s of group %s: its offloaded body is gone; moved to the DLQ", item["sk"], group_key["sk"]
                 )
-                self._to_dlq(item, group_key, token, now)
-                return None
+                return None if self._dead_letter(item, group_key, token, now) else _Stuck(item)
 
-        return [item for item in self.ctx.inner_pool.map(resolve, marked) if item is not None]
+        resolved: list[Item] = []
+        for outcome in self.ctx.inner_pool.map(resolve, marked):
+            if isinstance(outcome, _Stuck):
+                return resolved, outcome.item
+            if outcome is not None:
+                resolved.append(outcome)
+        return resolved, None
+
+    def _give_back_unseen(self, marked: list[Item], delivered: list[Item], now: int) -> None:
+        """Messages this claim marked but does not deliver (after a head it stopped at) get back the receive
+        count they had: nobody saw them. Best effort: a later claim takes them either way, in order."""
+        kept = {item["sk"] for item in delivered}
+        for item in marked:
+            if item["sk"] in kept:
+                continue
+            write = writes.unseen(
+                {"pk": item["pk"], "sk": item["sk"]}, item["tok"], int(item["receive_count"]), new_token()
+            )
+            with contextlib.suppress(ConditionFailed, QueueError):
+                self.ctx.store.write(write)
+
+    def _dead_letter(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
+        """`_to_dlq`, False also when DynamoDB refuses the DLQ copy (too large for the backend's item limit) or
+        fails: the message then stays where it is."""
+        try:
+            return self._to_dlq(item, group_key, token, now)
+        except QueueError:
+            logger.warning("message %s of group %s could not be moved to the DLQ", item["sk"], group_key["sk"])
+            return False
+
+    def _hold_stuck(self, key: dict[str, str], token: str, item: Item, now: int) -> None:
+        """A head that can be neither delivered nor moved to the DLQ is never dropped nor overtaken: it stays,
+        holds its group (and only it) until `STUCK_RETRY_SECONDS` later, when a claim tries again, and is
+        reported (this log line, `stuck` in stats, the sweeper's metric) until an operator cancels it."""
+        logger.error(
+            "message %s of group %s of %s/%s can be neither delivered nor moved to the DLQ: it stays and holds its "
+            "group; cancel it to let the group go on",
+            MessageRef(shard=0, sequence=item["sk"], group=key["sk"]).message_id,
+            key["sk"],
+            self.queue,
+            self.client,
+        )
+        retry_at = now + STUCK_RETRY_SECONDS * 1000
+        try:
+            self.ctx.store.write(group_writes.hold_stuck(key, token, item["sk"], retry_at))
+        except ConditionFailed as failed:
+            if not _unlocked_by(failed.item, token):
+                return  # the lock passed to another claim
+        ready.announce(self.ctx, self.space, [(0, retry_at)])
 
     def _take_heads(
         self, group_key: dict[str, str], token: str, heads: list[Item], budget: int, now: int
-    ) -> tuple[list[Item], Item | None]:
-        """The messages to deliver, and the first one left behind (None when none is)."""
+    ) -> tuple[list[Item], Item | None, Item | None]:
+        """The messages to deliver, the first one left behind (None when none is), and that one again when it is
+        stuck: past its receive limit and not movable to the DLQ (nothing after it may go before it)."""
         taken: list[Item] = []
         limit = self.settings.max_receive_count
         for item in heads:
             if is_expired(item, now):
                 self._remove_expired(item, group_key, now)
             elif limit and int(item["receive_count"]) >= limit:
-                self._to_dlq(item, group_key, token, now)
+                if not self._dead_letter(item, group_key, token, now):
+                    return taken, item, item
             elif int(item["visible_at"]) > now or len(taken) >= budget:
-                return taken, item
+                return taken, item, None
             else:
                 taken.append(item)
-        return taken, None
+        return taken, None, None
 
-    def _mark(self, item: Item, group_key: dict[str, str], token: str, now: int) -> Item | _Missed | None:
+    def _mark(self, item: Item, group_key: dict[str, str], token: str, now: int) -> Item | _Missed | _Stuck | None:
         """The message marked as ours; None when it went to the DLQ instead; `MISSED` when another receive
         marked it first or it is gone (a claim whose lock ran out while it read the head: nothing after it may be
-        delivered, see `_in_order`)."""
+        delivered, see `_in_order`); `_Stuck` when it can be neither marked nor moved to the DLQ."""
         try:
             key = {"pk": item["pk"], "sk": item["sk"]}
             return self.ctx.store.write(writes.mark(key, token, now, int(item["receive_count"])))
@@ -417,9 +486,7 @@ class FifoQueue:
             return MISSED
         except MessageTooLarge:
             # Stored before sizes were checked, it cannot take a claim's attributes: to the DLQ, not in the way.
-            with contextlib.suppress(QueueError):
-                self._to_dlq(item, group_key, token, now)
-            return None
+            return None if self._dead_letter(item, group_key, token, now) else _Stuck(item)
 
     def finish_group(
         self,
@@ -451,7 +518,7 @@ class FifoQueue:
             if not _unlocked_by(failed.item, token):
                 return False
         # The group is available again: queue-wide receives must know when, whatever marker the client has.
-        ready.announce(self.ctx.store, self.space, [(0, available_at)], self.ctx.now_ms())
+        ready.announce(self.ctx, self.space, [(0, available_at)])
         return True
 
     # Claimed messages.
@@ -491,7 +558,7 @@ class FifoQueue:
         marker says so to queue-wide receives, as `finish_group` does after a plain delete."""
         if receipt.held <= 1:
             if not (receipt.last_seq and group_may_be_empty):  # else `delete_writes` took the group out, empty
-                ready.announce(self.ctx.store, self.space, [(0, now)], now)
+                ready.announce(self.ctx, self.space, [(0, now)])
             return
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
@@ -513,6 +580,21 @@ class FifoQueue:
             # is safe to repeat.
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
+
+    def return_unseen(self, receipt: Receipt, now: int) -> None:
+        """The message gets back the receive count and first receive time it had before this claim; the group is
+        given back as by a release with no delay (the last held message given back unlocks it)."""
+        ref = MessageRef.parse(receipt.message_id)
+        release_id = new_token()
+        write = writes.unseen(ref.live_key(self.space), receipt.token, receipt.receive_count, release_id)
+        try:
+            self.ctx.store.write(write)
+        except ConditionFailed as failed:
+            if failed.item is None:
+                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            if failed.item.get("released_by") != release_id:
+                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+        self._ack(receipt, ref, now, removed=0)
 
     def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int, late_count: bool = True) -> None:
         """One held message is done; the last one done unlocks the group. Done messages are a set (`acked`), so
@@ -563,6 +645,8 @@ class FifoQueue:
             self.ctx.store.write(group_writes.extend(key, receipt.token, visible_at))
         except ConditionFailed:
             raise ReceiptHandleStale("the group was received again since this receipt handle") from None
+        # The group is available at the new time: queue-wide receives must know, whatever marker the client has.
+        ready.announce(self.ctx, self.space, [(0, visible_at)])
         return visible_at
 
     # Housekeeping.
@@ -603,6 +687,7 @@ class FifoQueue:
             receive_count=item["receive_count"],
             first_received_at=item.get("first_received_at"),
             moved_at=now,
+            dlq_id=new_token(),
             expires_at=max(int(item["expires_at"]), expires_s(now, self.settings.retention_seconds)),
         )
         try:
@@ -737,10 +822,13 @@ class FifoQueue:
         """From the group items alone (one per group, never the messages): a locked group counts one message
         in flight, the rest of its backlog as visible."""
         total = QueueStats()
+        stuck: list[dict[str, str]] = []
         for shard in range(self.settings.read_shards):
             visible = in_flight = delayed = read = 0
             for group in self.group_items(shard, max_items=limits.STATS_SCAN_LIMIT):
                 read += 1
+                if group.get("stuck"):
+                    stuck.append(MessageRef(0, str(group["stuck"]), group["sk"]).live_key(self.space))
                 count = max(0, int(group.get("msg_count", 0)))
                 if not count or "gsi1sk" not in group:
                     continue
@@ -753,7 +841,9 @@ class FifoQueue:
                     delayed += count
             truncated = read >= limits.STATS_SCAN_LIMIT
             total = total + QueueStats(visible, in_flight, delayed, 0, None, truncated)
-        return replace(total, oldest_age_seconds=self._oldest_age(now))
+        # A group says which head held it; that head is still stuck unless it was cancelled since (one read).
+        still = sum(len(self.ctx.store.batch_get(stuck[start : start + 100])) for start in range(0, len(stuck), 100))
+        return replace(total, oldest_age_seconds=self._oldest_age(now), stuck=still)
 
     def _oldest_age(self, now: int) -> int | None:
         """The age of the oldest head among the groups that wait (bounded: at most 25 groups' heads read)."""
@@ -789,7 +879,7 @@ class FifoQueue:
                 if not group.get("moved") and not is_expired(group, now) and not self._at_current_place(group, now):
                     old_place_in_use = True
         if available:  # the backstop of the ready set (see `ready`)
-            ready.announce(self.ctx.store, self.space, [(0, now)], now)
+            ready.announce(self.ctx, self.space, [(0, now)])
         return freed, old_place_in_use
 
 
@@ -812,18 +902,27 @@ class _Missed:
 MISSED: Final = _Missed()
 
 
-def _in_order(outcomes: Iterable[Item | _Missed | None]) -> list[Item]:
-    """The marked messages up to the first one missed. Marks run in parallel: when a claim whose lock ran out
-    races the next one for the same heads, each may mark some of them, and delivering a later message without an
-    earlier one would break the group's order. The ones marked after a miss stay marked (their receive count one
-    higher) and are delivered by a later claim, in order."""
+@dataclass(frozen=True)
+class _Stuck:
+    """A head that can be neither marked nor moved to the DLQ."""
+
+    item: Item
+
+
+def _in_order(outcomes: Iterable[Item | _Missed | _Stuck | None]) -> tuple[list[Item], Item | None]:
+    """The marked messages up to the first one missed or stuck (and that stuck one). Marks run in parallel: when
+    a claim whose lock ran out races the next one for the same heads, each may mark some of them, and delivering
+    a later message without an earlier one would break the group's order. The ones marked after the stop are
+    given back uncounted (`_give_back_unseen`) and delivered by a later claim, in order."""
     marked: list[Item] = []
     for outcome in outcomes:
         if isinstance(outcome, _Missed):
-            break
+            return marked, None
+        if isinstance(outcome, _Stuck):
+            return marked, outcome.item
         if outcome is not None:
             marked.append(outcome)
-    return marked
+    return marked, None
 
 
 def _holds(group_item: Item | None, token: str) -> bool:

@@ -27,7 +27,22 @@ MAX_NUMBER_EXPONENT: Final = 126
 # Attribute names and values together. With a body's pointer, the item still fits DynamoDB's 400 KB with room
 # (ITEM_HEADROOM_BYTES) for everything the queue writes into it later: a claim, a DLQ move, a redrive.
 MAX_ATTRIBUTES_BYTES: Final = 64 * 1024
-MAX_ITEM_BYTES: Final = 400 * 1024
+# The longest body (in characters) read as an SQS Extended Client pointer (`bodies.is_extended_client_pointer`):
+# its JSON with a bucket name and a 1,024-byte key escaped at worst (6 characters a byte). Anything longer is an
+# ordinary body, stored as its size needs.
+MAX_POINTER_BYTES: Final = 8 * 1024
+# DynamoDB refuses an item over 400 KB (409,600 bytes). The embedded DynamoDB of `make local`, `dq local` and the
+# tests (moto) refuses one over 405,000 bytes as it counts them: names and values in UTF-8 as DynamoDB does, but a
+# number as its decimal digits (DynamoDB: about one byte per two), and an attribute an update replaces twice
+# while the update runs. A message item must fit both: the smaller limit, less ITEM_HEADROOM_BYTES for what the
+# queue writes into the item after its send, as the larger count of the two counts it. At most: a claim's token,
+# flag, first-receive time and receive count (4 digits), a release's id beside a later claim's token, moto's
+# second count of the index key an update replaces, and for a DLQ copy its time and a FIFO key that carries the
+# group id in base64 (at most 45 bytes more than the live key): under 400 bytes, measured at the edge by
+# tests/core/test_item_limits.py.
+DYNAMODB_ITEM_BYTES: Final = 400 * 1024
+EMBEDDED_ITEM_BYTES: Final = 405_000
+MAX_ITEM_BYTES: Final = min(DYNAMODB_ITEM_BYTES, EMBEDDED_ITEM_BYTES)
 ITEM_HEADROOM_BYTES: Final = 4 * 1024
 # Bodies (UTF-8) from this size on are compressed when that lowers the item's write units: below it, an item of
 # a body and the queue's own attributes stays within one unit whatever compression does.
@@ -45,8 +60,12 @@ MAX_BATCH: Final = 25
 MAX_RECEIVE: Final = 10
 MAX_VISIBILITY_SECONDS: Final = 43_200
 MAX_WAIT_SECONDS: Final = 20
-# A queue's default delay; a send's own delay (or `deliver_at`) may reach the queue's retention.
+# A queue's default delay; a send's own delay (or `deliver_at`) may reach the queue's retention less
+# MIN_DELIVERY_WINDOW_SECONDS.
 MAX_DELAY_SECONDS: Final = 900
+# Every delivery time a send (or a queue's default delay) may ask for leaves the message this long between the
+# time it becomes visible and its expiry: a delay or `deliver_at` later than the retention less this is refused.
+MIN_DELIVERY_WINDOW_SECONDS: Final = 60
 MAX_PRIORITY: Final = 9
 MAX_GROUP_ID: Final = 128
 MAX_DEDUP_ID: Final = 128

@@ -39,7 +39,10 @@ class Entry:
 
 
 def expires_s(now_ms: int, retention_seconds: int) -> int:
-    return now_ms // 1000 + retention_seconds
+    """Epoch seconds (DynamoDB's TTL counts seconds), rounded up: a message is kept at least `retention_seconds`
+    after `now_ms`, so that every delivery time `validation.delay` and `validation.deliver_at` accept leaves it
+    deliverable for `limits.MIN_DELIVERY_WINDOW_SECONDS`."""
+    return -(-now_ms // 1000) + retention_seconds
 
 
 def is_expired(item: Item, now_ms: int) -> bool:

@@ -78,11 +78,16 @@ class QueueStats(_Json):
     # Visible, in-flight and delayed counts of each priority that has messages ("0"-"9"); in `to_dict()` only
     # when a priority above 0 is among them, so a queue that uses none answers as it always did.
     by_priority: dict[str, dict[str, int]] = field(default_factory=dict)
+    # FIFO messages that can be neither delivered nor moved to the DLQ, each holding its group until an operator
+    # cancels it; in `to_dict()` only when there are any.
+    stuck: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         figures = asdict(self)
         if not any(priority != "0" for priority in self.by_priority):
             figures.pop("by_priority")
+        if not self.stuck:
+            figures.pop("stuck")
         return figures
 
     def __add__(self, other: QueueStats) -> QueueStats:
@@ -100,6 +105,7 @@ class QueueStats(_Json):
             oldest_age_seconds=max(ages) if ages else None,
             approximate=self.approximate or other.approximate,
             by_priority=by_priority,
+            stuck=self.stuck + other.stuck,
         )
 
 

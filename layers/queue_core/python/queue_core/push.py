@@ -3,8 +3,12 @@
 A dispatcher is woken (by an insert into the sub-queue, by the sweep, locally by a send), takes one of the
 consumer's `max_concurrency` slots, and while the sub-queue has visible messages and its time budget allows:
 claims a batch through the core with the consumer's visibility timeout, invokes the consumer synchronously with
-the batch as an SQS event (split so that no payload passes Lambda's 6 MB), deletes what succeeded and releases
-what failed with the queue's backoff. The receive limit then moves poison messages to the DLQ as everywhere else.
+the batch as an SQS event (split so that no payload passes Lambda's 6 MB), and as each part's answer comes deletes
+what succeeded and releases what failed with the queue's backoff. The receive limit then moves poison messages to
+the DLQ as everywhere else. The claims always cover what the dispatcher will still do with a message: the
+visibility timeout covers the batching window and one invocation (`consumer_problems`), and before each invocation
+every claim still held that would not outlast it is extended (`Dispatcher._keep`). A timed-out invocation's
+messages are not released: they come back when their claim runs out, never while it may still run.
 
 What the consumer answers is read as SQS's event source mapping reads it with `ReportBatchItemFailures`: no answer,
 or an empty or null `batchItemFailures`, is success; each `itemIdentifier` fails that message; a function error, a
@@ -19,9 +23,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from . import keys, limits, sqs_event
@@ -42,6 +47,14 @@ MAX_BATCHING_WINDOW_SECONDS: Final = 300
 MAX_CONCURRENCY: Final = 1_000
 # Time kept back after the consumer's own timeout for the deletes and releases of its batch.
 SETTLE_MARGIN_SECONDS: Final = 5.0
+# What a claim must still hold beyond the consumer's timeout when an invocation starts: the invoke's own time past
+# the function's (the Lambda client connects in up to 5 s and waits up to 10 s past the timeout) and the settling.
+CLAIM_MARGIN_SECONDS: Final = 20
+# What a consumer's visibility timeout must hold beyond its batching window and timeout: the claim margin and 10 s
+# for a gather that ends a little after its window, so that the ordinary path extends nothing.
+VISIBILITY_MARGIN_SECONDS: Final = CLAIM_MARGIN_SECONDS + 10
+# The error type Lambda gives a function stopped at its timeout (the local invoke says the same).
+TIMEOUT_ERROR: Final = "Sandbox.Timedout"
 
 
 @dataclass(frozen=True)
@@ -97,13 +110,23 @@ def consumer_problems(spec: ConsumerSpec) -> list[str]:
         problems.append(f"max_concurrency must be 1-{MAX_CONCURRENCY}")
     if not 0 < spec.visibility_timeout <= limits.MAX_VISIBILITY_SECONDS:
         problems.append(f"visibility_timeout must be 1-{limits.MAX_VISIBILITY_SECONDS} s")
-    if spec.visibility_timeout < spec.timeout_seconds:
+    needed = covering_visibility(spec.timeout_seconds, spec.max_batching_window_seconds)
+    if spec.visibility_timeout < needed:
         problems.append(
-            f"visibility_timeout ({spec.visibility_timeout} s) is shorter than the consumer's timeout "
-            f"({spec.timeout_seconds:g} s): a batch could become visible again and go to a second invocation while "
-            "the first still runs (SQS refuses such a mapping for the same reason)"
+            f"visibility_timeout ({spec.visibility_timeout} s) must cover the batching window "
+            f"({spec.max_batching_window_seconds:g} s), the consumer's timeout ({spec.timeout_seconds:g} s) and "
+            f"{VISIBILITY_MARGIN_SECONDS} s for the invoke and the settling: at least {needed} s. A claim taken at the "
+            "start of the window must outlast the gathering and the first invocation, or the batch could be "
+            "claimed again (twice in one batch, or by a second dispatcher) while this one still holds it"
         )
     return problems
+
+
+def covering_visibility(timeout_seconds: float, window_seconds: float) -> int:
+    """The shortest visibility timeout a consumer may have: a claim taken when the batching window opens covers
+    the rest of the window, the first invocation and its settling. Later parts of a split batch, and a batch
+    whose dispatcher was held up, are extended before each invocation (`Dispatcher._keep`) by as much."""
+    return math.ceil(window_seconds + timeout_seconds + VISIBILITY_MARGIN_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -130,6 +153,14 @@ class DispatchReport:
     failed: int = 0
     released: int = 0
     moved_to_dlq: int = 0
+    # Handed over and not answered in time: left to come back after their visibility (see `_leave`).
+    timed_out: int = 0
+    # Claimed and never handed over (a later part with no time left, a FIFO group failed in an earlier part):
+    # given back at once, their receive count as it was.
+    returned: int = 0
+    # Claims that could not be extended (the message was received again since, or is gone): not this run's to
+    # hand over or to settle any more.
+    claims_lost: int = 0
     oldest_age_ms: int | None = None
     skipped: bool = False
 
@@ -141,9 +172,12 @@ class DispatchReport:
 
 
 @dataclass
-class _Outcome:
-    succeeded: list[ReceivedMessage] = field(default_factory=list)
-    failed: list[ReceivedMessage] = field(default_factory=list)
+class _Claim:
+    """A message this dispatcher holds, and until when (epoch ms) no one else can claim it: the time read before
+    the receive or extension that set the claim, plus the visibility asked for, so never later than the claim's."""
+
+    message: ReceivedMessage
+    until: int
 
 
 class Dispatcher:
@@ -177,10 +211,10 @@ class Dispatcher:
             batches_before = report.batches
             try:
                 while self._has_time(remaining_seconds()):
-                    batch = self._gather(remaining_seconds)
+                    batch = self._gather()
                     if not batch:
                         break
-                    self._deliver(batch, report)
+                    self._deliver(batch, report, remaining_seconds)
             finally:
                 self._client.give_back_consumer_slot(spec.queue, spec.client, slot, holder)
             # A message inserted after the last empty receive woke a dispatcher that found no free slot: it was this
@@ -196,72 +230,119 @@ class Dispatcher:
     def _has_time(self, remaining: float) -> bool:
         return remaining >= self.spec.timeout_seconds + self.spec.max_batching_window_seconds + SETTLE_MARGIN_SECONDS
 
-    def _gather(self, remaining_seconds: Callable[[], float]) -> list[ReceivedMessage]:
-        """Up to `batch_size` messages; with a batching window, waits up to the window for a full batch. A FIFO
-        queue (also one whose name does not say so, which the construct could not check) takes SQS's FIFO
-        limits: 10 at most, no window."""
+    def _gather(self) -> dict[str, _Claim]:
+        """Up to `batch_size` messages by id, in the core's order; with a batching window, waits up to the window
+        (on the core's clock, as the claims run) for a full batch. A FIFO queue (also one whose name does not say
+        so, which the construct could not check) takes SQS's FIFO limits: 10 at most, no window."""
         spec = self.spec
         fifo = self.sub_queue.settings.fifo
         size = min(spec.batch_size, MAX_BATCH_SIZE_WITHOUT_WINDOW) if fifo else spec.batch_size
-        window = 0 if fifo else spec.max_batching_window_seconds
-        window_ends = time.monotonic() + window
-        batch: list[ReceivedMessage] = []
+        window_ms = 0 if fifo else int(spec.max_batching_window_seconds * 1000)
+        window_ends = self._client.now_ms() + window_ms
+        batch: dict[str, _Claim] = {}
         while len(batch) < size:
             want = min(limits.MAX_RECEIVE, size - len(batch))
+            claimed_at = self._client.now_ms()
             got = self.sub_queue.receive(max_messages=want, visibility_timeout=spec.visibility_timeout)
-            batch += got
+            for message in got:
+                # A message comes back to the same gather only when its first claim ran out (the process was
+                # paused past it): the new claim replaces the old one, whose handle is stale.
+                batch[message.message_id] = _Claim(message, claimed_at + spec.visibility_timeout * 1000)
             if got:
                 continue
-            left = window_ends - time.monotonic()
-            if left <= 0 or (not batch and window == 0):
+            left = window_ends - self._client.now_ms()
+            if left <= 0 or (not batch and window_ms == 0):
                 break
-            self._sleep(min(left, 0.2))
+            self._sleep(min(left / 1000, 0.2))
         return batch
 
-    def _deliver(self, batch: list[ReceivedMessage], report: DispatchReport) -> None:
+    def _deliver(
+        self, batch: dict[str, _Claim], report: DispatchReport, remaining_seconds: Callable[[], float]
+    ) -> None:
+        """Part after part (see `split_for_payload`), each settled as soon as its answer comes, and every message
+        still held extended before each invocation when its claim would not outlast it: no claim runs out while
+        this dispatcher may still hand its message over or settle it, so no second dispatcher gets it meanwhile."""
         report.batches += 1
         now = self._client.now_ms()
-        report.saw_age(now - min(message.sent_at for message in batch))
-        outcome = _Outcome()
+        report.saw_age(now - min(claim.message.sent_at for claim in batch.values()))
+        held = dict(batch)
         failed_groups: set[str] = set()
-        for chunk in split_for_payload(batch, self._source, now):
-            blocked = [m for m in chunk if m.group_id is not None and m.group_id in failed_groups]
-            outcome.failed += blocked
-            sending = [m for m in chunk if m not in blocked]
+        for part in split_for_payload([claim.message for claim in batch.values()], self._source, now):
+            if remaining_seconds() < self.spec.timeout_seconds + SETTLE_MARGIN_SECONDS:
+                break
+            blocked = [m for m in part if m.group_id is not None and m.group_id in failed_groups]
+            self._return_unseen([held.pop(m.message_id) for m in blocked if m.message_id in held], report)
+            held = {
+                claim.message.message_id: claim
+                for claim in self._keep(held.values(), self.spec.timeout_seconds + CLAIM_MARGIN_SECONDS, report)
+            }
+            sending = [held.pop(m.message_id) for m in part if m.message_id in held]
             if not sending:
                 continue
-            failures = self._invoke_once(sending, now, report)
-            for message in sending:
+            failures, ended = self._invoke_once([claim.message for claim in sending], now, report)
+            succeeded, failed = [], []
+            for claim in sending:
+                message = claim.message
                 in_failed_group = message.group_id is not None and message.group_id in failed_groups
                 if failures is None or message.message_id in failures or in_failed_group:
-                    outcome.failed.append(message)
+                    failed.append(claim)
                     if message.group_id is not None:
                         failed_groups.add(message.group_id)
                 else:
-                    outcome.succeeded.append(message)
-        self._settle(outcome, report)
+                    succeeded.append(claim)
+            if ended:
+                self._settle(succeeded, failed, report)
+            else:
+                self._leave(failed, report)
+        self._return_unseen(list(held.values()), report)
 
-    def _invoke_once(self, messages: list[ReceivedMessage], now: int, report: DispatchReport) -> set[str] | None:
-        """The ids the consumer failed; None when the whole batch failed."""
+    def _invoke_once(
+        self, messages: list[ReceivedMessage], now: int, report: DispatchReport
+    ) -> tuple[set[str] | None, bool]:
+        """The ids the consumer failed (None: the whole batch failed), and whether the invocation has surely
+        ended: not when it timed out or its answer never came (`ended_surely`)."""
         records = [sqs_event.record(message, self._source, now) for message in messages]
         report.invocations += 1
         try:
             answer = self._invoke(sqs_event.event(records))
         except Exception:
             logger.exception("invoking consumer %s failed", self.spec.function)
-            return None
-        return item_failures(answer, {message.message_id for message in messages})
+            return None, False
+        return item_failures(answer, {message.message_id for message in messages}), ended_surely(answer)
 
-    def _settle(self, outcome: _Outcome, report: DispatchReport) -> None:
-        """Deletes before releases, so that a FIFO group's lock is given back by the last message settled."""
-        handles = [message.receipt_handle for message in outcome.succeeded]
+    def _keep(self, claims: Iterable[_Claim], seconds: float, report: DispatchReport) -> list[_Claim]:
+        """The claims that hold for `seconds` more; one that would not is first extended to the consumer's
+        visibility timeout (which covers `seconds`, see `consumer_problems`). One that cannot be extended is lost:
+        the message was received again since, or is gone, and is no longer this dispatcher's to hand over or
+        settle."""
+        needed = self._client.now_ms() + int(seconds * 1000)
+        kept = []
+        for claim in claims:
+            if claim.until < needed:
+                asked = self._client.now_ms()
+                try:
+                    self.sub_queue.change_visibility(claim.message.receipt_handle, self.spec.visibility_timeout)
+                except QueueError as error:
+                    logger.warning("claim of %s lost: %s", claim.message.message_id, error.message)
+                    report.claims_lost += 1
+                    continue
+                claim.until = asked + self.spec.visibility_timeout * 1000
+            kept.append(claim)
+        return kept
+
+    def _settle(self, succeeded: list[_Claim], failed: list[_Claim], report: DispatchReport) -> None:
+        """Deletes before releases, so that a FIFO group's lock is given back by the last message settled. A
+        delete counts as delivered only under a claim still held (extended first if it ran short), so a delete
+        that finds the message gone because another holder deleted it is not counted twice."""
+        handles = [claim.message.receipt_handle for claim in self._keep(succeeded, SETTLE_MARGIN_SECONDS, report)]
         for start in range(0, len(handles), limits.MAX_BATCH):
             result = self.sub_queue.delete_batch(handles[start : start + limits.MAX_BATCH])
             report.delivered += len(result.successful)
             for failure in result.failed:
                 logger.warning("delete after delivery failed: %s", failure.get("message"))
         max_receives = self.sub_queue.settings.max_receive_count
-        for message in outcome.failed:
+        for claim in failed:
+            message = claim.message
             report.failed += 1
             last = bool(max_receives) and message.receive_count >= max_receives
             try:
@@ -272,6 +353,40 @@ class Dispatcher:
                 continue
             report.released += 1
             report.moved_to_dlq += last
+
+    def _leave(self, failed: list[_Claim], report: DispatchReport) -> None:
+        """An invocation that timed out or never answered may still be running: its messages are not released
+        but come back when their claim runs out (it covered the consumer's timeout and more when the invocation
+        started, see `_keep`), as SQS's mapping lets a timed-out batch come back."""
+        max_receives = self.sub_queue.settings.max_receive_count
+        for claim in failed:
+            report.failed += 1
+            report.timed_out += 1
+            report.moved_to_dlq += bool(max_receives) and claim.message.receive_count >= max_receives
+
+    def _return_unseen(self, claims: list[_Claim], report: DispatchReport) -> None:
+        """Claimed messages no invocation got: back at once, their receive count as before this run's claim."""
+        for claim in claims:
+            try:
+                self.sub_queue.return_unseen(claim.message.receipt_handle)
+            except QueueError as error:
+                logger.warning("giving back %s failed: %s", claim.message.message_id, error.message)
+                continue
+            report.returned += 1
+
+
+def ended_surely(answer: InvokeAnswer) -> bool:
+    """False for a timeout: Lambda's (error type `Sandbox.Timedout` in the answer) or the local invoke's (the call
+    goes on in its thread)."""
+    if answer.function_error == TIMEOUT_ERROR:
+        return False
+    if answer.function_error is None or not answer.payload:
+        return True
+    try:
+        body = json.loads(answer.payload)
+    except ValueError:
+        return True
+    return not (isinstance(body, dict) and body.get("errorType") == TIMEOUT_ERROR)
 
 
 def item_failures(answer: InvokeAnswer, ids: set[str]) -> set[str] | None:

@@ -227,11 +227,11 @@ class QueueWide:
                 self._promote(engine, marker, now)
         elif not saw:
             rotation.forget(marker)
-            drain(self._ctx.store, engine, marker.priority, marker.key, marker.gsi1sk, now)
+            drain(self._ctx, engine, marker.priority, marker.key, marker.gsi1sk, now)
         return found
 
     def _promote(self, engine: Any, marker: Marker, now: int) -> None:
-        announce(self._ctx.store, engine.space, [(marker.priority, now)], now)
+        announce(self._ctx, engine.space, [(marker.priority, now)])
         with contextlib.suppress(ConditionFailed):
             self._ctx.store.write(marker_writes.drop(marker.key, marker.gsi1sk))
 
@@ -271,6 +271,12 @@ class QueueWide:
         visible_at = sub.release(receipt_handle, delay_seconds)
         self._rotation().note_settled(sub.client)
         return visible_at
+
+    def return_unseen(self, receipt_handle: str) -> None:
+        """`SubQueue.return_unseen` for any client's handle: the message is back as it was before the claim."""
+        sub = self._owner(receipt_handle)
+        sub.return_unseen(receipt_handle)
+        self._rotation().note_settled(sub.client)
 
     def stats(self) -> QueueStats:
         """Summed over the queue's clients (reads each client's index entries: an operator's call)."""

@@ -4,24 +4,33 @@ A send stores its messages first, then puts one marker per priority it used (`ke
 now", or "ready at" the delivery time of a delayed message. A queue-wide receive reads the due markers and
 receives from those clients only, so an idle client costs nothing. A client that yields nothing is *drained*:
 its marker is dropped (on the condition that it is the one read), then the client is looked at again (its first
-index entry of that priority, one item per shard) and a marker is put back for when that entry is due. Because
-the send writes its marker after its messages, either the marker lands after the drop (and stays), or the
-messages were stored before the look (and the drain sees them): no message is left without a marker.
+index entry of that priority, one item per shard) and a marker is put back for when that entry is due. A marker
+carries the time it was last put (`put_at`, read after the write it announces); a drop of a marker put within
+`DROP_GRACE_SECONDS` leaves a reminder for when the index shows what it announced. No message is left without a
+marker (design.md, "Why no message is left without a marker").
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .errors import QueueError
 from .keys import Space
-from .store import ConditionFailed, Store, Write
+from .store import ConditionFailed, Write
 from .store import ready as writes
 
+if TYPE_CHECKING:
+    from .context import Context
+
 logger = logging.getLogger("queue_core")
+
+# A marker last put this recently may announce writes that the index does not show yet, so the drain's look (an
+# index read) may miss them: its drop leaves a *reminder*, a ready-at marker this long after the drain, whose own
+# drain looks again once the index has caught up. It must exceed the index's lag plus the skew between the
+# clocks of the processes writing; it is how long a message sent just before a drain may wait when the index lags.
+DROP_GRACE_SECONDS: Final = 10
 
 
 class Drainable(Protocol):
@@ -33,19 +42,21 @@ class Drainable(Protocol):
 
 def marker_writes(space: Space, due: Iterable[tuple[int, int]], now: int) -> list[Write]:
     """One put per distinct marker for `(priority, visible_at)` pairs: what a send, a redrive, a release or an
-    unlock writes after its own write, or inside its own transaction."""
+    unlock writes after its own write; `now` is the time of the put, after that write (the markers' `put_at`)."""
     items: dict[tuple[Any, Any], dict[str, Any]] = {}
     for priority, visible_at in due:
-        item = space.ready_marker(priority, visible_at, now)
+        item = {**space.ready_marker(priority, visible_at, now), "put_at": now}
         items[(item["pk"], item["sk"])] = item
     return [writes.mark(item) for item in items.values()]
 
 
-def announce(store: Store, space: Space, due: Iterable[tuple[int, int]], now: int) -> None:
-    """Puts the markers after the messages are stored. A marker that cannot be written now is logged, not
+def announce(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
+    """Puts the markers after the messages are stored, stamped with the clock read now, after that write (a
+    marker must never look older than what it announces). A marker that cannot be written now is logged, not
     raised: the messages are stored (a failure would make the sender send them twice), a per-client receive
     sees them, and the sweep puts the marker of every sub-queue with visible messages."""
-    puts = marker_writes(space, due, now)
+    store = ctx.store
+    puts = marker_writes(space, due, ctx.now_ms())
     try:
         if len(puts) == 1:
             store.write(puts[0])
@@ -58,12 +69,31 @@ def announce(store: Store, space: Space, due: Iterable[tuple[int, int]], now: in
         logger.warning("ready marker of %s not written; the sweep will", space.client, exc_info=True)
 
 
-def drain(store: Store, engine: Drainable, priority: int, key: dict[str, str], gsi1sk: str, now: int) -> None:
+def drain(ctx: Context, engine: Drainable, priority: int, key: dict[str, str], gsi1sk: str, now: int) -> None:
     """The client gave nothing of `priority`: its marker leaves, and comes back for the next entry's time. The
-    look happens whatever the drop answered: a drop applied whose answer was lost fails its repeat's condition,
-    and a drop that lost to another drain is harmless to follow with a look of our own."""
-    with contextlib.suppress(ConditionFailed):
-        store.write(writes.drop(key, gsi1sk))
+    look happens whatever the drop answered (a drop that lost to another drain is harmless to follow with a look
+    of our own). A marker last put within the grace may announce writes the look did not see: a reminder follows
+    it, as it follows a marker the drop found gone (taken by another drain, or by this very drop, applied and its
+    answer lost: its `put_at` is unknown), unless the look's own marker comes first (its drain reminds in turn)."""
+    try:
+        dropped = ctx.store.write(writes.drop(key, gsi1sk))
+    except ConditionFailed:
+        dropped = None
     at = engine.next_visible(priority, now)
     if at is not None:
-        announce(store, engine.space, [(priority, at)], now)
+        announce(ctx, engine.space, [(priority, at)])
+    grace = DROP_GRACE_SECONDS * 1000
+    if dropped is not None and int(dropped.get("put_at", 0)) <= now - grace:
+        return
+    # A whole second, so that the drains of one marker by several consumers at once leave one reminder.
+    remind_at = -(-(now + grace) // 1000) * 1000
+    if at is not None and at <= remind_at:
+        return
+    # Stamped with the drain's time, the grace before its own: its drain looks once the index has caught up.
+    reminder = {**engine.space.ready_marker(priority, remind_at, now), "put_at": now}
+    try:
+        ctx.store.write(writes.remind(reminder))
+    except ConditionFailed:
+        pass  # a marker for that time is there already: it serves as well
+    except QueueError:
+        logger.warning("reminder of %s not written; the sweep will mark it", engine.space.client, exc_info=True)

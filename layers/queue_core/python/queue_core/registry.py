@@ -27,6 +27,9 @@ from .store import ConditionFailed, Store, TransactionCancelled
 from .store import registry as writes
 from .store.write import delete, put
 
+# DynamoDB's most keys in one BatchGetItem.
+_MAX_BATCH_GET = 100
+
 
 @dataclass(frozen=True)
 class Tombstone:
@@ -195,6 +198,15 @@ class Registry:
     def clients(self, queue: str, generation: str) -> list[str]:
         entries = self._store.query_all(keys.clients_index_pk(queue, generation), index=True)
         return sorted({entry["gsi1sk"] for entry in entries})
+
+    def registered(self, queues: list[QueueSettings], client: str) -> list[QueueSettings]:
+        """Those of `queues` in whose current generation `client` is registered (it was ever sent a message)."""
+        wanted = [keys.client_registration_key(s.name, client, s.generation) for s in queues]
+        present: set[tuple[str, str]] = set()
+        for start in range(0, len(wanted), _MAX_BATCH_GET):
+            items = self._store.batch_get(wanted[start : start + _MAX_BATCH_GET])
+            present |= {(item["pk"], item["sk"]) for item in items}
+        return [s for s, key in zip(queues, wanted, strict=True) if (key["pk"], key["sk"]) in present]
 
     def delete_registration(self, space: Space) -> None:
         self._store.delete(space.registration_key())

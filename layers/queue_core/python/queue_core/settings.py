@@ -63,6 +63,12 @@ class QueueSettings:
         content_based = validation.boolean("content_based_dedup", options.get("content_based_dedup", False))
         if content_based and not fifo:
             raise ValidationError("content_based_dedup is only for FIFO queues")
+        retention = _int(options, "retention_seconds", limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS)
+        if _int(options, "delay_seconds", 0, limits.MAX_DELAY_SECONDS) > validation.latest_delay_seconds(retention):
+            raise ValidationError(
+                f"delay_seconds must leave a message {limits.MIN_DELIVERY_WINDOW_SECONDS} s of its retention "
+                f"({retention} s) in which it can be delivered: at most {validation.latest_delay_seconds(retention)}"
+            )
         return cls(
             name=name,
             fifo=fifo,

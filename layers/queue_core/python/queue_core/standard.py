@@ -90,10 +90,10 @@ class StandardQueue:
         item["gsi1sk"] = keys.message_index_sk(visible_at, ref.sequence, entry.priority)
         return ref, item
 
-    def announce(self, items: list[Item], now: int) -> None:
+    def announce(self, items: list[Item]) -> None:
         if items:
             self.traffic.note_bands(int(item.get("priority", 0)) for item in items)
-            ready.announce(self.ctx.store, self.space, _due_pairs(items), now)
+            ready.announce(self.ctx, self.space, _due_pairs(items))
 
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
         """Entries without a dedup id go in batch writes of 25 (one call); each with one goes in a transaction
@@ -108,8 +108,16 @@ class StandardQueue:
                 results[entry.index] = error
         for start in range(0, len(built), 25):
             chunk = built[start : start + 25]
-            left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
-            self.announce([item for position, (_, _, item) in enumerate(chunk) if position not in left], now)
+            try:
+                left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
+            except QueueError as error:
+                # Each entry fails, not the call. A refusal (DynamoDB applies none of a request it refuses)
+                # stored none of them: their objects go. Any other outcome is unknown, and keeps them.
+                if isinstance(error, MessageTooLarge):
+                    self.ctx.bodies.discard(item for _, _, item in chunk)
+                results.update({entry.index: error for entry, _, _ in chunk})
+                continue
+            self.announce([item for position, (_, _, item) in enumerate(chunk) if position not in left])
             for position, (entry, ref, _) in enumerate(chunk):
                 results[entry.index] = (
                     Throttled(
@@ -125,12 +133,17 @@ class StandardQueue:
         return [results[entry.index] for entry in entries]
 
     def _send_dedup(self, entry: Entry, now: int) -> SendResult:
+        """With a fresh time: the dedup window counts from this transaction, not from the start of the batch."""
+        now = max(now, self.ctx.now_ms())
         planned = self.send_writes(entry, now)
         try:
             self.ctx.store.transact_writes(planned.writes)
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
             return duplicate_of(cancelled.reasons[0])
+        except MessageTooLarge:
+            self.ctx.bodies.discard(write.item for write in planned.writes)  # refused: nothing was stored
+            raise
         self.send_committed(planned, now)
         return SendResult(planned.ref.message_id, planned.ref.sequence)
 
@@ -145,7 +158,7 @@ class StandardQueue:
 
     def send_committed(self, planned: SendWrites, now: int) -> None:
         self.traffic.note_bands(priority for priority, _ in planned.ready)
-        ready.announce(self.ctx.store, self.space, planned.ready, now)
+        ready.announce(self.ctx, self.space, planned.ready)
 
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
@@ -333,11 +346,25 @@ class StandardQueue:
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-            if release_id is not None and failed.item.get("released_by") == release_id:
-                return visible_at  # this very release was applied and its answer lost; the SDK's retry found it done
-            raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-        ready.announce(self.ctx.store, self.space, [(ref.priority, visible_at)], now)
+            if release_id is None or failed.item.get("released_by") != release_id:
+                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+            # This very release was applied and its answer lost (the SDK's retry found it done): announced below.
+        ready.announce(self.ctx, self.space, [(ref.priority, visible_at)])
         return visible_at
+
+    def return_unseen(self, receipt: Receipt, now: int) -> None:
+        """Visible now, with the receive count and first receive time it had before this claim; then its ready
+        marker, as after a release."""
+        ref = MessageRef.parse(receipt.message_id)
+        release_id = new_token()
+        write = writes.unseen(
+            ref.live_key(self.space), receipt.token, receipt.receive_count, release_id, now, ref.priority
+        )
+        try:
+            self.ctx.store.write(write)
+        except ConditionFailed as failed:
+            _check_own_release(failed.item, release_id)
+        ready.announce(self.ctx, self.space, [(ref.priority, now)])
 
     # Housekeeping.
     def delete_expired(self, key: dict[str, str], now: int) -> bool:
@@ -364,6 +391,7 @@ class StandardQueue:
             receive_count=receive_count,
             first_received_at=old.get("first_received_at"),
             moved_at=now,
+            dlq_id=new_token(),
             expires_at=max(int(old["expires_at"]), expires_s(now, self.settings.retention_seconds)),
         )
         try:
@@ -404,7 +432,7 @@ class StandardQueue:
             self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
         except TransactionCancelled:
             return False
-        self.announce([live], now)
+        self.announce([live])
         return True
 
     # Looking without claiming.
@@ -500,7 +528,7 @@ class StandardQueue:
                 elif keys.index_time(entry["gsi1sk"]) <= now:
                     visible.append(entry)
         # The backstop of the ready set: a marker for every priority with visible messages (one write unit each).
-        ready.announce(self.ctx.store, self.space, _due_pairs(visible, now), now)
+        ready.announce(self.ctx, self.space, _due_pairs(visible, now))
         return False
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:
@@ -516,6 +544,14 @@ def _due_pairs(items: list[Item], now: int | None = None) -> set[tuple[int, int]
         priority, at, _ = keys.message_index_parts(str(item["gsi1sk"]))
         pairs.add((priority, int(at) if now is None else now))
     return pairs
+
+
+def _check_own_release(old: Item | None, release_id: str) -> None:
+    """A give-back's failed condition: its own write repeated by the SDK after a lost answer (done), or not."""
+    if old is None:
+        raise MessageNotFound("the message no longer exists (deleted or expired)")
+    if old.get("released_by") != release_id:
+        raise ReceiptHandleStale("the message was received again since this receipt handle")
 
 
 def _as_result(send: Any) -> SendResult | QueueError:

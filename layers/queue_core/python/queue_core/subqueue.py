@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from . import keys, limits, validation
+from . import dead_letters, keys, limits, validation
 from .context import Context
+from .dead_letters import DeadLetter
 from .engine import Engine
 from .errors import MessageBodyMissing, MessageNotFound, QueueError, ValidationError
 from .fifo import FifoQueue
@@ -83,7 +84,8 @@ class SubQueue:
     ) -> SendResult:
         """`attribute_types` gives SQS data types (`Number`, `Binary`, `String.x`, ...) of some `attributes`;
         left out, every attribute is a plain string. `priority` 0-9 (9 first); `deliver_at` (epoch seconds or
-        ISO-8601 with a zone) instead of a delay; either may put delivery as far ahead as the queue's retention."""
+        ISO-8601 with a zone) instead of a delay; either may put delivery as far ahead as the queue's retention
+        less `limits.MIN_DELIVERY_WINDOW_SECONDS`."""
         entry = self._entry(
             0,
             _raw_entry(body, attributes, delay_seconds, group_id, dedup_id, attribute_types, priority, deliver_at),
@@ -277,6 +279,14 @@ class SubQueue:
         now = self._now()
         return self.engine().release(receipt, now + delay_ms, now)
 
+    def return_unseen(self, receipt_handle: str) -> None:
+        """Gives back a message this process claimed but never handed to anyone (an answer cut short, a batch
+        never sent): visible now, with the receive count (and first receive time) it had before the claim, so a
+        receive nobody saw never counts towards `max_receive_count`. Conditional on the claim, like `release`; a
+        FIFO group is given back as by `release(handle, 0)`. A message that was handed out must be released."""
+        receipt = self._receipt(receipt_handle)
+        self.engine().return_unseen(receipt, self._now())
+
     # Looking without claiming.
     def peek(self, limit: int = 10) -> list[Message]:
         limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
@@ -325,6 +335,7 @@ class SubQueue:
             age,
             figures.approximate or dlq_truncated,
             figures.by_priority,
+            figures.stuck,
         )
 
     # Dead-letter queue.
@@ -348,17 +359,44 @@ class SubQueue:
         return count, truncated
 
     def dlq_list(self, limit: int = 10) -> list[Message]:
+        return [message for _, message in self._dlq_read(limit)]
+
+    def _dlq_read(self, limit: int) -> list[tuple[Item, Message]]:
         limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
         fifo = self.settings.fifo
-        messages = []
+        found: list[tuple[Item, Message]] = []
         for item in self.dlq_items(self._now()):
             shard = keys.shard_of(item["pk"])
             ref = MessageRef.from_dlq_sk(item["sk"], shard, fifo, int(item.get("priority", 0)))
             with contextlib.suppress(MessageBodyMissing):  # still listed by `get`, which says its body is gone
-                messages.append(looked_at(item, ref, DLQ, self._ctx.bodies))
-            if len(messages) >= limit:
+                found.append((item, looked_at(item, ref, DLQ, self._ctx.bodies)))
+            if len(found) >= limit:
                 break
-        return messages
+        return found
+
+    def dlq_read(self, limit: int = 10) -> list[DeadLetter]:
+        """`dlq_list` with a receipt handle for each message, which deletes that DLQ copy and nothing else
+        (`dlq_delete`). Like `dlq_list`, a look: nothing is hidden or counted."""
+        secret = self.engine().secret()
+        if secret is None:  # nothing was ever sent in this generation: nothing can be dead-lettered
+            return []
+        return [dead_letters.handed_out(item, message, self.space, secret) for item, message in self._dlq_read(limit)]
+
+    def dlq_delete(self, receipt_handle: str) -> bool:
+        """Removes the DLQ copy a `dlq_read` handle was read from, never the live message nor a later DLQ copy of
+        it. False when that copy is gone already (no error, as a spent handle in SQS); `ValidationError` for a
+        handle that is not a genuine dead letter's handle of this sub-queue."""
+        receipt = self.dlq_check_handle(receipt_handle)
+        return dead_letters.delete(self._ctx, self.space, self._ref(receipt.message_id), receipt)
+
+    def dlq_check_handle(self, receipt_handle: str) -> dead_letters.DeadLetterReceipt:
+        """The receipt a dead letter's handle carries, once its signature and owner are checked."""
+        secret = self.engine().secret()
+        if secret is None:
+            raise ValidationError("receipt_handle is not valid for this queue (no message was ever sent to it)")
+        receipt = dead_letters.DeadLetterReceipt.decode(receipt_handle, secret)
+        receipt.check_owner(self.queue, self.client)
+        return receipt
 
     def redrive(self, max_messages: int | None = None, message_ids: list[str] | None = None) -> int:
         """Moves DLQ messages back with their receive count reset; FIFO keeps each group's order."""

@@ -14,6 +14,8 @@ attempt was applied, and the caller's conditions are checked afresh).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -31,7 +33,7 @@ from .errors import (
 from .limits import MAX_TRANSACTION_ITEMS
 from .messages import Entry
 from .receipts import Receipt
-from .store import Item, Store, TransactionCancelled
+from .store import Item, OutcomeUnknown, Store, TransactionCancelled
 
 logger = logging.getLogger("queue_core.transactions")
 
@@ -65,6 +67,12 @@ class _Part:
     """A send or an ack inside a caller's transaction."""
 
     items: list[dict[str, Any]]
+    # A commit of these entries whose every answer was lost: (the request's fingerprint, its client request token).
+    # It may have been applied, so only that very request, with that token, may be sent again.
+    unsure: tuple[str, str] | None = None
+
+    def check_uncommitted(self) -> None:
+        """Refuses a part that a transaction already committed, when committing it again would do harm."""
 
     def failure(self, position: int, old: Item | None) -> QueueError | None:
         """What a failed condition of our entry at `position` means; None when the entries were built again
@@ -91,6 +99,7 @@ class TransactSend(_Part):
         self.message_id = ""
         self.sequence = ""
         self._planned: SendWrites | None = None
+        self._committed = False
         self._build(self._engine_of(False), None)
 
     def __repr__(self) -> str:
@@ -106,7 +115,22 @@ class TransactSend(_Part):
     def committed(self) -> None:
         """The message is stored: its ready marker is put (see `ready`), as a normal send puts it after its write."""
         assert self._planned is not None
+        self._committed = True
         self._engine_of(False).send_committed(self._planned, self._now_ms())
+
+    def check_uncommitted(self) -> None:
+        """A send is one message: committed again (a FIFO fence it moved itself would be built again, a new
+        sequence), it would be a second copy."""
+        if self._committed:
+            raise self._stored_already()
+
+    def _stored_already(self) -> DuplicateMessage:
+        return DuplicateMessage(
+            f"message {self.message_id!r} was stored by an earlier commit of this send: nothing of the transaction "
+            "was applied",
+            self.message_id,
+            self.sequence,
+        )
 
     def failure(self, position: int, old: Item | None) -> QueueError | None:
         planned = self._planned
@@ -122,6 +146,10 @@ class TransactSend(_Part):
                 first.message_id,
                 first.sequence,
             )
+        if planned.fence is None:
+            # A standard message's key is drawn for this send alone: taken, it holds this very message, stored by
+            # an earlier commit (the caller's repeat without its token).
+            return self._stored_already()
         if position == planned.fence and old is not None and not old.get("moved") and "last_seq" in old:
             self._build(self._engine_of(False), int(old["last_seq"]))  # another sender moved the group's sequence
             return None
@@ -194,17 +222,49 @@ def commit(store: Store, items: Iterable[Any], token: str | None = None) -> None
         )
     if not _complete(slots):
         raise ValidationError("a send's or an ack's items must all be in the transaction, each once")
+    parts = list({id(part): part for _, part, _ in slots if part is not None}.values())
+    for part in parts:
+        part.check_uncommitted()
     for attempt in range(_COMMIT_ATTEMPTS):
+        request = [item for item, _, _ in slots]
+        fingerprint = _fingerprint(request)
+        sent_token = _token_for(parts, fingerprint, token if attempt == 0 else None)
         try:
-            store.transact_items([item for item, _, _ in slots], token=token if attempt == 0 else None)
+            store.transact_items(request, token=sent_token)
         except TransactionCancelled as cancelled:
+            for part in parts:
+                part.unsure = None  # answered: nothing of it was applied
             slots = _after_cancel(slots, cancelled.reasons)
             continue
-        parts = {id(part): part for _, part, _ in slots if part is not None}
-        for part in parts.values():
+        except OutcomeUnknown as unknown:
+            for part in parts:
+                part.unsure = (fingerprint, unknown.token)
+            raise
+        for part in parts:
+            part.unsure = None
             part.committed()
         return
     raise Throttled("other senders kept moving the FIFO group's sequence; nothing was applied; retry")
+
+
+def _fingerprint(request: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _token_for(parts: list[_Part], fingerprint: str, given: str | None) -> str | None:
+    """The token of a commit whose answers were all lost, when this is that very request (DynamoDB then answers
+    with that commit's outcome, applied once; a token is honoured for ten minutes); else `given` (None: a new
+    one). A part whose commit may have been applied cannot go into another request: it could be applied twice."""
+    unsure = {part.unsure for part in parts if part.unsure is not None}
+    for seen, token in unsure:
+        if seen == fingerprint:
+            return token
+    if unsure:
+        raise ValidationError(
+            "a commit of these sends or acks may have been applied (its answers were lost): commit exactly the same "
+            "items again to learn its outcome"
+        )
+    return given
 
 
 _Slot = tuple[dict[str, Any], _Part | None, int]

@@ -245,15 +245,27 @@ def priority(value: Any, fifo: bool) -> int:
     return integer("priority", value, 0, limits.MAX_PRIORITY)
 
 
+def latest_delay_seconds(retention_seconds: int) -> int:
+    """A message is kept `retention_seconds` from its send and must stay deliverable for
+    `limits.MIN_DELIVERY_WINDOW_SECONDS` of them: the longest delay that allows."""
+    return max(0, retention_seconds - limits.MIN_DELIVERY_WINDOW_SECONDS)
+
+
 def delay(value: Any, retention_seconds: int) -> int:
-    """A send's delay may reach the queue's retention (a message is kept that long from its send)."""
-    seconds = integer("delay_seconds", value, 0, retention_seconds)
-    return seconds
+    """A send's delay: up to the queue's retention less the window in which the message stays deliverable."""
+    latest = latest_delay_seconds(retention_seconds)
+    try:
+        return integer("delay_seconds", value, 0, latest)
+    except ValidationError:
+        raise ValidationError(
+            f"delay_seconds must be an integer from 0 to {latest}: the queue's retention ({retention_seconds} s) "
+            f"less the {limits.MIN_DELIVERY_WINDOW_SECONDS} s in which a message stays deliverable"
+        ) from None
 
 
 def deliver_at(value: Any, now_ms: int, retention_seconds: int) -> int:
-    """Epoch seconds (a number) or an ISO-8601 time with a zone; the past means now; beyond retention refused.
-    Returns epoch milliseconds."""
+    """Epoch seconds (a number) or an ISO-8601 time with a zone; the past means now; later than the longest delay
+    (`latest_delay_seconds`) from now refused. Returns epoch milliseconds."""
     if isinstance(value, bool):
         raise ValidationError("deliver_at must be epoch seconds or an ISO-8601 time with a zone")
     if isinstance(value, int | float):
@@ -270,9 +282,11 @@ def deliver_at(value: Any, now_ms: int, retention_seconds: int) -> int:
         at_ms = int(parsed.timestamp() * 1000)
     else:
         raise ValidationError("deliver_at must be epoch seconds or an ISO-8601 time with a zone")
-    if at_ms > now_ms + retention_seconds * 1000:
+    latest = latest_delay_seconds(retention_seconds)
+    if at_ms > now_ms + latest * 1000:
         raise ValidationError(
-            f"deliver_at is beyond the queue's retention ({retention_seconds} s from now): the message would "
-            "expire before it is delivered"
+            f"deliver_at is more than {latest} s from now: the queue's retention ({retention_seconds} s) less the "
+            f"{limits.MIN_DELIVERY_WINDOW_SECONDS} s in which a message stays deliverable; later, the message would "
+            "expire before it could be delivered"
         )
     return at_ms

@@ -37,3 +37,20 @@ ACTIONS: Final[dict[str, Action]] = {
     "ListMessageMoveTasks": move_tasks.list_message_move_tasks,
     "CancelMessageMoveTask": move_tasks.cancel_message_move_task,
 }
+# What acts on one client's sub-queue (its messages, its DLQ, their moves): never served by the administration
+# endpoint, which stands for no client.
+SUB_QUEUE_ACTIONS: Final = frozenset(
+    {
+        "PurgeQueue",
+        "SendMessage",
+        "SendMessageBatch",
+        "ReceiveMessage",
+        "DeleteMessage",
+        "DeleteMessageBatch",
+        "ChangeMessageVisibility",
+        "ChangeMessageVisibilityBatch",
+        "StartMessageMoveTask",
+        "ListMessageMoveTasks",
+        "CancelMessageMoveTask",
+    }
+)

@@ -5,6 +5,10 @@ its path: the client's segment (`/sqs/{client}`, or none for `default`), the acc
 host is not compared: the same server answers to `localhost` and `127.0.0.1`, and API Gateway to its custom
 domains. A URL whose client is not this endpoint's is refused, so one tenant's SDK client cannot reach another
 tenant's sub-queues by pasting their URL.
+
+The administration endpoint (`/sqs-admin`) acts on queues, not on any client's sub-queue: it takes the URL of
+a queue at any endpoint of the account, and answers the root endpoint's URLs (the client `default`'s), which
+work as they are for the code that created the queue; other clients find theirs with `GetQueueUrl`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from .errors import SqsError
 DEFAULT_CLIENT: Final = "default"
 LOCAL_ACCOUNT: Final = "000000000000"
 CLIENT_PREFIX: Final = "sqs"
+ADMIN_SEGMENT: Final = "sqs-admin"
 
 
 @dataclass(frozen=True)
@@ -29,20 +34,32 @@ class Endpoint:
     client: str = DEFAULT_CLIENT
     account: str = LOCAL_ACCOUNT
     region: str = "us-east-1"
-    # Only the root endpoint (`POST /`) creates, changes, tags and deletes queues: a queue is shared by every
-    # client, and one tenant's route must not let it reconfigure or delete what the other tenants use.
-    manages_queues: bool = True
+    # Only the administration endpoint (`POST /sqs-admin`) creates, changes, tags and deletes queues: a queue is
+    # shared by every client, and no client's route (`default`'s included) may reconfigure or delete what the
+    # other tenants use. It serves no client's messages.
+    manages_queues: bool = False
 
     def refuse_unless_managing(self, action: str) -> None:
         if not self.manages_queues:
             raise SqsError(
                 "AccessDenied",
-                f"{action} changes a queue every client shares: send it to the root endpoint, not a client's.",
+                f"{action} changes a queue every client shares: send it to the administration endpoint "
+                f"(/{ADMIN_SEGMENT}), not a client's.",
+                status=403,
+            )
+
+    def refuse_if_managing(self, action: str) -> None:
+        if self.manages_queues:
+            raise SqsError(
+                "AccessDenied",
+                f"{action} acts on a client's messages: send it to that client's endpoint (/ for the client "
+                f"default, /{CLIENT_PREFIX}/{{client}}), not to the administration endpoint.",
                 status=403,
             )
 
     def queue_url(self, queue: str) -> str:
-        return f"{self.url}/{self.account}/{queue}"
+        root = self.url.removesuffix(f"/{ADMIN_SEGMENT}") if self.manages_queues else self.url
+        return f"{root}/{self.account}/{queue}"
 
     def queue_arn(self, queue: str) -> str:
         return f"arn:aws:sqs:{self.region}:{self.account}:{queue}"
@@ -55,7 +72,9 @@ class Endpoint:
         if len(parts) < 2 or parts[-2] != self.account:
             raise SqsError("InvalidAddress", f"The address {url[:200]} is not valid for this endpoint.")
         client = parts[-3] if len(parts) >= 4 and parts[-4] == CLIENT_PREFIX else DEFAULT_CLIENT
-        if client != self.client:
+        if len(parts) >= 3 and parts[-3] == ADMIN_SEGMENT:
+            client = ADMIN_SEGMENT
+        if client != self.client and not self.manages_queues:
             raise SqsError(
                 "InvalidAddress",
                 f"The address {url[:200]} belongs to another client's endpoint; send it to that endpoint.",

@@ -2,7 +2,8 @@
 
 The endpoint a client called is rebuilt from the event: the scheme (`X-Forwarded-Proto`), the host, and the base
 path API Gateway put before the resource (the stage, or a custom domain's mapping), so queue URLs minted here
-are URLs the client can use. `POST /` is the client `default`; `POST /sqs/{client}` names the client.
+are URLs the client can use. `POST /` is the client `default`; `POST /sqs/{client}` names the client;
+`POST /sqs-admin` administers queues.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from queue_core import QueueClient, QueueError, validation
 from .endpoints import DEFAULT_CLIENT, Endpoint
 from .errors import SqsError
 from .protocol import answer
+from .routes import ADMIN_ROUTE
 
 
 def handle(event: dict[str, Any], core: QueueClient) -> dict[str, Any]:
@@ -48,7 +50,7 @@ def endpoint_of(event: dict[str, Any], headers: dict[str, str]) -> Endpoint:
         client=client,
         account=context.get("accountId") or "000000000000",
         region=os.environ.get("AWS_REGION", "us-east-1"),
-        manages_queues=named is None,
+        manages_queues=named is None and (event.get("resource") or path) == ADMIN_ROUTE,
     )
 
 

@@ -1,8 +1,10 @@
 """The message actions: send, receive, delete and change visibility, one at a time or in batches of 10.
 
 They act on the endpoint's client's sub-queue of the queue the `QueueUrl` names. A DLQ's URL reads that
-sub-queue's DLQ: a receive answers its oldest messages without hiding them (a look, not a claim), and a delete
-with such a message's handle removes it from the DLQ.
+sub-queue's DLQ: a receive answers its oldest messages without hiding them (a look, not a claim), each with a
+signed handle of that DLQ copy; a delete with it removes that copy from the DLQ and nothing else (never the message
+in the queue, which a redrive may have put back under the same id), and a change of visibility with it changes
+nothing, since nothing read from a DLQ is hidden.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Final
 from queue_api.payloads import answered_size, within_budget
 from queue_core import Message, QueueError, QueueSettings, ReceivedMessage, SubQueue, limits
 from queue_core.attribute_digest import md5_of_attributes, md5_of_body
+from queue_core.dead_letters import DeadLetter
 
 from . import message_attributes
 from .calls import Call, Target
@@ -28,7 +31,10 @@ MAX_DELAY_SECONDS: Final = 900
 MAX_BATCH_BYTES: Final = limits.MAX_BODY_BYTES
 _ENTRY_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _ATTEMPT_ID = re.compile(r"[!-~]{1,128}")
-_DLQ_HANDLE: Final = "dlq:"
+# A group id as SQS takes it on any queue: 1-128 letters, digits and punctuation.
+_GROUP_ID = re.compile(r"[!-~]{1,128}")
+# The one message system attribute a sender may set (X-Ray's trace header); SQS refuses any other name.
+TRACE_HEADER: Final = "AWSTraceHeader"
 SYSTEM_NAMES: Final = (
     "SenderId",
     "SentTimestamp",
@@ -108,6 +114,7 @@ def _entry(settings: QueueSettings, params: dict[str, Any]) -> tuple[dict[str, A
     if not message_attributes.allowed_text(body):
         raise SqsError("InvalidMessageContents", "Invalid characters found in the message body.")
     attributes, types, attributes_size = message_attributes.from_sqs(params.get("MessageAttributes"))
+    _check_system_attributes(params.get("MessageSystemAttributes"))
     size = len(body.encode("utf-8")) + attributes_size
     if size > settings.max_message_bytes:
         raise invalid(
@@ -121,6 +128,11 @@ def _entry(settings: QueueSettings, params: dict[str, Any]) -> tuple[dict[str, A
     delay = integer(params, "DelaySeconds", 0, MAX_DELAY_SECONDS)
     group = params.get("MessageGroupId")
     dedup = params.get("MessageDeduplicationId")
+    if group is not None and not _GROUP_ID.fullmatch(group):
+        raise invalid(
+            "Value for parameter MessageGroupId is invalid. Reason: it must be 1 to 128 letters, digits and "
+            "punctuation characters."
+        )
     if settings.fifo:
         if delay is not None:
             raise invalid(
@@ -142,6 +154,16 @@ def _entry(settings: QueueSettings, params: dict[str, Any]) -> tuple[dict[str, A
     if attributes:
         digests["MD5OfMessageAttributes"] = md5_of_attributes(attributes, types) or ""
     return entry, digests, size
+
+
+def _check_system_attributes(raw: dict[str, Any] | None) -> None:
+    """SQS takes `AWSTraceHeader` (a String) and no other name. The header is accepted and not kept: nothing here
+    hands it on (no receive answers it)."""
+    for name, value in (raw or {}).items():
+        if name != TRACE_HEADER:
+            raise invalid(f"Message system attribute name '{name[:256]}' is invalid; only {TRACE_HEADER} may be sent.")
+        if value.get("DataType") != "String" or not value.get("StringValue") or value.get("BinaryValue") is not None:
+            raise invalid(f"Message system attribute '{TRACE_HEADER}' must be of type String with a StringValue.")
 
 
 def _sequence(settings: QueueSettings, sequence: str) -> dict[str, str]:
@@ -168,7 +190,7 @@ def receive_message(call: Call) -> dict[str, Any]:
     settings = call.settings(target.queue)
     try:
         if target.dlq:
-            found: list[Message | ReceivedMessage] = list(sub_queue.dlq_list(want))
+            found: list[DeadLetter | ReceivedMessage] = list(sub_queue.dlq_read(want))
         else:
             found = list(sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=wait))
     except QueueError as error:
@@ -177,8 +199,10 @@ def receive_message(call: Call) -> dict[str, Any]:
     kept, surplus = within_budget(answers, size_of=lambda answer: answered_size(answer[1]) + 1)
     for message, _ in surplus:
         if isinstance(message, ReceivedMessage):
-            with contextlib.suppress(QueueError):  # a message not given back is visible again after its timeout
-                sub_queue.release(message.receipt_handle, delay_seconds=0)
+            # Nobody saw it: given back uncounted, so a receive limit of 1 does not dead-letter it undelivered. One
+            # not given back is visible again after its timeout.
+            with contextlib.suppress(QueueError):
+                sub_queue.return_unseen(message.receipt_handle)
     return {"Messages": [answer for _, answer in kept]} if kept else {}
 
 
@@ -186,11 +210,12 @@ def _message(
     call: Call,
     target: Target,
     settings: QueueSettings,
-    message: Message | ReceivedMessage,
+    read: DeadLetter | ReceivedMessage,
     system: set[str],
     names: list[str] | None,
 ) -> dict[str, Any]:
-    handle = message.receipt_handle if isinstance(message, ReceivedMessage) else _DLQ_HANDLE + message.message_id
+    handle = read.receipt_handle
+    message: Message | ReceivedMessage = read.message if isinstance(read, DeadLetter) else read
     answer: dict[str, Any] = {
         "MessageId": message.message_id,
         "ReceiptHandle": handle,
@@ -249,9 +274,7 @@ def _delete(sub_queue: SubQueue, target: Target, handle: str) -> None:
     error; a handle that was never valid here is `ReceiptHandleIsInvalid`."""
     try:
         if target.dlq:
-            if not handle.startswith(_DLQ_HANDLE):
-                raise SqsError("ReceiptHandleIsInvalid", "The input receipt handle is invalid.")
-            sub_queue.cancel(handle[len(_DLQ_HANDLE) :])
+            sub_queue.dlq_delete(handle)
         else:
             sub_queue.delete(handle)
     except QueueError as error:
@@ -261,13 +284,13 @@ def _delete(sub_queue: SubQueue, target: Target, handle: str) -> None:
 
 
 def change_message_visibility(call: Call) -> dict[str, Any]:
-    target = _message_queue(call)
+    target = call.target()
     _change(call, target, call.params)
     return {}
 
 
 def change_message_visibility_batch(call: Call) -> dict[str, Any]:
-    target = _message_queue(call)
+    target = call.target()
     successful, failed = [], []
     for entry in _batch(call.params):
         try:
@@ -285,7 +308,10 @@ def _change(call: Call, target: Target, params: dict[str, Any]) -> None:
     if seconds is None:
         raise missing("VisibilityTimeout")
     try:
-        call.sub_queue(target).change_visibility(handle, seconds)
+        if target.dlq:
+            call.sub_queue(target).dlq_check_handle(handle)
+        else:
+            call.sub_queue(target).change_visibility(handle, seconds)
     except QueueError as error:
         if error.code in ("ReceiptHandleStale", "MessageNotFound"):
             raise SqsError("MessageNotInflight", "The message referred to isn't in flight.") from None

@@ -12,7 +12,7 @@ from typing import Final
 
 from queue_core import QueueClient, QueueError
 
-from .actions import ACTIONS
+from .actions import ACTIONS, SUB_QUEUE_ACTIONS
 from .calls import Call
 from .endpoints import Endpoint
 from .errors import JSON_CONTENT_TYPE, SqsError, from_code, from_core, invalid
@@ -29,6 +29,8 @@ _log = logging.getLogger(__name__)
 def answer(target: str | None, body: bytes | str | None, endpoint: Endpoint, core: QueueClient) -> Answer:
     try:
         action = _action(target)
+        if action in SUB_QUEUE_ACTIONS:
+            endpoint.refuse_if_managing(action)
         params = checked(action, _params(body))
         result = ACTIONS[action](Call(core, endpoint, params))
     except SqsError as error:

@@ -1,13 +1,16 @@
 """The queue actions: create, find, list, describe, change, delete and purge queues; tags; DLQ sources.
 
 A queue is shared by every client: CreateQueue, SetQueueAttributes, DeleteQueue and the tags act on the queue
-for all of them. PurgeQueue and the approximate counts act on the endpoint's client's sub-queue only.
+for all of them, and only the administration endpoint serves them (a client's CreateQueue answers the URL of a
+queue that exists as asked). PurgeQueue and the approximate counts act on the endpoint's client's sub-queue only;
+at the administration endpoint the counts are summed over the queue's clients.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -20,6 +23,9 @@ from .errors import SqsError, from_core, invalid, no_queue
 from .shapes import integer, require
 
 MAX_LIST: Final = 1000
+# A ListQueues `NextToken`: the last name answered, behind a marker, in canonical base64url.
+_TOKEN_MARKER: Final = "after:"
+_LISTED_NAME = re.compile(r"[A-Za-z0-9_.-]{1,90}")
 
 
 def create_queue(call: Call) -> dict[str, Any]:
@@ -76,12 +82,15 @@ def get_queue_url(call: Call) -> dict[str, Any]:
 
 
 def list_queues(call: Call) -> dict[str, Any]:
-    """Names in order; a queue with a redrive policy lists its DLQ too. `NextToken` is the last name answered."""
+    """Names in order; a queue with a redrive policy lists its DLQ too. `NextToken` is the last name answered.
+    A client's endpoint lists the queues where that client has a sub-queue (it was sent a message there), not
+    the other tenants' queues; the administration endpoint lists every queue."""
     prefix = call.params.get("QueueNamePrefix") or ""
     limit = integer(call.params, "MaxResults", 1, MAX_LIST)
     after = _token(call.params.get("NextToken"))
     names: list[str] = []
-    for settings in call.core.list_queues():
+    queues = call.core.list_queues() if call.endpoint.manages_queues else call.core.client_queues(call.endpoint.client)
+    for settings in queues:
         names.append(settings.name)
         if settings.max_receive_count > 0:
             names.append(dlq_name(settings.name))
@@ -91,17 +100,23 @@ def list_queues(call: Call) -> dict[str, Any]:
     if page:
         answer["QueueUrls"] = [call.endpoint.queue_url(name) for name in page]
     if limit is not None and len(chosen) > limit:
-        answer["NextToken"] = base64.urlsafe_b64encode(page[-1].encode()).decode()
+        answer["NextToken"] = base64.urlsafe_b64encode((_TOKEN_MARKER + page[-1]).encode()).decode()
     return answer
 
 
 def _token(value: Any) -> str | None:
+    """The name a `NextToken` of this action carries; anything else is refused, never read as a place to start."""
     if value is None:
         return None
     try:
-        return base64.urlsafe_b64decode(value.encode("ascii")).decode()
+        text = base64.urlsafe_b64decode(value.encode("ascii")).decode()
     except (UnicodeError, binascii.Error, ValueError):
-        raise invalid("Invalid NextToken value.") from None
+        text = ""
+    name = text.removeprefix(_TOKEN_MARKER)
+    canonical = base64.urlsafe_b64encode(text.encode()).decode() == value
+    if not canonical or not text.startswith(_TOKEN_MARKER) or not _LISTED_NAME.fullmatch(name):
+        raise invalid("Invalid NextToken value.")
+    return name
 
 
 def get_queue_attributes(call: Call) -> dict[str, Any]:
@@ -111,7 +126,7 @@ def get_queue_attributes(call: Call) -> dict[str, Any]:
     sub_queue = call.sub_queue(target)
     stats = None
     if names & set(queue_attributes.COUNTS):
-        stats = sub_queue.stats()
+        stats = call.core.queue_stats(target.queue) if call.endpoint.manages_queues else sub_queue.stats()
     if target.dlq:
         stats = QueueStats(visible=stats.dlq) if stats is not None else None
         values = queue_attributes.attributes_of(settings, call.endpoint, names - {"RedrivePolicy"}, stats)

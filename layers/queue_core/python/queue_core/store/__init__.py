@@ -33,7 +33,16 @@ from ..keys import band_due_range, band_range, index_upper
 from ..table import INDEX_NAME
 from .write import Write, serialize
 
-__all__ = ["ConditionFailed", "Item", "Store", "TransactionCancelled", "Write", "deserialize", "serialize"]
+__all__ = [
+    "ConditionFailed",
+    "Item",
+    "OutcomeUnknown",
+    "Store",
+    "TransactionCancelled",
+    "Write",
+    "deserialize",
+    "serialize",
+]
 
 logger = logging.getLogger("queue_core")
 
@@ -56,6 +65,10 @@ _THROTTLES = frozenset(
 # never as a failed condition.
 _UNREACHABLE = (BotoConnectionError, HTTPClientError)
 _BATCH_RETRIES = 8
+# Sends of one transaction, with its client request token, while its answers are lost; within `_RESEND_SECONDS`,
+# far inside the ten minutes for which DynamoDB answers a repeat of a committed transaction with its success.
+_TRANSACT_SENDS = 5
+_RESEND_SECONDS = 60.0
 _NO_BLIND_PUT_RETRY = "queue-core-no-blind-put-retry"
 # Refusals of a request's shape: for a transaction that carries a caller's own items, the caller's input.
 _REFUSED_INPUT = frozenset({"ValidationException", "IdempotentParameterMismatchException"})
@@ -70,6 +83,16 @@ class ConditionFailed(Exception):
     def __init__(self, item: Item | None) -> None:
         super().__init__("condition failed")
         self.item = item
+
+
+class OutcomeUnknown(Throttled):
+    """A transaction's answers were lost every time it was sent (timeouts, dropped connections, still in
+    progress): it may have committed. Only the same request with the same client request token (`token`) learns
+    which."""
+
+    def __init__(self, message: str, token: str) -> None:
+        super().__init__(message)
+        self.token = token
 
 
 class TransactionCancelled(Exception):
@@ -110,6 +133,14 @@ def _raise_mapped(error: Exception) -> None:
         raise InternalError("DynamoDB credentials or region are not configured") from error
     logger.exception("unexpected DynamoDB error")
     raise InternalError("internal error") from error
+
+
+def _outcome_unknown(error: Throttled) -> bool:
+    """Whether the request may have been applied: its answer was lost, or it is still in progress."""
+    cause = error.__cause__
+    if isinstance(cause, ClientError):
+        return cause.response.get("Error", {}).get("Code", "") == "TransactionInProgressException"
+    return isinstance(cause, _UNREACHABLE)
 
 
 def _no_blind_put_retry(caught_exception: Exception | None = None, request_dict: Any = None, **_: Any) -> bool | None:
@@ -187,20 +218,38 @@ class Store:
         return deserialize(answer.get("Attributes"))
 
     def transact_writes(self, writes: Sequence[Write]) -> None:
-        """All writes or none; a failed condition raises `TransactionCancelled` with each action's reason."""
-        self._call("transact_write_items", TransactItems=[write.transact_item(self.table) for write in writes])
+        """All writes or none; a failed condition raises `TransactionCancelled` with each action's reason. Sent
+        again after a lost answer, as `transact_items` is: a FIFO send whose answer was lost learns that it
+        committed instead of reporting a failure its caller would answer with a second copy."""
+        self._transact([write.transact_item(self.table) for write in writes], str(uuid.uuid4()), caller_input=False)
 
     def transact_items(self, items: Sequence[dict[str, Any]], token: str | None = None) -> None:
         """A transaction of items already in the low-level format, on any table (a caller's own items beside
         ours). The client request token makes a repeat idempotent for ten minutes: when the SDK sends a commit
         again after a lost answer, DynamoDB answers success without applying it twice, instead of failing the
         conditions the first attempt changed. DynamoDB's refusals of the items' shape are `ValidationError`."""
-        self._call(
-            "transact_write_items",
-            caller_input=True,
-            TransactItems=list(items),
-            ClientRequestToken=token or str(uuid.uuid4()),
-        )
+        self._transact(list(items), token or str(uuid.uuid4()), caller_input=True)
+
+    def _transact(self, items: list[dict[str, Any]], token: str, caller_input: bool) -> None:
+        """Sends the very same request again, token included, while its answer is lost after the SDK's own
+        retries (or DynamoDB says the first is still in progress): the answer of a repeat is the first commit's
+        (success, applied once) or, if the first never arrived, the request's own. Raises `OutcomeUnknown` when
+        every answer was lost."""
+        started = time.monotonic()
+        for attempt in range(_TRANSACT_SENDS):
+            try:
+                self._call(
+                    "transact_write_items", caller_input=caller_input, TransactItems=items, ClientRequestToken=token
+                )
+                return
+            except Throttled as error:
+                if not _outcome_unknown(error):
+                    raise
+                if attempt == _TRANSACT_SENDS - 1 or time.monotonic() - started > _RESEND_SECONDS:
+                    raise OutcomeUnknown(
+                        "DynamoDB's answers were lost: the transaction may have committed; retry", token
+                    ) from error
+                _backoff(attempt)
 
     # Many items.
     def batch_get(self, keys: list[dict[str, str]]) -> list[Item]:
@@ -367,34 +416,46 @@ class Store:
         pk: str,
         sk_prefix: str | None = None,
         *,
-        attributes: Sequence[str] = (),
+        one_by_one: str | None = None,
         removed: Callable[[list[Item]], Any] | None = None,
     ) -> int:
-        """Deletes every item of a partition with batched deletes; returns how many were deleted. `removed` is
-        told each batch once deleted, with the keys and the named `attributes` of its items."""
+        """Deletes every item of a partition; returns how many were deleted. Items read with the attribute
+        `one_by_one` are deleted each on its own, answering the item it removed, and `removed` is told those old
+        items: what the deletes really removed, never an item read earlier that left its key meanwhile (moved to
+        the DLQ, whose copy names the same object). The others go in batched deletes of 25, which answer nothing
+        of what they found. A delete repeated by the SDK after a lost answer finds nothing: what it removed is
+        not told (left behind, never removed twice)."""
         deleted = 0
-        items: list[Item] = []
+        batch: list[dict[str, str]] = []
+        gone: list[Item] = []
         condition, values = ("begins_with(sk, :prefix)", {":prefix": sk_prefix}) if sk_prefix else ("", None)
-        names = {f"#a{position}": name for position, name in enumerate(attributes)}
-        projection = ", ".join(["pk", "sk", *names])
-        for item in self.query_all(
-            pk, sk_condition=condition, values=values, projection=projection, names=names or None
-        ):
-            items.append(item)
-            if len(items) == 25:
-                deleted += self._delete_items(items, removed)
-                items = []
-        if items:
-            deleted += self._delete_items(items, removed)
-        return deleted
+        names = {"#one": one_by_one} if one_by_one else None
+        projection = "pk, sk, #one" if one_by_one else "pk, sk"
+        for item in self.query_all(pk, sk_condition=condition, values=values, projection=projection, names=names):
+            key = {"pk": item["pk"], "sk": item["sk"]}
+            if one_by_one is not None and one_by_one in item:
+                old = self.delete(key)
+                gone += [old] if old is not None else []
+            else:
+                batch.append(key)
+            if len(batch) == 25:
+                deleted += self._delete_keys(batch)
+                batch = []
+            if len(gone) == 25:
+                deleted += _told(gone, removed)
+                gone = []
+        return deleted + (self._delete_keys(batch) if batch else 0) + _told(gone, removed)
 
-    def _delete_items(self, items: list[Item], removed: Callable[[list[Item]], Any] | None) -> int:
-        left = self.batch_write(deletes=[{"pk": item["pk"], "sk": item["sk"]} for item in items])
-        if left:
+    def _delete_keys(self, keys: list[dict[str, str]]) -> int:
+        if self.batch_write(deletes=keys):
             raise Throttled("DynamoDB kept deletes unprocessed; retry later")
-        if removed is not None:
-            removed(items)
-        return len(items)
+        return len(keys)
+
+
+def _told(items: list[Item], removed: Callable[[list[Item]], Any] | None) -> int:
+    if items and removed is not None:
+        removed(items)
+    return len(items)
 
 
 def _due(priority: int, now_ms: int) -> tuple[str, dict[str, Any]]:

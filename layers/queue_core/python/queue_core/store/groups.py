@@ -13,7 +13,8 @@ from .. import keys
 from .write import Key, Write, update
 
 # `gone` stays until the group is empty: a late removal counted after a claim or an unlock must still find it.
-_UNLOCK_CLEARS = "tok, acked, retry_at"
+# `stuck` goes with any unlock but `hold_stuck`'s: a claim got past it, or the group was emptied.
+_UNLOCK_CLEARS = "tok, acked, retry_at, stuck"
 
 
 def append(
@@ -121,6 +122,14 @@ def _once(
     expression = expression.replace("ADD ", "ADD gone :gone, ", 1)
     values = {**values, ":gone": {sequence}, ":goneseq": sequence}
     return expression, values, f"{condition} AND NOT contains(gone, :goneseq)"
+
+
+def hold_stuck(key: Key, token: str, sequence: str, retry_at: int) -> Write:
+    """The claim ends at a head that can be neither delivered nor moved to the DLQ: the group stays behind it,
+    available again at `retry_at` (for another try), and says which message holds it (`stuck`)."""
+    expression = "SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok, stuck = :seq REMOVE tok, acked, retry_at"
+    values = {":at": retry_at, ":gsk": keys.index_sk(retry_at, key["sk"]), ":tok": token, ":seq": sequence}
+    return update(key, expression, values, condition="tok = :tok")
 
 
 def extend(key: Key, token: str, visible_at: int) -> Write:

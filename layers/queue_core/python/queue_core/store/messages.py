@@ -68,6 +68,27 @@ def give_back(key: Key, token: str, release_id: str) -> Write:
     return update(key, "SET released_by = :rel REMOVE tok", {":tok": token, ":rel": release_id}, condition="tok = :tok")
 
 
+def unseen(
+    key: Key, token: str, receive_count: int, release_id: str, visible_at: int | None = None, priority: int = 0
+) -> Write:
+    """The holder gives back a message it never handed to anyone: its claim's receive is taken back (and its first
+    receive time, when this was its first), and the claim ends (a standard message is visible at `visible_at`; a
+    FIFO message's group lock says when). Conditional on the claim and its count, so neither a later claim nor
+    the SDK's repeat is undone; the repeat finds `release_id`."""
+    expression = "SET released_by = :rel"
+    values: dict[str, Any] = {":tok": token, ":rel": release_id, ":rc": receive_count, ":dec": -1}
+    removed = ["tok"]
+    if visible_at is not None:
+        expression += ", visible_at = :vis, gsi1sk = :gsk"
+        values[":vis"] = visible_at
+        values[":gsk"] = keys.message_index_sk(visible_at, key["sk"], priority)
+        removed.append("in_flight")
+    if receive_count <= 1:
+        removed.append("first_received_at")
+    expression += f" ADD receive_count :dec REMOVE {', '.join(removed)}"
+    return update(key, expression, values, condition="tok = :tok AND receive_count = :rc")
+
+
 def delete_expired(key: Key, now: int) -> Write:
     """Only while it is still past retention: a fresh item may have been put under the key since it was read."""
     return delete(key, condition="expires_at <= :nows", values={":nows": now // 1000})
@@ -81,6 +102,18 @@ def leave_for_dlq(key: Key, receive_count: int, visible_before: int | None = Non
     if visible_before is not None:
         condition += " AND visible_at <= :now"
         values[":now"] = visible_before
+    return delete(key, condition=condition, values=values)
+
+
+def delete_dead_letter(key: Key, moved_at: int, copy: str) -> Write:
+    """The DLQ copy a dead letter's handle was read from, only if that copy still holds the key: not a later copy
+    of the same message (redriven, then dead-lettered again), and nothing once it is gone. A copy written before
+    copies were stamped with an id is named by its time alone."""
+    values: dict[str, Any] = {":at": moved_at}
+    condition = "moved_at = :at AND attribute_not_exists(dlq_id)"
+    if copy:
+        condition = "moved_at = :at AND dlq_id = :copy"
+        values[":copy"] = copy
     return delete(key, condition=condition, values=values)
 
 

@@ -1,0 +1,113 @@
+"""Receipt handles of dead letters: what a DLQ read hands out with each message, and the delete they allow.
+
+A DLQ read is a look, not a claim, but a caller that read a dead letter (over SQS, a receive on the DLQ's URL)
+needs a handle to remove it, and that handle must reach nothing else: not the live message (a redrive may have put
+the same message id back in the queue, where a worker now holds it), and not a later DLQ copy of the same message
+(redriven and dead-lettered again, under the same key). So a handle names the exact copy it was read from: its
+key (from the message id), the time it was dead-lettered and the random id stamped on that copy. It is signed with
+the sub-queue's receipt secret, as a live handle is, but under a MAC domain of its own: neither kind passes for
+the other, and a handle cannot be made from a message id.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+from .context import Context
+from .errors import ValidationError
+from .keys import MessageRef, Space
+from .models import Message
+from .store import ConditionFailed, Item
+from .store import messages as writes
+
+_VERSION = "d1"
+# Prefixed to the payload before it is signed, so the MAC of a dead letter's handle is never a live handle's.
+_DOMAIN = b"dead-letter|"
+_MAC_BYTES = 16
+_MAX_HANDLE = 2048
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message read from the DLQ and the handle that deletes this DLQ copy of it."""
+
+    message: Message
+    receipt_handle: str
+
+
+@dataclass(frozen=True)
+class DeadLetterReceipt:
+    queue: str
+    client: str
+    message_id: str
+    moved_at: int
+    # The id stamped on the DLQ copy when it was written; empty for a copy written before copies had one.
+    copy: str
+
+    @classmethod
+    def of(cls, item: Item, message_id: str, queue: str, client: str) -> DeadLetterReceipt:
+        return cls(queue, client, message_id, int(item.get("moved_at", 0)), str(item.get("dlq_id", "")))
+
+    def encode(self, secret: str) -> str:
+        payload = "|".join((_VERSION, self.queue, self.client, self.message_id, str(self.moved_at), self.copy))
+        raw = payload.encode()
+        return _b64(raw) + "." + _b64(_mac(secret, raw))
+
+    @classmethod
+    def decode(cls, handle: object, secret: str) -> DeadLetterReceipt:
+        if not isinstance(handle, str) or len(handle) > _MAX_HANDLE or handle.count(".") != 1:
+            raise ValidationError("receipt_handle is not a dead letter's handle")
+        payload_text, mac_text = handle.split(".")
+        try:
+            payload, mac = _unb64(payload_text), _unb64(mac_text)
+        except ValueError as error:
+            raise ValidationError("receipt_handle is not a dead letter's handle") from error
+        # Only the canonical spelling: the decoder skips foreign characters and spare bits.
+        if _b64(payload) != payload_text or _b64(mac) != mac_text:
+            raise ValidationError("receipt_handle is not a dead letter's handle")
+        if not hmac.compare_digest(mac, _mac(secret, payload)):
+            raise ValidationError("receipt_handle is not a dead letter's handle of this queue (forged or altered)")
+        version, queue, client, message_id, moved_at, copy = payload.decode().split("|")
+        if version != _VERSION:
+            raise ValidationError("receipt_handle has an unknown version")
+        return cls(queue, client, message_id, int(moved_at), copy)
+
+    def check_owner(self, queue: str, client: str) -> None:
+        if (self.queue, self.client) != (queue, client):
+            raise ValidationError("receipt_handle belongs to another queue or client")
+
+
+def handed_out(item: Item, message: Message, space: Space, secret: str) -> DeadLetter:
+    """A dead letter as a DLQ read answers it: the message and the handle of this very copy."""
+    receipt = DeadLetterReceipt.of(item, message.message_id, space.queue, space.client)
+    return DeadLetter(message, receipt.encode(secret))
+
+
+def delete(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt) -> bool:
+    """Removes the DLQ copy `receipt` was read from. False when that copy is gone (deleted, redriven, swept) or a
+    later copy holds its key: nothing is removed, as a delete with a spent handle removes nothing in SQS. The SDK's
+    repeat of an applied delete finds the copy gone and answers False too."""
+    try:
+        removed = ctx.store.write(writes.delete_dead_letter(ref.dlq_key(space), receipt.moved_at, receipt.copy))
+    except ConditionFailed:
+        return False
+    ctx.bodies.discard([removed])
+    return True
+
+
+def _mac(secret: str, payload: bytes) -> bytes:
+    return hmac.new(secret.encode(), _DOMAIN + payload, hashlib.sha256).digest()[:_MAC_BYTES]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError) as error:
+        raise ValueError("not base64") from error
