@@ -27,7 +27,7 @@ from queue_core.sqs_event import EventSource, payload_bytes, record
 
 from dq.consumers import in_process_invoke
 from tests import powertools_consumers as consumers
-from tests.core.answers import LostAnswer, attached, expression_has
+from tests.core.answers import LostAnswer, Refused, attached, expression_has, refused
 
 SOURCE = EventSource("eu-west-1", "123456789012", "orders", "tenant-a")
 
@@ -380,6 +380,36 @@ def test_a_part_with_no_time_left_to_invoke_is_given_back_without_counting_a_rec
     assert queue.stats().visible == 1
     second = dispatcher(client, consumer, **settings).run(lambda: 60.0)
     assert second.delivered == 1 and deliveries[-1][1] == "1"  # its first delivery, though claimed twice
+
+
+def test_a_receive_throttled_in_the_batching_window_still_delivers_what_the_window_claimed(
+    client: QueueClient, clock
+) -> None:
+    """Messages claimed early in a window are not abandoned when a later receive of the window fails: they would
+    come back with a receive counted that nobody saw (with a receive limit of 1, straight to the DLQ)."""
+    client.create_queue("orders", max_receive_count=1)
+    queue = client.queue("orders", "tenant-a")
+    queue.send("first")
+    throttled = Refused("Query", code="ThrottlingException", message="Rate exceeded")
+    throttled.on = False
+    deliveries: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        clock.advance(seconds)
+        throttled.on = throttled.refused == 0  # DynamoDB throttles the window's next receive, once
+
+    def consumer(event: dict, context) -> None:
+        throttled.on = False
+        deliveries.extend(r["body"] for r in event["Records"])
+
+    settings = {"batch_size": 10, "max_batching_window_seconds": 2, "timeout_seconds": 5, "visibility_timeout": 37}
+    with refused(client.dynamodb, throttled):
+        report = dispatcher(client, consumer, sleep=sleep, **settings).run(lambda: 900.0)
+
+    assert throttled.refused >= 1
+    assert deliveries == ["first"] and report.delivered == 1
+    stats = queue.stats()
+    assert (stats.visible, stats.in_flight, stats.delayed, stats.dlq) == (0, 0, 0, 0)
 
 
 def test_a_gather_paused_past_its_claims_never_holds_a_message_twice(client: QueueClient, clock) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
+import queue_core.transactions
 from queue_core import (
     Consumer,
     DuplicateMessage,
@@ -503,3 +504,22 @@ def test_a_send_whose_commit_may_have_applied_cannot_join_another_transaction(cl
         client.transact([bump("o10"), send])
     client.transact([new_order("o10"), send])
     assert _all_messages(queue) == ["o10 placed"]
+
+
+def test_a_commit_whose_outcome_dynamodb_no_longer_knows_is_refused_not_applied_again(
+    client: QueueClient, orders: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB forgets a token after ten minutes: a retry past that would be a second commit."""
+    client.create_queue("events")
+    queue = client.queue("events", "shop")
+    send = queue.send_transact_items("o11 placed")
+    lost = AnswerNeverCame("TransactWriteItems", times=1_000)
+    with never_answered(client.dynamodb, lost), pytest.raises(Throttled):
+        client.transact([bump("o11"), send])
+    [worked] = queue.receive()
+    queue.delete(worked.receipt_handle)
+    monkeypatch.setattr(queue_core.transactions, "TOKEN_REUSE_SECONDS", -1)  # the token's ten minutes are over
+    with pytest.raises(ValidationError, match="no longer tells its outcome"):
+        client.transact([bump("o11"), send])
+    assert queue.receive() == []
+    assert order(client.dynamodb, "o11")["n"] == {"N": "1"}

@@ -83,7 +83,9 @@ class FaultInjector:
     calls). `operations` limits the faults to some operation names (all when empty), `selects` to the requests it
     accepts (asked once per call, after `operations`, with the operation name and the request body), `budget` to
     a number of faults (no limit when None). `unprocessed_share` is the share of a batch write left unprocessed (a
-    random part when None). Counts are kept by kind, and at `Stage.SEND` the HTTP attempts by operation.
+    random part when None). Counts are kept by kind, and at `Stage.SEND` the HTTP attempts by operation; when
+    `label` is given (asked with the request's body, on the thread that makes the call), also by label and kind in
+    `counts_by_label`.
     """
 
     before_rate: float = 0.0
@@ -99,7 +101,9 @@ class FaultInjector:
     budget: int | None = None
     unprocessed_share: float | None = None
     seed: int = 0
+    label: Callable[[dict[str, Any]], str] | None = None
     counts: Counter = field(default_factory=Counter)
+    counts_by_label: Counter = field(default_factory=Counter)
     attempts: Counter = field(default_factory=Counter)
     enabled: bool = True
 
@@ -162,11 +166,14 @@ class FaultInjector:
     def _within_budget(self) -> bool:
         return self.budget is None or self.total < self.budget
 
-    def _count(self, kind: Kind) -> None:
+    def _count(self, kind: Kind, request: dict[str, Any]) -> None:
+        label = self.label(request) if self.label is not None else None
         with self._lock:
             self.counts[kind] += 1
+            if label is not None:
+                self.counts_by_label[(label, kind)] += 1
 
-    def _before_kind(self, operation: str) -> Kind | None:
+    def _before_kind(self, operation: str, request: dict[str, Any]) -> Kind | None:
         """A failure before the call is applied, drawn for a call the injector targets; None for no failure."""
         if self._draw() >= self.rates.get(operation, self.before_rate):
             return None
@@ -178,7 +185,7 @@ class FaultInjector:
         if not kinds:
             return None
         kind = self._choice(kinds)
-        self._count(kind)
+        self._count(kind, request)
         return kind
 
     # Stage.CALL: before-call may answer instead of DynamoDB, or apply the request once more before it is sent;
@@ -193,7 +200,8 @@ class FaultInjector:
         operation = model.name
         request = _body(params)
         targeted = self._targets(operation, request)
-        kind = self._before_kind(operation) if targeted else None
+        kind = self._before_kind(operation, request) if targeted else None
+        context["fault_request"] = request
         if kind is None:
             if targeted and self._retries(operation):
                 context["fault_may_lose_answer"] = False
@@ -224,7 +232,7 @@ class FaultInjector:
             self._elsewhere(lambda: _first_attempt(client, operation, context["fault_parameters"]))
         timeout = ReadTimeoutError(endpoint_url=_ENDPOINT)
         retried = _sdk_retries(client, model, params, timeout)
-        self._count(Kind.ANSWER_LOST_RETRIED if retried else Kind.ANSWER_LOST)
+        self._count(Kind.ANSWER_LOST_RETRIED if retried else Kind.ANSWER_LOST, _body(params))
         if self.meanwhile is not None:
             self._elsewhere(self.meanwhile)
         if retried:
@@ -267,18 +275,24 @@ class FaultInjector:
         if not context.pop("fault_may_lose_answer", False) or http_response.status_code >= 300:
             return
         if self.enabled and self._within_budget() and self._draw() < self.after_rate:
-            self._count(Kind.ANSWER_LOST)
+            self._count(Kind.ANSWER_LOST, context.get("fault_request", {}))
             raise ReadTimeoutError(endpoint_url=_ENDPOINT)
 
     def _leave_unprocessed(self, params: dict[str, Any], request: dict[str, Any], context: dict[str, Any]) -> Any:
-        """Sends part of the batch for real and reports the rest unprocessed, as DynamoDB does under load."""
+        """Sends part of the batch for real and reports the rest unprocessed, as DynamoDB does under load.
+
+        The unprocessed entries are reported as the caller gave them, as botocore parses them out of an answer:
+        the request's body holds binary values in base64, and handed back from there a retry would store the
+        base64 text itself (a compressed body stored so could never be read back)."""
         ((table, requests),) = request["RequestItems"].items()
+        given = context["fault_parameters"]["RequestItems"][table]
         with self._lock:
             if self.unprocessed_share is None:
-                kept = self._random.sample(requests, self._random.randrange(len(requests)))
+                chosen = set(self._random.sample(range(len(requests)), self._random.randrange(len(requests))))
             else:
-                kept = requests[: len(requests) - math.ceil(len(requests) * self.unprocessed_share)]
-        left = [entry for entry in requests if entry not in kept]
+                chosen = set(range(len(requests) - math.ceil(len(requests) * self.unprocessed_share)))
+        kept = [entry for position, entry in enumerate(requests) if position in chosen]
+        left = [entry for position, entry in enumerate(given) if position not in chosen]
         context["fault_may_lose_answer"] = False
         if not kept:
             return AWSResponse(_ENDPOINT, 200, {}, MockRawResponse(b"{}")), {
@@ -295,7 +309,7 @@ class FaultInjector:
         body = json.loads(request.body or b"{}")
         with self._lock:
             self.attempts[operation] += 1
-        kind = self._before_kind(operation) if self._targets(operation, body) else None
+        kind = self._before_kind(operation, body) if self._targets(operation, body) else None
         if kind is None:
             return None
         if kind in (Kind.READ_TIMEOUT, Kind.CONNECT_TIMEOUT):

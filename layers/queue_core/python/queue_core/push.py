@@ -243,7 +243,15 @@ class Dispatcher:
         while len(batch) < size:
             want = min(limits.MAX_RECEIVE, size - len(batch))
             claimed_at = self._client.now_ms()
-            got = self.sub_queue.receive(max_messages=want, visibility_timeout=spec.visibility_timeout)
+            try:
+                got = self.sub_queue.receive(max_messages=want, visibility_timeout=spec.visibility_timeout)
+            except QueueError as error:
+                if not batch:
+                    raise
+                # What the window claimed already is delivered now: abandoned, it would come back with a receive
+                # counted that nobody saw.
+                logger.warning("receive in the batching window failed, delivering what it holds: %s", error)
+                break
             for message in got:
                 # A message comes back to the same gather only when its first claim ran out (the process was
                 # paused past it): the new claim replaces the old one, whose handle is stale.

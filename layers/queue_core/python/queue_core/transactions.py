@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from .dedup import duplicate_of
 from .engine import Engine, SendWrites
@@ -39,6 +40,10 @@ logger = logging.getLogger("queue_core.transactions")
 
 # Commits of one transaction while FIFO fences keep moving under other senders (each attempt applies nothing).
 _COMMIT_ATTEMPTS = 25
+# DynamoDB honours a ClientRequestToken for ten minutes of real time; past that the same request with the same
+# token is a new transaction. A commit whose answers were all lost is sent again with its token only this long
+# after its first send, leaving a minute for the request's own time on the way.
+TOKEN_REUSE_SECONDS: Final = 9 * 60
 _STALE = "the message was received again since this receipt handle (or is gone): nothing of the transaction applied"
 
 # Gives the sub-queue's engine for the current settings; True asks for settings read afresh.
@@ -67,9 +72,10 @@ class _Part:
     """A send or an ack inside a caller's transaction."""
 
     items: list[dict[str, Any]]
-    # A commit of these entries whose every answer was lost: (the request's fingerprint, its client request token).
-    # It may have been applied, so only that very request, with that token, may be sent again.
-    unsure: tuple[str, str] | None = None
+    # A commit of these entries whose every answer was lost: (the request's fingerprint, its client request token,
+    # when that token was first sent, on the monotonic clock). It may have been applied, so only that very request,
+    # with that token, may be sent again, and only while DynamoDB still knows the token.
+    unsure: tuple[str, str, float] | None = None
 
     def check_uncommitted(self) -> None:
         """Refuses a part that a transaction already committed, when committing it again would do harm."""
@@ -228,7 +234,7 @@ def commit(store: Store, items: Iterable[Any], token: str | None = None) -> None
     for attempt in range(_COMMIT_ATTEMPTS):
         request = [item for item, _, _ in slots]
         fingerprint = _fingerprint(request)
-        sent_token = _token_for(parts, fingerprint, token if attempt == 0 else None)
+        sent_token, first_sent = _token_for(parts, fingerprint, token if attempt == 0 else None)
         try:
             store.transact_items(request, token=sent_token)
         except TransactionCancelled as cancelled:
@@ -238,7 +244,7 @@ def commit(store: Store, items: Iterable[Any], token: str | None = None) -> None
             continue
         except OutcomeUnknown as unknown:
             for part in parts:
-                part.unsure = (fingerprint, unknown.token)
+                part.unsure = (fingerprint, unknown.token, first_sent)
             raise
         for part in parts:
             part.unsure = None
@@ -251,20 +257,28 @@ def _fingerprint(request: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _token_for(parts: list[_Part], fingerprint: str, given: str | None) -> str | None:
-    """The token of a commit whose answers were all lost, when this is that very request (DynamoDB then answers
-    with that commit's outcome, applied once; a token is honoured for ten minutes); else `given` (None: a new
-    one). A part whose commit may have been applied cannot go into another request: it could be applied twice."""
+def _token_for(parts: list[_Part], fingerprint: str, given: str | None) -> tuple[str | None, float]:
+    """The token to send and when it was first sent: the token of a commit whose answers were all lost, when this
+    is that very request (DynamoDB then answers with that commit's outcome, applied once); else `given` (None: a
+    new one), first sent now. A part whose commit may have been applied cannot go into another request, nor into
+    the same one once DynamoDB has forgotten its token: it could be applied twice."""
     unsure = {part.unsure for part in parts if part.unsure is not None}
-    for seen, token in unsure:
-        if seen == fingerprint:
-            return token
+    for seen, token, first_sent in unsure:
+        if seen != fingerprint:
+            continue
+        if time.monotonic() - first_sent > TOKEN_REUSE_SECONDS:
+            raise ValidationError(
+                f"a commit of these sends or acks may have been applied more than {TOKEN_REUSE_SECONDS // 60} "
+                "minutes ago (its answers were lost) and DynamoDB no longer tells its outcome: committing it again "
+                "could apply it twice; check its effects, then build new sends or acks"
+            )
+        return token, first_sent
     if unsure:
         raise ValidationError(
             "a commit of these sends or acks may have been applied (its answers were lost): commit exactly the same "
             "items again to learn its outcome"
         )
-    return given
+    return given, time.monotonic()
 
 
 _Slot = tuple[dict[str, Any], _Part | None, int]
