@@ -219,3 +219,28 @@ def test_a_fifo_message_past_its_receive_limit_whose_dlq_copy_fails_is_never_ove
     assert [m.body for m in sub.receive(max_messages=10)] == ["second"]
     assert [m.message_id for m in sub.dlq_list()] == [first.message_id]
     assert sub.stats().stuck == 0
+
+
+def test_a_claim_stalled_past_its_lock_takes_nothing_after_the_next_holder_gave_the_message_back_unseen(
+    client: QueueClient, clock, dynamodb
+) -> None:
+    """The next holder's give-back restores the receive count the stalled claim read: the count is no fence."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    sub = client.queue("jobs.fifo", "c")
+    sub.send("m1", group_id="g", dedup_id="1")
+    next_holder: list[str] = []
+
+    def next_holder_takes_it_and_gives_it_back() -> None:
+        clock.advance(31)  # the stalled claim's lock runs out
+        [taken] = sub.receive(visibility_timeout=30)
+        next_holder.append(taken.body)
+        sub.return_unseen(taken.receipt_handle)
+
+    stall = Interleave("UpdateItem", next_holder_takes_it_and_gives_it_back, expression_has("first_received_at"))
+    with attached(dynamodb, stall):
+        stalled = sub.receive(visibility_timeout=30)
+
+    assert next_holder == ["m1"]
+    assert stalled == []
+    [again] = sub.receive(visibility_timeout=30)
+    assert (again.body, again.receive_count) == ("m1", 1)

@@ -236,6 +236,9 @@ class FaultInjector:
         if self.meanwhile is not None:
             self._elsewhere(self.meanwhile)
         if retried:
+            # botocore counts the retry in the answer's metadata (`RetryAttempts`), which the core reads to tell
+            # its own repeated request from another caller's write.
+            context["fault_retried"] = True
             return
         if operation != "TransactWriteItems":
             raise timeout
@@ -270,6 +273,8 @@ class FaultInjector:
         if left:
             table, requests = left
             parsed.setdefault("UnprocessedItems", {}).setdefault(table, []).extend(requests)
+        if context.pop("fault_retried", False):
+            parsed.setdefault("ResponseMetadata", {})["RetryAttempts"] = 1
         if context.pop("fault_loses_answer", False):
             raise ReadTimeoutError(endpoint_url=_ENDPOINT)
         if not context.pop("fault_may_lose_answer", False) or http_response.status_code >= 300:

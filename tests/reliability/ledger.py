@@ -136,6 +136,31 @@ class Ledger:
         with self._lock:
             hold.lock.ends_lo = min(hold.lock.ends_lo, now_ms + seconds * 1000)
 
+    def held_through(self, holds: list[Hold], now_ms: int) -> None:
+        """A holder that promised to keep its claims until it was done (a push dispatcher: its claims must cover
+        the invocation, whatever the visibility it claimed with) is done now: each claim counts as held until now
+        at least, and given up from now on. A second holder claiming one of the messages before now is then a
+        violation, found by `recheck`."""
+        with self._lock:
+            for hold in holds:
+                hold.lock.ends_lo = max(hold.lock.ends_lo, now_ms)
+                hold.lock.ends_hi = max(hold.lock.ends_hi, now_ms)
+                hold.settled_lo = now_ms if hold.settled_lo is None else min(hold.settled_lo, now_ms)
+
+    def not_before(self, hold: Hold, earliest_ms: int, what: str) -> None:
+        """A message must not be claimed before `earliest_ms` (its delivery time or the end of its delay): a
+        violation when its claim certainly came earlier."""
+        if hold.claimed_hi < earliest_ms:
+            with self._lock:
+                self.violations.append(
+                    f"{hold.sub_queue} {hold.body[:60]} claimed by {hold.claimed_hi}, before its {what} {earliest_ms}"
+                )
+
+    def violation(self, text: str) -> None:
+        """A broken invariant seen by a holder itself (a message twice in one batch, a body changed)."""
+        with self._lock:
+            self.violations.append(text)
+
     def extended(self, hold: Hold, before_ms: int, after_ms: int, seconds: int) -> None:
         """Called after a change of visibility succeeded, with the clock readings taken around the call."""
         with self._lock:
@@ -199,16 +224,18 @@ class Ledger:
 
     def held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:
         """How many messages of a standard sub-queue are certainly / possibly still held at `now_ms`, when no
-        call is under way: the last holder of each message holds it until its visibility ends, unless it gave it
-        back."""
+        call is under way: a holder holds its message until its visibility ends, unless it gave it back. Every
+        holder that did not give it back counts, not the one with the highest receive count: a redrive puts the
+        message back with its count at 0, so the current holder may show a lower count than those before the DLQ.
+        An earlier holder's claim ended before a later one's began (else `_check_message` saw two holders), so it
+        can only loosen the upper bound, by the time its receive took."""
         certain = possible = 0
         with self._lock:
             for (queue, _), holds in self.holds.items():
-                if queue == sub_queue and holds:
-                    last = max(holds, key=lambda hold: hold.receive_count)
-                    if last.settled_lo is None:
-                        certain += last.lock.ends_lo > now_ms
-                        possible += last.lock.ends_hi > now_ms
+                if queue == sub_queue:
+                    out = [hold for hold in holds if hold.settled_lo is None]
+                    certain += any(hold.lock.ends_lo > now_ms for hold in out)
+                    possible += any(hold.lock.ends_hi > now_ms for hold in out)
         return certain, possible
 
     def groups_held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""A crash-and-fault stress run: producers and consumers on threads, the fake clock moved by a thread of its own.
+"""A crash-and-fault stress run: producers and consumers on threads, the fake clock moved by the work they do.
 
 Consumers misbehave on purpose: some crash without deleting (the message must come back when its visibility runs
 out), some give messages back, some extend their visibility while they work, some race a second delete of the same
@@ -15,12 +15,26 @@ epoch moves on when a delete starts, when the creation after it starts and when 
 epoch it started in: a message sent before a delete must never be delivered by a receive that started after the
 queue was created again.
 
+Beside the library's own calls, every other path that hands a message to someone has queues of its own, watched by
+the same ledger (`paths`): push dispatchers (two on one consumer, with a batching window, batches split for the
+payload limit, a consumer function that fails some messages, fails whole batches or times out), the SQS protocol
+(boto3's SQS client against the SQS handler in-process: receives, deletes, visibility changes, DLQ reads, deletes
+by DLQ handle and redrives by move task), large bodies (compressed, and offloaded to S3) and sends with priorities
+and delivery times (a message must never be claimed before its delivery time).
+
 Every delivery is recorded in a `Ledger` (who held what, when, on the fake clock); every delete DynamoDB applied
 is recorded by `TableTruth`. The checks at the end compare the two with what the producers sent.
+
+The fake clock moves with the work, not with the wall clock: every DynamoDB call moves it on by
+`SECONDS_PER_CALL`. A loaded machine then runs the same run, only slower: a clock moving with wall time outran a
+starved run (claims ran out between a receive and its delete, messages went to the DLQ, dedup windows passed
+during a send). The run ends when every message is settled; what catches a hang is `STALL_SECONDS` without any
+progress at all.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -30,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
 from queue_core import (
     QueueClient,
     QueueError,
@@ -42,14 +57,38 @@ from queue_core import (
     Throttled,
 )
 
+from bench.messages import event_log, random_bytes
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector
 from tests.reliability.ledger import Hold, Ledger
-from tests.reliability.truth import DEAD_LETTERS, TableTruth
+from tests.reliability.paths import Paths
+from tests.reliability.truth import DEAD_LETTERS, TableTruth, label_of
 
 STANDARD, FIFO = "stress", "stress.fifo"
 SUB_QUEUES: tuple[tuple[str, str], ...] = ((STANDARD, "a"), (STANDARD, "b"), (FIFO, "a"), (FIFO, "b"))
 MAIN_QUEUES = (STANDARD, FIFO)
+# The other delivery paths, each with sub-queues of its own (`paths`), and the path of every sub-queue.
+LIBRARY, PUSH, SQS, BODIES, TIMED = "library", "push", "sqs", "bodies", "timed"
+PATH_SUB_QUEUES: dict[str, tuple[tuple[str, str], ...]] = {
+    PUSH: (("push", "a"),),
+    SQS: (("sqs", "a"), ("sqs.fifo", "a")),
+    BODIES: (("bodies", "a"), ("bodies.fifo", "a")),
+    TIMED: (("timed", "a"),),
+}
+PATHS = (LIBRARY, *PATH_SUB_QUEUES)
+PATH_OF: dict[tuple[str, str], str] = {
+    **{key: LIBRARY for key in SUB_QUEUES},
+    **{key: path for path, keys in PATH_SUB_QUEUES.items() for key in keys},
+}
+ALL_SUB_QUEUES: tuple[tuple[str, str], ...] = tuple(PATH_OF)
+ALL_QUEUES: tuple[str, ...] = tuple(dict.fromkeys(queue for queue, _ in ALL_SUB_QUEUES))
+# Consumers of the pulled paths' sub-queues (the library's own calls), each.
+PULL_CONSUMERS = 2
+# Large bodies: above `OFFLOAD_BYTES` stored they go to S3; chatty ones are stored compressed.
+BUCKET = "stress-bodies"
+OFFLOAD_BYTES = 6 * 1024
+# Sends with delivery times: `deliver_at` up to this far ahead, or a delay up to it.
+LATEST_DELIVERY_SECONDS = 90
 VISIBILITY = 30
 MAX_RECEIVE_COUNT = 3
 STANDARD_SHARDS = 2
@@ -70,38 +109,49 @@ CHURN_SEND_PAUSE_SECONDS = 0.25  # a light load beside the main queues
 CHURN_GAP_SECONDS = 0.1  # between a delete and the creation after it: sends meet QueueNotFound meanwhile
 GROUPS_PER_SUB_QUEUE = 12
 POISON_EVERY = 49  # one message in 49 (in every sub-queue) always fails: it must end in the DLQ, blocking nothing
+# The other paths' sub-queues get fewer messages: one in 9 of each always fails, so that each has dead letters (the
+# SQS path reads, deletes and redrives its DLQs).
+PATH_POISON_EVERY = 9
 BACKLOG_CAP = 30  # messages stored and not yet settled, per sub-queue: keeps moto's table (and its scans) small
-CLOCK_STEP_SECONDS = 1.0
-CLOCK_TICK_SECONDS = 0.02
-SWEEP_EVERY_SECONDS = 2.0
+# Fake seconds per DynamoDB call: about the pace the wall clock gave (50 fake seconds a second) on a quiet machine.
+SECONDS_PER_CALL = 0.2
+CLOCK_TICK_SECONDS = 0.02  # how often the driver and the operator look (wall time; no clock moves with it)
+SWEEP_EVERY_FAKE_SECONDS = 100.0
 SWEEP_BUDGET_SECONDS = 1.0
 SETTLED_EVERY_SECONDS = 1.0
+# A run that makes no progress at all (nothing sent, settled, resharded or recreated) for this long has hung.
+STALL_SECONDS = 300.0
 IDLE_FIRST_SECONDS = 0.01
 IDLE_MAX_SECONDS = 0.25
-SLOW_SLEEP_SECONDS = 1.0  # more than VISIBILITY on the fake clock: the slow consumer loses its claim
 
 
 @dataclass(frozen=True)
 class Scale:
-    """How big a run is: messages to the two main queues, workers, checkpoints (runs without faults only), shard
-    changes per main queue (at most `len(RESHARDS[...])`), and deletes-and-creations of the churn queues."""
+    """How big a run is: messages to the two main queues, messages to each sub-queue of the other paths, workers,
+    checkpoints (runs without faults only), shard changes per main queue (at most `len(RESHARDS[...])`),
+    deletes-and-creations of the churn queues, and redrives by move task of each SQS path's DLQ."""
 
     messages: int
+    path_messages: int = 40
     consumers: int = 16
     producers: int = 4
     checkpoints: int = 2
     reshards: int = 10
     recreations: int = 3
-    deadline_seconds: float = 240.0
+    redrives: int = 2
 
 
-SHORT = Scale(messages=600)
-FULL = Scale(messages=10_000, checkpoints=6, reshards=14, recreations=12, deadline_seconds=3600.0)
+# The short form keeps every path, every kind of fault and every operator step, at a size that runs side by side
+# with the other stress file within `make test`'s budget (about two minutes each on two quiet cores).
+SHORT = Scale(messages=300, path_messages=20)
+FULL = Scale(messages=10_000, path_messages=1_000, checkpoints=6, reshards=14, recreations=12, redrives=8)
 
 
 @dataclass(frozen=True)
 class Planned:
-    """A message a producer must get stored exactly once."""
+    """A message a producer must get stored exactly once. `label` names it everywhere (it is the body, or the
+    body's start and its `label` attribute when the body is large); `delivery` is how its first visibility is
+    given: ("deliver_at" or "delay", seconds from the send) or None."""
 
     index: int
     queue: str
@@ -110,6 +160,13 @@ class Planned:
     group_id: str | None
     dedup_id: str | None
     poison: bool
+    label: str = ""
+    priority: int | None = None
+    delivery: tuple[str, int] | None = None
+
+    @property
+    def path(self) -> str:
+        return PATH_OF[(self.queue, self.client)]
 
 
 @dataclass
@@ -141,18 +198,44 @@ class Figures:
         self.counts[name] += amount
 
 
-def plan(total: int) -> list[Planned]:
-    """Messages spread over the four sub-queues; FIFO ones over groups; half the standard ones without a dedup
-    id (a batch write, whose partial failures must be reported), the rest with one."""
+def plan(total: int, per_path_sub_queue: int = 0) -> list[Planned]:
+    """`total` messages spread over the four main sub-queues, then `per_path_sub_queue` to each sub-queue of the
+    other paths, interleaved; FIFO ones over groups; half the standard ones without a dedup id (a batch write,
+    whose partial failures must be reported), the rest with one. Large bodies alternate chatty (compressed) and
+    random (offloaded); timed messages alternate a delivery time, a delay and none, with priorities 0-9."""
+    targets = [SUB_QUEUES[index % len(SUB_QUEUES)] for index in range(total)]
+    others = [key for path in PATH_SUB_QUEUES for key in PATH_SUB_QUEUES[path]]
+    extra = [others[index % len(others)] for index in range(per_path_sub_queue * len(others))]
+    # The other paths' messages spread evenly through the main ones, so that every path works all run long.
+    step = max(1, len(targets) // max(1, len(extra)))
+    for n, key in enumerate(extra):
+        targets.insert(min(len(targets), n * (step + 1)), key)
+    seen: Counter = Counter()
     planned = []
-    for index in range(total):
-        queue, client = SUB_QUEUES[index % len(SUB_QUEUES)]
-        fifo = queue == FIFO
-        poison = index % POISON_EVERY == POISON_EVERY - 1
-        body = f"{queue}/{client}/{index:06d}" + ("/poison" if poison else "")
-        group = f"g{(index // len(SUB_QUEUES)) % GROUPS_PER_SUB_QUEUE}" if fifo else None
+    for index, (queue, client) in enumerate(targets):
+        position = seen[(queue, client)]
+        seen[(queue, client)] += 1
+        fifo = queue.endswith(".fifo")
+        path = PATH_OF[(queue, client)]
+        poison = (
+            index % POISON_EVERY == POISON_EVERY - 1
+            if path == LIBRARY
+            else position % PATH_POISON_EVERY == PATH_POISON_EVERY - 1
+        )
+        label = f"{queue}/{client}/{index:06d}" + ("/poison" if poison else "")
+        group = f"g{position % GROUPS_PER_SUB_QUEUE}" if fifo else None
         dedup = f"d{index}" if fifo or index % 8 < 4 else None
-        planned.append(Planned(index, queue, client, body, group, dedup, poison))
+        body, priority, delivery = label, None, None
+        if path == BODIES:
+            filler = event_log(3 * OFFLOAD_BYTES, seed=index) if position % 2 else random_bytes(OFFLOAD_BYTES, index)
+            body = f"{label}|{filler}"
+        elif path == PUSH:
+            body = f"{label}|{random_bytes(600, index)}"  # a few to an event part (`paths.PUSH_PAYLOAD_BYTES`)
+        elif path == TIMED:
+            priority = index % 10
+            kind = ("deliver_at", "delay", None)[position % 3]
+            delivery = None if kind is None else (kind, (index * 37) % LATEST_DELIVERY_SECONDS)
+        planned.append(Planned(index, queue, client, body, group, dedup, poison, label, priority, delivery))
     return planned
 
 
@@ -189,6 +272,11 @@ class Gate:
             self._paused = True
             return self._condition.wait_for(lambda: self._parked >= self.active, timeout=timeout)
 
+    @property
+    def paused(self) -> bool:
+        with self._condition:
+            return self._paused
+
     def resume(self) -> None:
         with self._condition:
             self._paused = False
@@ -196,8 +284,8 @@ class Gate:
 
 
 class StressRun:
-    """One run: `create_queues()`, `run()` (returns when every message is settled or the deadline passed), then
-    `verify()` for the list of every invariant broken, and `report()` for the figures."""
+    """One run: `create_queues()`, `run()` (returns when every message is settled, or when nothing progressed for
+    `STALL_SECONDS`), then `verify()` for the list of every invariant broken, and `report()` for the figures."""
 
     def __init__(
         self,
@@ -213,21 +301,42 @@ class StressRun:
         self.truth = truth
         self.scale = scale
         self.faults = faults
+        if faults is not None and faults.label is None:
+            faults.label = self.path_of_request  # the faults are counted by the path whose items they fail
         self.seed = seed
         self.ledger = Ledger()
         self.figures = Figures()
-        self.planned = plan(scale.messages)
+        self.planned = plan(scale.messages, scale.path_messages)
+        self.by_label = {message.label: message for message in self.planned}
         self.stored: dict[str, str] = {}
         self.stored_by_sub_queue: Counter = Counter()
+        self.dead_by_sub_queue: Counter = Counter()
         self.problems: list[str] = []
+        # Messages that may rightly be stored twice: a send whose answer was lost may have stored its message,
+        # and the caller's own resend stores it again when it has no dedup id (`unconfirmed`), or when its dedup
+        # id's window had passed by the resend (`resent_after_window`).
         self.unconfirmed: set[str] = set()
+        self.resent_after_window: set[str] = set()
+        # The earliest a message may be claimed (its delivery time, or the end of its delay), by label.
+        self.visible_from: dict[str, int] = {}
+        self.calls = 0
+        self._settled_count = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._gate = Gate()
         self._ticking = threading.Event()
+        self._path = threading.local()
         self._racers = ThreadPoolExecutor(4, thread_name_prefix="stress-race")
-        self.sub_queues = {(queue, name): client.queue(queue, name) for queue, name in SUB_QUEUES}
+        self.bodies_client = QueueClient(
+            client.table_name, dynamodb=client.dynamodb, clock=clock, s3=boto3.client("s3"), bucket=BUCKET,
+            offload_bytes=OFFLOAD_BYTES,
+        )  # fmt: skip
+        self.sub_queues = {
+            (queue, name): (self.bodies_client if PATH_OF[(queue, name)] == BODIES else client).queue(queue, name)
+            for queue, name in ALL_SUB_QUEUES
+        }
         self.elapsed = 0.0
+        self.paths = Paths(self, VISIBILITY)
         # The churn queues: the epoch each send returned in, each delivery with the epoch its receive started in.
         self._epoch = 0
         self._churn_bodies = iter(range(10**9))
@@ -241,9 +350,65 @@ class StressRun:
         self.client.create_queue(FIFO, **_COMMON)
         for queue in CHURN_QUEUES:
             self.client.create_queue(queue, **_COMMON)
+        for queue in ALL_QUEUES:
+            if queue not in MAIN_QUEUES:
+                self.client.create_queue(queue, **_COMMON)
+        boto3.client("s3").create_bucket(Bucket=BUCKET)
+        self.client.dynamodb.meta.events.register_first("before-call.dynamodb", self._work_done)
+
+    def _work_done(self, **_: Any) -> None:
+        """Every DynamoDB call (every attempt, failed or not) moves the fake clock on, apart from checkpoints."""
+        if self._ticking.is_set():
+            self.clock.advance(SECONDS_PER_CALL)
+            with self._lock:
+                self.calls += 1
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
+
+    def path(self) -> str:
+        """The delivery path the calling thread works for."""
+        return getattr(self._path, "name", LIBRARY)
+
+    def path_of_request(self, request: dict[str, Any]) -> str:
+        """The delivery path whose items a DynamoDB request names (every key of a sub-queue holds
+        `#{queue}#{client}#`), else the calling thread's: the core makes some calls on threads of its own."""
+        text = json.dumps(request)
+        return next((path for (queue, client), path in PATH_OF.items() if f"#{queue}#{client}#" in text), self.path())
+
+    def serve(self, path: str) -> None:
+        self._path.name = path
+
+    # What the other paths' workers use of the run.
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def pausing(self) -> bool:
+        return self._gate.paused
+
+    def enter(self) -> None:
+        self._gate.enter()
+
+    def leave(self) -> None:
+        self._gate.leave()
+
+    def wait_if_paused(self) -> None:
+        self._gate.wait_if_paused()
+
+    def label(self, hold: Hold) -> str:
+        """The label of a held message (its body, unless the body is large)."""
+        return hold.body.split("|", 1)[0]
+
+    def deliver(self, queue: str, messages: list[ReceivedMessage], before: int, after: int) -> list[Hold]:
+        return self._deliver(queue, messages, before, after)
+
+    def wait_fake(self, seconds: float) -> None:
+        """Waits until the fake clock moved on by `seconds` (the others' work moves it), or the run stops. It parks
+        for a checkpoint meanwhile: the clock stands still during one, and a worker waiting for it to move would
+        keep the checkpoint from ever seeing every worker stopped."""
+        until = self.clock() + seconds
+        while self.clock() < until and not self._stop.wait(0.01):
+            self._gate.wait_if_paused()
 
     def _count(self, name: str) -> None:
         with self._lock:
@@ -267,69 +432,117 @@ class StressRun:
         self._gate.enter()
         try:
             for chunk in chunks:
+                self.serve(chunk[0].path)
                 self._send_until_stored(chunk, rng)
         finally:
             self._gate.leave()
 
     def _backlog(self, queue: str, client: str) -> int:
+        """Messages of the sub-queue stored and not yet settled: dead letters count as settled (the driver counts
+        them), or a sub-queue whose consumers dead-letter many would stop its producer for good."""
         with self._lock:
-            stored = self.stored_by_sub_queue[(queue, client)]
+            stored = self.stored_by_sub_queue[(queue, client)] - self.dead_by_sub_queue[(queue, client)]
         return stored - self.truth.deleted_by_sub_queue[(queue, client)]
 
     def _send_until_stored(self, chunk: list[Planned], rng: random.Random) -> None:
         """Waits for room in the backlog, then sends until every message is stored; what failed is sent again at
-        once, with its dedup id, well within the dedup window."""
+        once, with the same entry (dedup id, delivery time).
+
+        Which messages may be stored twice is known exactly: a send that failed with `Throttled` (or whose whole
+        call failed) may have stored its messages with its answer lost. Sent again without a dedup id, such a
+        message may be stored twice (`unconfirmed`, at least once as the queue promises for plain sends); with a
+        dedup id, only when the resend read a clock at or past the failed attempt's start plus the dedup window,
+        which the dedup item of that attempt cannot outlast (`resent_after_window`). Any other copy is a bug."""
         sub = self.sub_queues[(chunk[0].queue, chunk[0].client)]
         pending = list(chunk)
         while self._backlog(chunk[0].queue, chunk[0].client) > BACKLOG_CAP and not self._stop.is_set():
             self._gate.wait_if_paused()
             time.sleep(0.01)
+        first_ms = self.now_ms()
+        entries = {message.index: self._entry(message, first_ms) for message in pending}
+        failed_at: dict[int, int] = {}  # the start of each message's first attempt that may have stored it
         while pending and not self._stop.is_set():
             self._gate.wait_if_paused()
-            entries = [_entry(message) for message in pending]
+            started = self.now_ms()
             try:
-                result = sub.send_batch(entries)
+                result = sub.send_batch([entries[message.index] for message in pending])
             except QueueError:
+                for message in pending:
+                    failed_at.setdefault(message.index, started)
                 self._count("send_retries")
                 time.sleep(rng.uniform(0, 0.01))
                 continue
+            ended = self.now_ms()
             done = set()
             for success in result.successful:
                 message = pending[success["index"]]
                 self._stored(message, success["message_id"], bool(success.get("duplicate")))
+                self._may_be_copied(message, failed_at.get(message.index), ended)
                 done.add(message.index)
             if result.failed:
                 for failure in result.failed:
                     message = pending[failure["index"]]
-                    if message.dedup_id is None and failure["code"] == "Throttled":
-                        # Unconfirmed (its answer may have been lost after it was stored): sent again without a
-                        # dedup id, it may be stored twice — at least once, as the queue promises for plain sends.
-                        self.unconfirmed.add(message.body)
+                    if failure["code"] == "Throttled":
+                        failed_at.setdefault(message.index, started)
+                        if message.dedup_id is None:
+                            self.unconfirmed.add(message.label)
                 self._count("send_retries")
                 time.sleep(rng.uniform(0, 0.01))
             pending = [message for message in pending if message.index not in done]
 
+    def _may_be_copied(self, message: Planned, failed_at: int | None, resend_ended: int) -> None:
+        if message.dedup_id is not None and failed_at is not None and resend_ended >= failed_at + DEDUP_WINDOW_MS:
+            with self._lock:
+                self.resent_after_window.add(message.label)
+
+    def _entry(self, message: Planned, first_ms: int) -> dict[str, Any]:
+        """The entry every attempt of a message sends: a delivery time is fixed at the first attempt, and the
+        earliest moment it may be claimed recorded then (a lost answer may have stored it at that attempt)."""
+        entry: dict[str, Any] = {"body": message.body}
+        if message.group_id is not None:
+            entry["group_id"] = message.group_id
+        if message.dedup_id is not None:
+            entry["dedup_id"] = message.dedup_id
+        if message.label != message.body:
+            entry["attributes"] = {"label": message.label}
+        if message.priority is not None:
+            entry["priority"] = message.priority
+        if message.delivery is not None:
+            kind, seconds = message.delivery
+            if kind == "deliver_at":
+                entry["deliver_at"] = first_ms // 1000 + seconds
+                earliest = entry["deliver_at"] * 1000
+            else:
+                entry["delay_seconds"] = seconds
+                earliest = first_ms + seconds * 1000
+            with self._lock:
+                self.visible_from[message.label] = earliest
+        return entry
+
     def _stored(self, message: Planned, message_id: str, duplicate: bool) -> None:
         with self._lock:
-            earlier = self.stored.get(message.body)
+            earlier = self.stored.get(message.label)
             if earlier is None:
-                self.stored[message.body] = message_id
+                self.stored[message.label] = message_id
                 self.stored_by_sub_queue[(message.queue, message.client)] += 1
                 self.figures.sent += 1
             elif earlier != message_id:
-                self.problems.append(f"{message.body} stored twice: as {earlier} and as {message_id}")
+                self.problems.append(f"{message.label} stored twice: as {earlier} and as {message_id}")
             if duplicate:
                 self.figures.duplicates_answered += 1
 
     # Consumers.
-    def _consume(self, worker: int) -> None:
+    def _consume(self, worker: int, lane: tuple[str, str] | None = None) -> None:
+        """A consumer of one of the main sub-queues (`lane` None: chosen by `worker`), or of another path's
+        sub-queue pulled with the library's calls (large bodies, timed sends)."""
         rng = random.Random(self.seed * 7919 + worker)
-        queue, client = SUB_QUEUES[worker % len(SUB_QUEUES)]
-        # Some consumers of each queue serve every client of it (a queue-wide worker pool) beside the per-client
-        # ones: two of the standard queue, two of the FIFO queue.
+        queue, client = lane or SUB_QUEUES[worker % len(SUB_QUEUES)]
+        # Some consumers of each main queue serve every client of it (a queue-wide worker pool) beside the
+        # per-client ones: two of the standard queue, two of the FIFO queue.
         sub: SubQueue | QueueWide = (
-            self.client.queue_wide(queue) if worker % 8 in (1, 6) else self.sub_queues[(queue, client)]
+            self.client.queue_wide(queue) if lane is None and worker % 8 in (1, 6) else self.sub_queues[(queue, client)]
         )
+        self.serve(PATH_OF[(queue, client)])
         idle = IDLE_FIRST_SECONDS
         self._gate.enter()
         try:
@@ -338,8 +551,10 @@ class StressRun:
                 before = self.now_ms()
                 try:
                     messages = sub.receive(max_messages=rng.randint(1, 4), visibility_timeout=VISIBILITY)
-                except QueueError:
+                except QueueError as error:
                     self._count("receive_errors")
+                    with self._lock:
+                        self.figures.add(f"receive error {queue}/{client} {error.code}")
                     time.sleep(rng.uniform(0, 0.01))
                     continue
                 after = self.now_ms()
@@ -367,14 +582,31 @@ class StressRun:
         for client, own in by_client.items():
             holds = self.ledger.deliver(f"{queue}/{client}", own, before, after, VISIBILITY)
             held.update((message.receipt_handle, hold) for message, hold in zip(own, holds, strict=True))
-        return [held[message.receipt_handle] for message in messages]
+        holds = [held[message.receipt_handle] for message in messages]
+        self.check_delivered(messages, holds)
+        return holds
+
+    def check_delivered(self, messages: list[ReceivedMessage], holds: list[Hold]) -> None:
+        """What every path must hand over: the body exactly as sent, never before its delivery time."""
+        for message, hold in zip(messages, holds, strict=True):
+            label = label_of({"attrs": message.attributes, "body": message.body})
+            planned = self.by_label.get(label)
+            if planned is None:
+                self.ledger.violation(f"{hold.sub_queue}: a message never sent delivered: {message.body[:60]}")
+                continue
+            if message.body != planned.body:
+                self.ledger.violation(f"{label}: delivered with another body ({len(message.body)} characters)")
+            with self._lock:
+                earliest = self.visible_from.get(label)
+            if earliest is not None:
+                self.ledger.not_before(hold, earliest, "delivery time")
 
     def _work(self, sub: SubQueue | QueueWide, unit: list[tuple[Hold, ReceivedMessage]], rng: random.Random) -> None:
         """One message, or a FIFO group's messages in order: each is processed, given back or abandoned. A
         failure gives back the rest of a FIFO unit too, so that no consumer runs a group out of order."""
         for position, (hold, message) in enumerate(unit):
             roll = rng.random()
-            if message.body.endswith("/poison"):
+            if label_of({"attrs": message.attributes, "body": message.body}).endswith("/poison"):
                 roll = rng.choice((0.05, 0.15))
             if roll < 0.10:
                 self._count("crashes")
@@ -396,7 +628,7 @@ class StressRun:
                 continue
             elif roll < 0.36:
                 self._count("slow_consumers")
-                time.sleep(SLOW_SLEEP_SECONDS)
+                self.wait_fake(VISIBILITY + 1)  # too slow: its claim runs out before it deletes
             self._delete(sub, hold)
 
     def _delete(self, sub: SubQueue | QueueWide, hold: Hold) -> bool:
@@ -451,7 +683,7 @@ class StressRun:
         plan.sort(key=lambda step: step[0])
         try:
             for at, step in plan:
-                while self.figures.sent < at * self.scale.messages:
+                while self.figures.sent < at * len(self.planned):
                     if self._stop.wait(CLOCK_TICK_SECONDS):
                         return
                 step()
@@ -547,13 +779,6 @@ class StressRun:
         return len(messages)
 
     # The driver.
-    def _tick(self) -> None:
-        """Moves the fake clock steadily, apart from checkpoints, whatever the other threads are doing."""
-        while not self._stop.is_set():
-            time.sleep(CLOCK_TICK_SECONDS)
-            if self._ticking.is_set():
-                self.clock.advance(CLOCK_STEP_SECONDS)
-
     def run(self) -> None:
         started = time.monotonic()
         threads = [
@@ -564,7 +789,12 @@ class StressRun:
             threading.Thread(target=self._consume, args=(i,), name=f"stress-consumer-{i}", daemon=True)
             for i in range(self.scale.consumers)
         ]
-        threads.append(threading.Thread(target=self._tick, name="stress-clock", daemon=True))
+        pulled = [key for path in (BODIES, TIMED) for key in PATH_SUB_QUEUES[path]]
+        threads += [
+            threading.Thread(target=self._consume, args=(1000 + n, key), name=f"stress-pull-{key[0]}", daemon=True)
+            for n, key in enumerate(pulled * PULL_CONSUMERS)
+        ]
+        threads += self.paths.threads()
         threads.append(threading.Thread(target=self._sweep_steadily, name="stress-sweeper", daemon=True))
         threads.append(threading.Thread(target=self._operate, name="stress-operator", daemon=True))
         for queue in CHURN_QUEUES:
@@ -574,46 +804,64 @@ class StressRun:
         for thread in threads:
             thread.daemon = True
             thread.start()
-        checkpoint_at = [
-            self.scale.messages * (n + 1) // (self.scale.checkpoints + 1) for n in range(self.scale.checkpoints)
-        ]
+        total = len(self.planned)
+        checkpoint_at = [total * (n + 1) // (self.scale.checkpoints + 1) for n in range(self.scale.checkpoints)]
         last_look = time.monotonic()
-        deadline = started + self.scale.deadline_seconds
+        progress, progressed = self._progress(), time.monotonic()
         try:
-            while time.monotonic() < deadline:
+            while True:
                 time.sleep(CLOCK_TICK_SECONDS)
                 if time.monotonic() - last_look >= SETTLED_EVERY_SECONDS:
                     last_look = time.monotonic()
-                    if self._settled() >= self.scale.messages and self._operator_done.is_set():
+                    settled = self._settled()
+                    if settled >= total and self._operator_done.is_set() and self.paths.redrives_done():
+                        break
+                    now = self._progress()
+                    if now != progress:
+                        progress, progressed = now, time.monotonic()
+                    elif time.monotonic() - progressed > STALL_SECONDS:
+                        self.problems.append(
+                            f"no progress for {STALL_SECONDS:.0f} s: {settled} of {total} messages settled, "
+                            f"{self.figures.sent} stored"
+                        )
                         break
                 if checkpoint_at and self.faults is None and self.figures.sent >= checkpoint_at[0]:
                     checkpoint_at.pop(0)
                     self._checkpoint()
-            else:
-                self.problems.append(
-                    f"not finished within {self.scale.deadline_seconds:.0f} s: {self._settled()} of "
-                    f"{self.scale.messages} messages settled"
-                )
         finally:
             self._stop.set()
             self._gate.resume()
             for thread in threads:
                 thread.join(timeout=30)
             self._racers.shutdown(wait=True)
+            self.paths.close()
             self.elapsed = time.monotonic() - started
         if self.faults is not None:
             self.faults.enabled = False
         self._last_poll()
         self._sweep()
+        self._ticking.clear()
+
+    def _progress(self) -> tuple[int, ...]:
+        """What moves when the run is not stuck: messages stored, settled, and the operator's steps."""
+        with self._lock:
+            sent, reshards, recreations = self.figures.sent, self.figures.reshards, self.figures.recreations
+        return sent, self._settled_count, reshards, recreations, self.paths.redrives
 
     def _sweep_steadily(self) -> None:
         """The scheduled sweeper, beside the consumers: a pass in budgeted slices, each resuming where the last
-        one stopped, as the deployed sweeper runs. It stops for checkpoints between slices, like the workers."""
+        one stopped, as the deployed sweeper runs (every `SWEEP_EVERY_FAKE_SECONDS` of the fake clock). It stops
+        for checkpoints between slices, like the workers."""
         self._gate.enter()
         cursor: str | None = None
+        next_pass = self.clock() + SWEEP_EVERY_FAKE_SECONDS
         try:
-            while not self._stop.wait(SWEEP_EVERY_SECONDS if cursor is None else 0):
+            while not self._stop.wait(CLOCK_TICK_SECONDS if cursor is None else 0):
                 self._gate.wait_if_paused()
+                if cursor is None and self.clock() < next_pass:
+                    continue
+                if cursor is None:
+                    next_pass = self.clock() + SWEEP_EVERY_FAKE_SECONDS
                 cursor = self._sweep(cursor, SWEEP_BUDGET_SECONDS)
         finally:
             self._gate.leave()
@@ -643,9 +891,10 @@ class StressRun:
             if not report.complete and report.cursor in (None, cursor):
                 # The budget ran out before the slice swept anything: the rest of the pass goes without one.
                 report = self.client.sweep(cursor=cursor)
-        except QueueError:
+        except QueueError as error:
             with self._lock:
                 self.figures.add("sweep_errors")
+                self.figures.add(f"sweep error {error.code}")
             return None
         if report.complete:
             self._count("sweeps")
@@ -653,11 +902,16 @@ class StressRun:
         return report.cursor
 
     def _settled(self) -> int:
-        """Messages of the main queues deleted or in the DLQ, by the table's own account (each counted once, so a
-        message deleted twice never makes the run end before another one is settled)."""
+        """Messages deleted, in the DLQ or deleted from it, by the table's own account (each counted once, so a
+        message deleted twice never makes the run end before another one is settled). Keeps the dead letters per
+        sub-queue for the producers' backlog."""
         dead = self.truth.by_sub_queue([DEAD_LETTERS])
-        settled = set(self.truth.deleted_bodies(MAIN_QUEUES))
-        settled.update(item["body"] for key in SUB_QUEUES for item in dead[key])
+        settled = set(self.truth.deleted_bodies(ALL_QUEUES)) | set(self.truth.dead_deleted_bodies(ALL_QUEUES))
+        settled.update(label_of(item) for key in ALL_SUB_QUEUES for item in dead[key])
+        with self._lock:
+            for key in ALL_SUB_QUEUES:
+                self.dead_by_sub_queue[key] = len(dead[key])
+            self._settled_count = len(settled)
         return len(settled)
 
     def _checkpoint(self) -> None:
@@ -680,7 +934,10 @@ class StressRun:
                     self.problems.append(
                         f"checkpoint {label}: stats {stats.to_dict()} but {len(live)} live, {dead} DLQ"
                     )
-                held = self.ledger.held_at(label, now) if queue == STANDARD else self.ledger.groups_held_at(label, now)
+                fifo = queue.endswith(".fifo")
+                held = self.ledger.groups_held_at(label, now) if fifo else self.ledger.held_at(label, now)
+                if PATH_OF[(queue, client)] == PUSH:
+                    held = (held[0], held[1] + self.paths.unsent_claims(now))
                 if not held[0] <= stats.in_flight <= held[1]:
                     self.problems.append(
                         f"checkpoint {label}: {stats.in_flight} in flight, the consumers hold {held[0]} to {held[1]}"
@@ -690,59 +947,95 @@ class StressRun:
             self._ticking.set()
 
     # The verdict.
+    def copies(self, label: str) -> int:
+        """How many times a message may rightly be stored (see `_send_until_stored`)."""
+        return 2 if label in self.unconfirmed or label in self.resent_after_window else 1
+
     def verify(self) -> list[str]:
         """Every check of the run; an empty list means every invariant held."""
         problems = list(self.problems) + list(self.ledger.violations) + self.ledger.recheck()
-        bodies = {message.body for message in self.planned}
-        missing = bodies - set(self.stored)
+        labels = set(self.by_label)
+        missing = labels - set(self.stored)
         if missing:
             problems.append(f"{len(missing)} messages never stored, e.g. {sorted(missing)[:3]}")
-        deleted = self.truth.deleted_bodies(MAIN_QUEUES)
-        problems += [
-            f"{body} deleted {count} times"
-            for body, count in deleted.items()
-            if count > (2 if body in self.unconfirmed else 1)
-        ]
-        problems += [f"{body} deleted but never sent" for body in deleted if body not in bodies]
+        deleted = self.truth.deleted_bodies(ALL_QUEUES)
+        dead_deleted = self.truth.dead_deleted_bodies(ALL_QUEUES)
+        problems += [f"{label} deleted {count} times" for label, count in deleted.items() if count > self.copies(label)]
+        problems += [f"{label} deleted but never sent" for label in deleted if label not in labels]
         dead: Counter = Counter()
-        for queue, client in SUB_QUEUES:
+        for queue, client in ALL_SUB_QUEUES:
             for item in self.truth.dlq_items(queue, client):
-                dead[item["body"]] += 1
+                dead[label_of(item)] += 1
                 if int(item["receive_count"]) != MAX_RECEIVE_COUNT:
-                    problems.append(f"{item['body']} in the DLQ after {item['receive_count']} receives")
+                    problems.append(f"{label_of(item)} in the DLQ after {item['receive_count']} receives")
             live = self.truth.live_messages(queue, client)
             if live:
-                problems.append(f"{queue}/{client}: {len(live)} messages left, e.g. {live[0]['body']}")
+                problems.append(f"{queue}/{client}: {len(live)} messages left, e.g. {label_of(live[0])}")
             stats = self.sub_queues[(queue, client)].stats()
-            in_dlq = sum(1 for body in dead if body.startswith(f"{queue}/{client}/"))
+            in_dlq = sum(count for label, count in dead.items() if label.startswith(f"{queue}/{client}/"))
             if (stats.visible, stats.in_flight, stats.delayed, stats.dlq) != (0, 0, 0, in_dlq):
                 problems.append(
                     f"{queue}/{client}: final stats {stats.to_dict()}, but {in_dlq} in the DLQ and none left"
                 )
-        # A plain send whose answer was lost may have stored its message twice (`unconfirmed`): two messages, each
-        # deleted or dead on its own.
-        copies = {body: 2 if body in self.unconfirmed else 1 for body in bodies}
-        problems += [f"{body} in the DLQ {count} times" for body, count in dead.items() if count > copies.get(body, 1)]
+        # A message stored twice (`copies`) is two messages, each deleted or dead on its own.
+        problems += [f"{label} in the DLQ {count} times" for label, count in dead.items() if count > self.copies(label)]
         problems += [
-            f"{body} both deleted and in the DLQ"
-            for body in set(dead) & set(deleted)
-            if deleted[body] + dead[body] > copies.get(body, 1)
+            f"{label} both deleted and in the DLQ"
+            for label in set(dead) & set(deleted)
+            if deleted[label] + dead[label] > self.copies(label)
         ]
-        unaccounted = bodies - set(dead) - set(deleted)
+        problems += [
+            f"{label} deleted from the DLQ {count} times, deleted {deleted[label]} and in the DLQ {dead[label]}"
+            for label, count in dead_deleted.items()
+            if count + deleted[label] + dead[label] > self.copies(label)
+        ]
+        unaccounted = labels - set(dead) - set(deleted) - set(dead_deleted)
         if unaccounted:
             problems.append(
                 f"{len(unaccounted)} messages neither deleted nor in the DLQ, e.g. {sorted(unaccounted)[:3]}"
             )
-        poison_alive = [body for body in bodies if body.endswith("/poison") and body not in dead]
-        problems += [f"{body} always fails but is not in the DLQ" for body in poison_alive]
+        poison_alive = [
+            label for label in labels if label.endswith("/poison") and label not in dead and label not in dead_deleted
+        ]
+        problems += [f"{label} always fails but is not in the DLQ" for label in poison_alive]
         for holds in self.ledger.holds.values():
             for hold in holds:
                 if hold.receive_count > MAX_RECEIVE_COUNT:
-                    problems.append(f"{hold.body} delivered with receive count {hold.receive_count}")
+                    problems.append(
+                        f"{hold.sub_queue} {hold.message_id} delivered with receive count {hold.receive_count}"
+                    )
+        problems += self.paths.verify()
         self.figures.deliveries = self.ledger.deliveries
         self.figures.add("dlq", sum(dead.values()))
         self.figures.add("deleted", len(deleted))
-        return problems + self._verify_churn()
+        problems += self._verify_churn()
+        self._by_path(deleted, dead, dead_deleted, problems)
+        return problems
+
+    def _by_path(self, deleted: Counter, dead: Counter, dead_deleted: Counter, problems: list[str]) -> None:
+        """The figures of each delivery path, for `report`: messages, deliveries, redeliveries, faults by kind,
+        violations (each problem counted for the path of the first sub-queue it names)."""
+        paths: dict[str, Counter] = {path: Counter() for path in PATHS}
+        for label in self.by_label:
+            path = self.by_label[label].path
+            paths[path]["messages"] += 1
+            paths[path]["deleted"] += deleted[label]
+            paths[path]["dlq"] += dead[label]
+            paths[path]["deleted from the DLQ"] += dead_deleted[label]
+        for (sub_queue, _), holds in self.ledger.holds.items():
+            queue, client = sub_queue.split("/", 1)
+            path = PATH_OF[(queue, client)]
+            paths[path]["deliveries"] += len(holds)
+            paths[path]["redeliveries"] += len(holds) - 1
+        for problem in problems:
+            named = next((path for path in PATHS if problem.startswith(f"{path}:")), None) or next(
+                (path for (queue, client), path in PATH_OF.items() if f"{queue}/{client}" in problem), None
+            )
+            paths[named or LIBRARY]["violations"] += 1
+        if self.faults is not None:
+            for (path, kind), count in self.faults.counts_by_label.items():
+                paths[path][f"fault {kind}"] += count
+        self.path_figures = paths
 
     def _verify_churn(self) -> list[str]:
         """Nothing sent before a delete is delivered by a receive that started after the creation that followed.
@@ -765,9 +1058,10 @@ class StressRun:
         return problems
 
     def report(self) -> str:
+        """The run's figures, then each delivery path's on a line of its own (`verify` first)."""
         figures = self.figures
         faults = {str(kind): count for kind, count in self.faults.counts.items()} if self.faults is not None else {}
-        return (
+        lines = [
             f"{figures.sent} messages ({figures.counts['deleted']} deleted, {figures.counts['dlq']} to the DLQ), "
             f"{self.scale.consumers} consumers, {self.scale.producers} producers, {figures.deliveries} deliveries, "
             f"{figures.crashes} crashes, {figures.releases} releases, {figures.extensions} extensions, "
@@ -775,34 +1069,42 @@ class StressRun:
             f"{figures.stale_handles} stale handles, {figures.send_retries} send retries, "
             f"{figures.duplicates_answered} duplicates answered, {figures.receive_errors} receive errors, "
             f"{figures.settle_errors} settle errors, "
-            f"{figures.sweeps} sweeps ({figures.counts['sweep_errors']} failed), "
+            f"{figures.sweeps} sweeps ({figures.counts['sweep_errors']} failed: "
+            f"{_named(figures.counts, 'sweep error ')}), "
             f"{figures.checkpoints} checkpoints, {figures.counts['expired_by_ttl']} items expired by TTL, "
             f"{figures.reshards} shard changes, {figures.recreations} deletes and creations of the churn queues "
             f"({figures.churn_sent} sent, {figures.churn_refused} refused as not found, "
             f"{figures.churn_deliveries} delivered), "
             f"queue-wide deliveries {figures.counts['queue_wide:' + STANDARD]} standard, "
             f"{figures.counts['queue_wide:' + FIFO]} FIFO, "
-            f"faults {sum(faults.values())} {faults}, "
-            f"{self.elapsed:.1f} s"
-        )
+            f"{len(self.unconfirmed)} unconfirmed sends, {len(self.resent_after_window)} resent after the dedup "
+            f"window, receive errors by code {_named(figures.counts, 'receive error ')}, "
+            f"faults {sum(faults.values())} {faults}, {self.calls} DynamoDB calls, "
+            f"{self.elapsed:.1f} s",
+        ]
+        for path, counts in getattr(self, "path_figures", {}).items():
+            kinds = {name[6:]: count for name, count in sorted(counts.items()) if name.startswith("fault ")}
+            lines.append(
+                f"  {path}: {counts['messages']} messages ({counts['deleted']} deleted, {counts['dlq']} in the DLQ, "
+                f"{counts['deleted from the DLQ']} deleted from it), {counts['deliveries']} deliveries, "
+                f"{counts['redeliveries']} redeliveries, faults {sum(kinds.values())} {kinds}, "
+                f"{counts['violations']} violations{self.paths.report(path)}"
+            )
+        return "\n".join(lines)
 
 
-# The dedup window (six seconds of real time) outlasts a producer's retries of one message, so a retry is never
-# stored as a second message.
+# A resend after this long may store a message with a dedup id again (see `_send_until_stored`).
+DEDUP_WINDOW_SECONDS = 300
+DEDUP_WINDOW_MS = DEDUP_WINDOW_SECONDS * 1000
 _COMMON: dict[str, int] = {
     "visibility_timeout": VISIBILITY,
     "max_receive_count": MAX_RECEIVE_COUNT,
-    "dedup_window_seconds": 300,
+    "dedup_window_seconds": DEDUP_WINDOW_SECONDS,
 }
 
 
-def _entry(message: Planned) -> dict[str, Any]:
-    entry: dict[str, Any] = {"body": message.body}
-    if message.group_id is not None:
-        entry["group_id"] = message.group_id
-    if message.dedup_id is not None:
-        entry["dedup_id"] = message.dedup_id
-    return entry
+def _named(counts: Counter, prefix: str) -> dict[str, int]:
+    return {name[len(prefix) :]: count for name, count in sorted(counts.items()) if name.startswith(prefix)}
 
 
 def _units(holds: list[Hold], messages: list[ReceivedMessage]) -> list[list[tuple[Hold, ReceivedMessage]]]:

@@ -236,6 +236,36 @@ def test_a_group_held_by_a_later_claim_counts_though_an_earlier_stalled_receive_
     assert ledger.groups_held_at("held.fifo/c", 70_000) == (0, 0)
 
 
+def test_a_message_held_again_after_a_redrive_counts_though_its_receive_count_started_over(
+    client: QueueClient,
+) -> None:
+    """Found by the stress run's checkpoint (SQS path, redrives by move task): a redrive puts a message back with
+    its receive count at 0, so its next holder shows a lower count than the holders before the DLQ. The ledger took
+    the holder with the highest count for the current one (a holder that had given the message back), and said
+    nobody held the message while the stats rightly said one in flight."""
+    client.create_queue("held", max_receive_count=5)
+    jobs = client.queue("held", "c")
+    jobs.send("m")
+    [first] = jobs.receive(visibility_timeout=30)
+    jobs.release(first.receipt_handle, delay_seconds=0)
+    [second] = jobs.receive(visibility_timeout=30)
+    jobs.release(second.receipt_handle, delay_seconds=0)
+    jobs.move_to_dlq(second.message_id)
+    assert jobs.redrive() == 1
+    [again] = jobs.receive(visibility_timeout=30)
+    assert (second.receive_count, again.receive_count) == (2, 1)
+
+    ledger = Ledger()
+    for received, at in ((first, 0), (second, 2_000)):
+        [hold] = ledger.deliver("held/c", [received], at, at + 1_000, 30)
+        ledger.settling(hold, at + 1_500)
+    ledger.deliver("held/c", [again], 10_000, 11_000, 30)  # holds until 40 s, never settled (its consumer crashed)
+    assert ledger.violations == []
+    assert ledger.held_at("held/c", 20_000) == (1, 1)
+    assert ledger.held_at("held/c", 40_500) == (0, 1)
+    assert ledger.held_at("held/c", 42_000) == (0, 0)
+
+
 def _first_then_second(client: QueueClient, name: str) -> tuple[ReceivedMessage, ReceivedMessage]:
     """Two deliveries of one group, the first deleted before the second was received: real messages and
     handles for the ledger's cases, whose times the cases then set."""

@@ -16,13 +16,14 @@ from queue_core import QueueClient
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector, Kind
-from tests.reliability.stress import FULL, Scale, StressRun, assert_queue_wide_consumers_served_every_client
+from tests.reliability.stress import Scale, StressRun, assert_queue_wide_consumers_served_every_client
 from tests.reliability.truth import TableTruth
 
 logger = logging.getLogger("tests.reliability")
 
-# Each run stops itself at its scale's deadline; the full size runs for minutes, past the suite's default timeout.
-pytestmark = pytest.mark.timeout(FULL.deadline_seconds + 300)
+# A run ends when its work is done, or fails after `STALL_SECONDS` without progress; this timeout is only the last
+# resort against a hang the run cannot see (the full size runs for many minutes, past the suite's default).
+pytestmark = pytest.mark.timeout(3600)
 
 
 def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(

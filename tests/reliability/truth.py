@@ -3,6 +3,8 @@
 The client's view can be wrong on purpose (an answer lost after the write), so the checks compare it with this:
 every `DeleteItem` that removed an item, recorded in the order DynamoDB applied them (moto's requests are
 serialized, and the record is made inside the request), and raw reads of the table by a client without faults.
+A message is known by its body, or by its `label` attribute when it has one (a body stored compressed or in S3 is
+not readable in the item).
 
 Raw reads find a sub-queue's items by the one part of the key format that is a contract (IAM confines a tenant
 with it): every key of a sub-queue starts with `{kind}#{queue}#{client}#`. So they see every shard of every layout
@@ -38,6 +40,11 @@ class DeletedItem:
     token: str | None
 
 
+def label_of(item: dict[str, Any]) -> str:
+    """What names a message in the checks: its `label` attribute, else its body as stored in the item."""
+    return str(item.get("attrs", {}).get("label") or item.get("body", ""))
+
+
 def sub_queue_of(pk: str) -> tuple[str, str, str]:
     """(kind, queue, client) of a sub-queue's partition key."""
     kind, queue, client, _ = pk.split("#", 3)
@@ -52,6 +59,8 @@ class TableTruth:
     raw: Any = None
     deleted: list[DeletedItem] = field(default_factory=list)
     deleted_by_sub_queue: Counter = field(default_factory=Counter)
+    # Dead letters removed by a delete (a DLQ receipt handle), not by a move back to the queue (a transaction).
+    dead_deleted: list[DeletedItem] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -62,17 +71,30 @@ class TableTruth:
     def record_delete(self, answer: Any) -> None:
         attributes = getattr(answer, "result", {}).get("Attributes")
         item = deserialize(attributes) if attributes else None
-        if item is None or not str(item["pk"]).startswith((f"{STANDARD_MESSAGES}#", f"{FIFO_MESSAGES}#")):
+        if item is None:
+            return
+        dead = str(item["pk"]).startswith(f"{DEAD_LETTERS}#")
+        if not dead and not str(item["pk"]).startswith((f"{STANDARD_MESSAGES}#", f"{FIFO_MESSAGES}#")):
             return
         _, queue, client = sub_queue_of(str(item["pk"]))
+        deleted = DeletedItem(item["pk"], item["sk"], queue, label_of(item), item.get("tok"))
         with self._lock:
-            self.deleted.append(DeletedItem(item["pk"], item["sk"], queue, item.get("body", ""), item.get("tok")))
+            if dead:
+                self.dead_deleted.append(deleted)
+            else:
+                self.deleted.append(deleted)
             self.deleted_by_sub_queue[(queue, client)] += 1
 
     def deleted_bodies(self, queues: Collection[str] | None = None) -> Counter:
-        """How many times each message body was deleted, of the named queues only when `queues` is given."""
+        """How many times each message (by `label_of`) was deleted, of the named queues only when `queues` is
+        given."""
         with self._lock:
             return Counter(entry.body for entry in self.deleted if queues is None or entry.queue in queues)
+
+    def dead_deleted_bodies(self, queues: Collection[str] | None = None) -> Counter:
+        """How many times each message's dead letter was deleted (not moved back), as `deleted_bodies`."""
+        with self._lock:
+            return Counter(entry.body for entry in self.dead_deleted if queues is None or entry.queue in queues)
 
     # Raw reads.
     def by_sub_queue(self, kinds: Collection[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:

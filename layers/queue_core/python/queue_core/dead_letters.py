@@ -11,23 +11,19 @@ the other, and a handle cannot be made from a message id.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 from dataclasses import dataclass
 
 from .context import Context
 from .errors import ValidationError
 from .keys import MessageRef, Space
 from .models import Message
+from .receipts import signed, verified
 from .store import ConditionFailed, Item
 from .store import messages as writes
 
 _VERSION = "d1"
 # Prefixed to the payload before it is signed, so the MAC of a dead letter's handle is never a live handle's.
 _DOMAIN = b"dead-letter|"
-_MAC_BYTES = 16
-_MAX_HANDLE = 2048
 
 
 @dataclass(frozen=True)
@@ -53,23 +49,17 @@ class DeadLetterReceipt:
 
     def encode(self, secret: str) -> str:
         payload = "|".join((_VERSION, self.queue, self.client, self.message_id, str(self.moved_at), self.copy))
-        raw = payload.encode()
-        return _b64(raw) + "." + _b64(_mac(secret, raw))
+        return signed(payload.encode(), secret, _DOMAIN)
 
     @classmethod
     def decode(cls, handle: object, secret: str) -> DeadLetterReceipt:
-        if not isinstance(handle, str) or len(handle) > _MAX_HANDLE or handle.count(".") != 1:
-            raise ValidationError("receipt_handle is not a dead letter's handle")
-        payload_text, mac_text = handle.split(".")
-        try:
-            payload, mac = _unb64(payload_text), _unb64(mac_text)
-        except ValueError as error:
-            raise ValidationError("receipt_handle is not a dead letter's handle") from error
-        # Only the canonical spelling: the decoder skips foreign characters and spare bits.
-        if _b64(payload) != payload_text or _b64(mac) != mac_text:
-            raise ValidationError("receipt_handle is not a dead letter's handle")
-        if not hmac.compare_digest(mac, _mac(secret, payload)):
-            raise ValidationError("receipt_handle is not a dead letter's handle of this queue (forged or altered)")
+        payload = verified(
+            handle,
+            secret,
+            malformed="receipt_handle is not a dead letter's handle",
+            forged="receipt_handle is not a dead letter's handle of this queue (forged or altered)",
+            domain=_DOMAIN,
+        )
         version, queue, client, message_id, moved_at, copy = payload.decode().split("|")
         if version != _VERSION:
             raise ValidationError("receipt_handle has an unknown version")
@@ -96,18 +86,3 @@ def delete(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterRecei
         return False
     ctx.bodies.discard([removed])
     return True
-
-
-def _mac(secret: str, payload: bytes) -> bytes:
-    return hmac.new(secret.encode(), _DOMAIN + payload, hashlib.sha256).digest()[:_MAC_BYTES]
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode().rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (ValueError, TypeError) as error:
-        raise ValueError("not base64") from error

@@ -479,7 +479,8 @@ class FifoQueue:
         delivered, see `_in_order`); `_Stuck` when it can be neither marked nor moved to the DLQ."""
         try:
             key = {"pk": item["pk"], "sk": item["sk"]}
-            return self.ctx.store.write(writes.mark(key, token, now, int(item["receive_count"])))
+            marks = int(item["marks"]) if "marks" in item else None
+            return self.ctx.store.write(writes.mark(key, token, now, int(item["receive_count"]), marks))
         except ConditionFailed as failed:
             if failed.item is not None and failed.item.get("tok") == token:
                 return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
@@ -526,7 +527,7 @@ class FifoQueue:
         """Idempotent: a message already gone counts as deleted (perhaps by this very call, its answer lost), and
         the group's bookkeeping is done again, which is safe to repeat; one claimed again since raises."""
         ref = MessageRef.parse(receipt.message_id)
-        gone_before = False
+        gone_before = maybe_own = False
         try:
             self.ctx.bodies.discard(
                 [self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))]
@@ -534,8 +535,8 @@ class FifoQueue:
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-            gone_before = True
-        self._ack(receipt, ref, now, removed=1, late_count=not gone_before)
+            gone_before, maybe_own = True, failed.repeated
+        self._ack(receipt, ref, now, removed=1, late_count=not gone_before, maybe_own=maybe_own)
 
     def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
         """The fenced delete and the group's part, conditional on the claim's lock: the last held message
@@ -596,20 +597,32 @@ class FifoQueue:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
         self._ack(receipt, ref, now, removed=0)
 
-    def _ack(self, receipt: Receipt, ref: MessageRef, available_at: int, removed: int, late_count: bool = True) -> None:
+    def _ack(
+        self,
+        receipt: Receipt,
+        ref: MessageRef,
+        available_at: int,
+        removed: int,
+        late_count: bool = True,
+        maybe_own: bool = False,
+    ) -> None:
         """One held message is done; the last one done unlocks the group. Done messages are a set (`acked`), so
         an ack applied twice counts once and never unlocks the group while another held message is out. A
         message deleted after the group's lock passed to another claim (the holder's lock ran out, the message
         was not taken again) still leaves the group's count, by `gone`. A delete that found its message gone
         already (`late_count` False) did not remove it: the call that did counts it, or this one does, through
-        `gone` (`counted_once`), never both; after the lock passed on, it counts nothing."""
+        `gone` (`counted_once`), never both; after the lock passed on, it counts nothing, unless the SDK sent the
+        delete more than once (`maybe_own`): its first attempt, whose answer was lost, is then most likely what
+        removed the message, and nobody else counted it. It counts through `gone`, so once with any removal
+        counted there (another late delete, an expiry); a removal counted by its holder's unlock at the same
+        moment as this repeat would be counted twice (stats one short until the group empties)."""
         key = self._group_key(ref.group or "", receipt.group_shard)
         counted_once = ref.sequence if removed and not late_count else None
         if receipt.held <= 1:
             finished = self.finish_group(
                 key, receipt.token, available_at, receipt.last_seq if removed else "", removed, counted_once
             )
-            if not finished and removed and late_count:
+            if not finished and removed and (late_count or maybe_own):
                 self._count_removed(key, ref.sequence)
             return
         # `retry_at` keeps the latest time any held message was given back for, so the group waits for it: the
@@ -626,7 +639,7 @@ class FifoQueue:
             except ConditionFailed as failed:
                 old = failed.item
                 if not _holds(old, receipt.token):
-                    if removed and late_count:
+                    if removed and (late_count or maybe_own):
                         self._count_removed(key, ref.sequence)
                     return
                 assert old is not None

@@ -102,6 +102,12 @@ BACKOFF_MAX_SECONDS: Final = 900
 # Registry and settings are cached this long in each process.
 SETTINGS_CACHE_SECONDS: Final = 10.0
 
+# How far the index (filled asynchronously: usually well under a second, no bound promised) is taken to lag
+# behind the table at most, wherever a conclusion drawn from it must not miss a recent write: a drain's look
+# after dropping a ready marker put this recently, and the list of a queue's clients when the sweep drops a
+# FIFO shard layout. Past it, such a write is assumed to show (design.md, "What rests on the index").
+INDEX_LAG_GRACE_SECONDS: Final = 10
+
 # stats() reads at most this many index entries per figure and shard, so its cost stays bounded however deep
 # the queue is; beyond it the figure is a lower bound and `approximate` is set.
 STATS_SCAN_LIMIT: Final = 10_000

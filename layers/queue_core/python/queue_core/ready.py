@@ -6,16 +6,18 @@ receives from those clients only, so an idle client costs nothing. A client that
 its marker is dropped (on the condition that it is the one read), then the client is looked at again (its first
 index entry of that priority, one item per shard) and a marker is put back for when that entry is due. A marker
 carries the time it was last put (`put_at`, read after the write it announces); a drop of a marker put within
-`DROP_GRACE_SECONDS` leaves a reminder for when the index shows what it announced. No message is left without a
-marker (design.md, "Why no message is left without a marker").
+`limits.INDEX_LAG_GRACE_SECONDS` leaves a *reminder*, a ready-at marker for when the index shows what it
+announced; the grace is how long a message sent just before a drain may wait when the index lags. No message
+is left without a marker (design.md, "Why no message is left without a marker").
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from . import limits
 from .errors import QueueError
 from .keys import Space
 from .store import ConditionFailed, Write
@@ -25,12 +27,6 @@ if TYPE_CHECKING:
     from .context import Context
 
 logger = logging.getLogger("queue_core")
-
-# A marker last put this recently may announce writes that the index does not show yet, so the drain's look (an
-# index read) may miss them: its drop leaves a *reminder*, a ready-at marker this long after the drain, whose own
-# drain looks again once the index has caught up. It must exceed the index's lag plus the skew between the
-# clocks of the processes writing; it is how long a message sent just before a drain may wait when the index lags.
-DROP_GRACE_SECONDS: Final = 10
 
 
 class Drainable(Protocol):
@@ -82,7 +78,7 @@ def drain(ctx: Context, engine: Drainable, priority: int, key: dict[str, str], g
     at = engine.next_visible(priority, now)
     if at is not None:
         announce(ctx, engine.space, [(priority, at)])
-    grace = DROP_GRACE_SECONDS * 1000
+    grace = limits.INDEX_LAG_GRACE_SECONDS * 1000
     if dropped is not None and int(dropped.get("put_at", 0)) <= now - grace:
         return
     # A whole second, so that the drains of one marker by several consumers at once leave one reminder.

@@ -18,6 +18,7 @@ from .errors import ValidationError
 
 _VERSION = "1"
 _MAC_BYTES = 16
+_MAX_HANDLE = 2048
 
 
 def new_token() -> str:
@@ -54,26 +55,16 @@ class Receipt:
             self.last_seq,
             str(self.group_shard),
         ]
-        payload = "|".join(fields).encode()
-        return _b64(payload) + "." + _b64(_mac(secret, payload))
+        return signed("|".join(fields).encode(), secret)
 
     @classmethod
     def decode(cls, handle: object, secret: str) -> Receipt:
-        if not isinstance(handle, str) or len(handle) > 2048 or handle.count(".") != 1:
-            raise ValidationError("receipt_handle is malformed")
-        payload_text, mac_text = handle.split(".")
-        try:
-            payload, mac = _unb64(payload_text), _unb64(mac_text)
-        except ValueError as error:
-            raise ValidationError("receipt_handle is malformed") from error
-        if _b64(payload) != payload_text or _b64(mac) != mac_text:
-            # The decoder skips characters outside the alphabet and ignores spare bits: only the one canonical
-            # spelling of a handle is accepted, so no altered handle passes for the genuine one.
-            raise ValidationError("receipt_handle is malformed")
-        if not hmac.compare_digest(mac, _mac(secret, payload)):
-            raise ValidationError(
-                "receipt_handle is not valid for this queue (forged, altered or from a queue that was re-created)"
-            )
+        payload = verified(
+            handle,
+            secret,
+            malformed="receipt_handle is malformed",
+            forged="receipt_handle is not valid for this queue (forged, altered or from a queue that was re-created)",
+        )
         version, queue, client, message_id, token, count, held, last_seq, group_shard = payload.decode().split("|")
         if version != _VERSION:
             raise ValidationError("receipt_handle has an unknown version")
@@ -82,7 +73,7 @@ class Receipt:
     @staticmethod
     def owner(handle: object) -> tuple[str, str]:
         """(queue, client) as the handle spells them, unverified: which sub-queue's secret checks it."""
-        if not isinstance(handle, str) or len(handle) > 2048 or handle.count(".") != 1:
+        if not isinstance(handle, str) or len(handle) > _MAX_HANDLE or handle.count(".") != 1:
             raise ValidationError("receipt_handle is malformed")
         try:
             fields = _unb64(handle.split(".")[0]).decode().split("|")
@@ -95,6 +86,30 @@ class Receipt:
     def check_owner(self, queue: str, client: str) -> None:
         if (self.queue, self.client) != (queue, client):
             raise ValidationError("receipt_handle belongs to another queue or client")
+
+
+def signed(payload: bytes, secret: str, domain: bytes = b"") -> str:
+    """A handle: `payload` and its MAC with the sub-queue's `secret`. Each kind of handle signs under a `domain`
+    of its own, so that no kind passes for another."""
+    return _b64(payload) + "." + _b64(_mac(secret, domain + payload))
+
+
+def verified(handle: object, secret: str, *, malformed: str, forged: str, domain: bytes = b"") -> bytes:
+    """The payload of a handle `signed` with `secret` under `domain`; ValidationError (`malformed`, `forged`) for
+    anything else. Only the one canonical spelling is accepted: the decoder skips characters outside the alphabet
+    and ignores spare bits, so no altered handle passes for the genuine one."""
+    if not isinstance(handle, str) or len(handle) > _MAX_HANDLE or handle.count(".") != 1:
+        raise ValidationError(malformed)
+    payload_text, mac_text = handle.split(".")
+    try:
+        payload, mac = _unb64(payload_text), _unb64(mac_text)
+    except ValueError as error:
+        raise ValidationError(malformed) from error
+    if _b64(payload) != payload_text or _b64(mac) != mac_text:
+        raise ValidationError(malformed)
+    if not hmac.compare_digest(mac, _mac(secret, domain + payload)):
+        raise ValidationError(forged)
+    return payload
 
 
 def _mac(secret: str, payload: bytes) -> bytes:

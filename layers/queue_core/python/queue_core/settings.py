@@ -163,9 +163,12 @@ class QueueSettings:
     def without_old_layouts(self, now_ms: int, fifo_groups_moved: bool) -> QueueSettings | None:
         """The settings with the layouts that can hold nothing any more dropped (None when none can be): a
         standard layout once its time is up; FIFO layouts once groups are placed by the current count and the
-        sweep found no group item left at an old place (`fifo_groups_moved`)."""
+        sweep found no group item left at an old place (`fifo_groups_moved`) in a list of the queue's clients read
+        at `now_ms`. That list comes from the index: a client registered just before groups left the old places
+        shows in it only after the index's lag, so FIFO layouts wait that long more."""
         if self.fifo:
-            if not self.shard_history or now_ms < self.placement_from or not fifo_groups_moved:
+            settled_from = self.placement_from + limits.INDEX_LAG_GRACE_SECONDS * 1000
+            if not self.shard_history or now_ms < settled_from or not fifo_groups_moved:
                 return None
             history: tuple[tuple[int, int], ...] = ()
         else:

@@ -55,6 +55,7 @@ class Sweeper:
         if not cursor:
             self._finish_deleted_queues()
         for settings in self._ctx.registry.list():
+            listed_at = self._ctx.now_ms()
             clients = self._ctx.registry.clients(settings.name, settings.generation)
             # Shard layouts belong to the whole queue: dropped only when this pass saw every one of its clients.
             whole_queue = not cursor or f"{settings.name}/" > cursor
@@ -70,7 +71,8 @@ class Sweeper:
                 old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report)
                 report.cursor = position
             if whole_queue:
-                self._ctx.registry.prune_layouts(settings, self._ctx.now_ms(), not old_place_in_use)
+                # As of the listing: a client registered within the index's lag before it may be missing from it.
+                self._ctx.registry.prune_layouts(settings, listed_at, not old_place_in_use)
         report.cursor = None
         return report
 

@@ -78,11 +78,14 @@ _deserializer = TypeDeserializer()
 
 class ConditionFailed(Exception):
     """A write's condition did not hold; `item` is the item as it was (None when there was none): the caller
-    reads it to tell a lost race from its own write, applied and repeated by the SDK after a lost answer."""
+    reads it to tell a lost race from its own write, applied and repeated by the SDK after a lost answer.
+    `repeated`: the SDK sent the request more than once, so an earlier attempt may have been applied (a delete
+    leaves no item to recognise itself by)."""
 
-    def __init__(self, item: Item | None) -> None:
+    def __init__(self, item: Item | None, repeated: bool = False) -> None:
         super().__init__("condition failed")
         self.item = item
+        self.repeated = repeated
 
 
 class OutcomeUnknown(Throttled):
@@ -174,7 +177,8 @@ class Store:
                 message = error.response.get("Error", {}).get("Message", "") or code
                 raise ValidationError(f"DynamoDB refused the transaction: {message}") from None
             if code == "ConditionalCheckFailedException":
-                raise ConditionFailed(deserialize(error.response.get("Item"))) from None
+                repeated = error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
+                raise ConditionFailed(deserialize(error.response.get("Item")), repeated) from None
             if code == "TransactionCanceledException":
                 self._raise_cancelled(error)
             _raise_mapped(error)

@@ -15,7 +15,7 @@ _CLAIM = (
     "SET visible_at = :vis, gsi1sk = :gsk, tok = :tok, in_flight = :one, "
     "first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
 )
-_MARK = "SET tok = :tok, first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
+_MARK = "SET tok = :tok, first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one, marks :one"
 
 
 def claim(key: Key, token: str, until: int, now: int, max_receive_count: int, priority: int = 0) -> Write:
@@ -37,13 +37,19 @@ def claim(key: Key, token: str, until: int, now: int, max_receive_count: int, pr
     return update(key, _CLAIM, values, condition=condition, returns="ALL_NEW")
 
 
-def mark(key: Key, token: str, now: int, seen: int) -> Write:
+def mark(key: Key, token: str, now: int, seen: int, marks: int | None) -> Write:
     """A FIFO message taken by the claim of its group (which holds the lock), only if nobody took it since the
-    claim read it (`seen` receives): a claimer that stalled past its lock neither takes the message from the
-    group's next holder nor counts a receive twice, and the SDK's repeat of this mark fails (the caller finds its
-    own token in the old item)."""
-    values = {":tok": token, ":now": now, ":one": 1, ":seen": seen}
-    return update(key, _MARK, values, condition="receive_count = :seen", returns="ALL_NEW")
+    claim read it (`seen` receives, `marks` taken so far: None when never): a claimer that stalled past its lock
+    neither takes the message from the group's next holder nor counts a receive twice, and the SDK's repeat of
+    this mark fails (the caller finds its own token in the old item). The fence is `marks`, which only grows: the
+    receive count alone is not one, as a message given back unseen gets its count back (`unseen`), and a stalled
+    claimer could then find the very count it read."""
+    values: dict[str, Any] = {":tok": token, ":now": now, ":one": 1, ":seen": seen}
+    condition = "receive_count = :seen AND attribute_not_exists(marks)"
+    if marks is not None:
+        condition = "receive_count = :seen AND marks = :marks"
+        values[":marks"] = marks
+    return update(key, _MARK, values, condition=condition, returns="ALL_NEW")
 
 
 def fenced_delete(key: Key, token: str) -> Write:

@@ -1,9 +1,9 @@
 """Named writes on ready markers, the set of clients with visible messages (formats in `keys`).
 
-A marker is put without a condition: besides its keys it carries only `put_at`, which the index does not
-project, so putting one that exists costs one write unit and no index write, and the SDK's repeat of a put is
-harmless (it carries the same time). A marker leaves only through `drop`, on the condition that it is still the
-one read, and the caller then looks at the client again (see `ready`).
+A marker is put without a condition (a drain's reminder excepted): besides its keys it carries only `put_at`,
+which the index does not project, so putting one that exists costs one write unit and no index write, and the
+SDK's repeat of a put is harmless (it carries the same time). A marker leaves only through `drop`, on the
+condition that it is still the one read, and the caller then looks at the client again (see `ready`).
 """
 
 from __future__ import annotations
