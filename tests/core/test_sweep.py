@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import boto3
@@ -92,3 +93,26 @@ def test_a_sweep_that_overlaps_a_running_one_skips_it_and_the_next_one_runs(
     assert client.sweep(lease_seconds=50).skipped
     clock.advance(51)
     assert not client.sweep(lease_seconds=50).skipped
+
+
+def test_a_queue_deleted_while_the_sweep_passes_is_skipped_and_the_queues_after_it_are_swept(
+    client: QueueClient, clock: FakeClock, dynamodb
+) -> None:
+    for name in ("a", "b"):
+        client.create_queue(name, visibility_timeout=30, max_receive_count=1)
+    client.queue("a", "x").send("m")
+    later = client.queue("b", "x")
+    later.send("m")
+    later.receive()
+    clock.advance(31)  # past its receive limit: the sweep moves it to the DLQ
+
+    def clients_of_a(body: dict) -> bool:
+        return '"C#a#' in json.dumps(body)
+
+    deleting = Interleave("Query", lambda: client.delete_queue("a"), clients_of_a)
+    with attached(dynamodb, deleting):
+        report = client.sweep()
+
+    assert deleting.done
+    assert report.complete
+    assert later.stats().dlq == 1

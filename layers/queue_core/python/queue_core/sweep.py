@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from . import limits
 from .context import Context
+from .errors import QueueNotFound
 from .messages import is_expired
 from .models import SweepReport
 from .registry import Tombstone
@@ -60,16 +61,21 @@ class Sweeper:
             # Shard layouts belong to the whole queue: dropped only when this pass saw every one of its clients.
             whole_queue = not cursor or f"{settings.name}/" > cursor
             old_place_in_use = False
-            for client in clients:
-                position = f"{settings.name}/{client}"
-                if cursor and position <= cursor:
-                    continue
-                out_of_time = deadline is not None and time.monotonic() >= deadline
-                if out_of_time or (max_items is not None and report.items_read >= max_items):
-                    report.complete = False
-                    return report
-                old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report)
-                report.cursor = position
+            try:
+                for client in clients:
+                    position = f"{settings.name}/{client}"
+                    if cursor and position <= cursor:
+                        continue
+                    out_of_time = deadline is not None and time.monotonic() >= deadline
+                    if out_of_time or (max_items is not None and report.items_read >= max_items):
+                        report.complete = False
+                        return report
+                    old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report)
+                    report.cursor = position
+            except QueueNotFound:
+                # Deleted since the listing: what it left is its deletion's to remove (see the tombstones), and the
+                # queues after it are still swept in this pass.
+                continue
             if whole_queue:
                 # As of the listing: a client registered within the index's lag before it may be missing from it.
                 self._ctx.registry.prune_layouts(settings, listed_at, not old_place_in_use)
