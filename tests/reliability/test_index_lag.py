@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from queue_core import QueueClient, limits
 
-from tests.conftest import FakeClock
-from tests.core.answers import LostAnswer, attached
+from tests.conftest import TABLE, FakeClock
+from tests.core.answers import Interleave, LostAnswer, attached
 from tests.index_lag import IndexLag
 
 LAG_SECONDS = 1
@@ -92,3 +92,28 @@ def test_a_drain_whose_drop_lost_its_answer_still_comes_back_for_a_send_just_bef
         assert marker_drop.lost == 1
         clock.advance(limits.INDEX_LAG_GRACE_SECONDS + 1)
         assert [message.body for message in wide.receive()] == ["second"]
+
+
+def test_an_idle_client_drained_by_two_consumers_at_once_is_left_without_reminders(
+    client: QueueClient, clock: FakeClock, dynamodb
+) -> None:
+    """The drain that removed the marker decides on a reminder; the one that found it gone leaves none, or two
+    consumers racing would keep an idle client's reminders coming for ever."""
+    client.create_queue("jobs", visibility_timeout=30)
+    client.queue("jobs", "a").send("hello")
+    clock.advance(2 * limits.INDEX_LAG_GRACE_SECONDS)
+    first, second = client.queue_wide("jobs"), client.queue_wide("jobs")
+    [message] = first.receive()
+    first.delete(message.receipt_handle)
+    clock.advance(limits.INDEX_LAG_GRACE_SECONDS + 2)
+
+    def a_marker_drop(body: dict) -> bool:
+        return body.get("Key", {}).get("pk", {}).get("S", "").startswith("R#")
+
+    racing = Interleave("DeleteItem", lambda: second.receive(), a_marker_drop)
+    with attached(dynamodb, racing):
+        assert first.receive() == []
+
+    assert racing.done
+    markers = [item for item in dynamodb.scan(TableName=TABLE)["Items"] if item["pk"]["S"].startswith("R#")]
+    assert markers == []

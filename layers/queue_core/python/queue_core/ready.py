@@ -69,24 +69,29 @@ def drain(ctx: Context, engine: Drainable, priority: int, key: dict[str, str], g
     """The client gave nothing of `priority`: its marker leaves, and comes back for the next entry's time. The
     look happens whatever the drop answered (a drop that lost to another drain is harmless to follow with a look
     of our own). A marker last put within the grace may announce writes the look did not see: a reminder follows
-    it, as it follows a marker the drop found gone (taken by another drain, or by this very drop, applied and its
-    answer lost: its `put_at` is unknown), unless the look's own marker comes first (its drain reminds in turn)."""
+    it, as it follows a marker this very drop removed with its answer lost (its `put_at` is unknown), unless the
+    look's own marker comes first (its drain reminds in turn). A marker another drain removed first is that
+    drain's to remind of: reminding here too would keep an idle client's reminders coming, each drain racing
+    another. The grace is judged and the reminder timed by the clock read just before the look, not by the
+    receive's start: a receive that drained many markers may have started long before."""
+    taken_by_another = False
     try:
         dropped = ctx.store.write(writes.drop(key, gsi1sk))
-    except ConditionFailed:
-        dropped = None
+    except ConditionFailed as failed:
+        dropped, taken_by_another = None, not failed.repeated
+    looked_at = ctx.now_ms()
     at = engine.next_visible(priority, now)
     if at is not None:
         announce(ctx, engine.space, [(priority, at)])
     grace = limits.INDEX_LAG_GRACE_SECONDS * 1000
-    if dropped is not None and int(dropped.get("put_at", 0)) <= now - grace:
+    if taken_by_another or (dropped is not None and int(dropped.get("put_at", 0)) <= looked_at - grace):
         return
     # A whole second, so that the drains of one marker by several consumers at once leave one reminder.
-    remind_at = -(-(now + grace) // 1000) * 1000
+    remind_at = -(-(looked_at + grace) // 1000) * 1000
     if at is not None and at <= remind_at:
         return
-    # Stamped with the drain's time, the grace before its own: its drain looks once the index has caught up.
-    reminder = {**engine.space.ready_marker(priority, remind_at, now), "put_at": now}
+    # Stamped with the look's time, the grace before its own: its drain looks once the index has caught up.
+    reminder = {**engine.space.ready_marker(priority, remind_at, looked_at), "put_at": looked_at}
     try:
         ctx.store.write(writes.remind(reminder))
     except ConditionFailed:
