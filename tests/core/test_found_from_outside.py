@@ -3,6 +3,8 @@ sends whose answer was lost, messages given back unseen, and FIFO messages that 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from queue_core import QueueClient, ReceiptHandleStale, ValidationError
 
@@ -244,3 +246,29 @@ def test_a_claim_stalled_past_its_lock_takes_nothing_after_the_next_holder_gave_
     assert stalled == []
     [again] = sub.receive(visibility_timeout=30)
     assert (again.body, again.receive_count) == ("m1", 1)
+
+
+def test_a_claim_stalled_between_its_lock_and_its_read_takes_nothing_from_the_next_holder(
+    client: QueueClient, clock, dynamodb
+) -> None:
+    """The stalled claim reads the head after the next holder marked it: what it reads agrees with the table, and
+    only the time of the lock that marked it tells that a later lock took it."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    sub = client.queue("jobs.fifo", "c")
+    sub.send("m1", group_id="g", dedup_id="1")
+    next_holder = []
+
+    def next_holder_takes_it() -> None:
+        clock.advance(31)  # the stalled claim's lock runs out
+        next_holder.extend(sub.receive(visibility_timeout=300))
+
+    def group_head_read(body: dict) -> bool:
+        return '"G#jobs.fifo#c#' in json.dumps(body)
+
+    with attached(dynamodb, Interleave("Query", next_holder_takes_it, group_head_read)):
+        stalled = sub.receive(visibility_timeout=30)
+
+    assert [m.body for m in next_holder] == ["m1"]
+    assert stalled == []
+    sub.delete(next_holder[0].receipt_handle)  # still the holder's
+    assert sub.stats().in_flight == 0

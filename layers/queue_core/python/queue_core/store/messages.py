@@ -15,7 +15,10 @@ _CLAIM = (
     "SET visible_at = :vis, gsi1sk = :gsk, tok = :tok, in_flight = :one, "
     "first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one"
 )
-_MARK = "SET tok = :tok, first_received_at = if_not_exists(first_received_at, :now) ADD receive_count :one, marks :one"
+_MARK = (
+    "SET tok = :tok, locked_at = :now, first_received_at = if_not_exists(first_received_at, :now) "
+    "ADD receive_count :one, marks :one"
+)
 
 
 def claim(key: Key, token: str, until: int, now: int, max_receive_count: int, priority: int = 0) -> Write:
@@ -38,16 +41,19 @@ def claim(key: Key, token: str, until: int, now: int, max_receive_count: int, pr
 
 
 def mark(key: Key, token: str, now: int, seen: int, marks: int | None) -> Write:
-    """A FIFO message taken by the claim of its group (which holds the lock), only if nobody took it since the
-    claim read it (`seen` receives, `marks` taken so far: None when never): a claimer that stalled past its lock
-    neither takes the message from the group's next holder nor counts a receive twice, and the SDK's repeat of
-    this mark fails (the caller finds its own token in the old item). The fence is `marks`, which only grows: the
-    receive count alone is not one, as a message given back unseen gets its count back (`unseen`), and a stalled
-    claimer could then find the very count it read."""
+    """A FIFO message taken by the claim of its group that locked it at `now`, only if nobody took it since the
+    claim read it (`seen` receives, `marks` taken so far: None when never) and no later lock of the group took it
+    (`locked_at`): a claimer that stalled past its lock, before or after reading the head, neither takes the
+    message from the group's next holder nor counts a receive twice, and the SDK's repeat of this mark fails (the
+    caller finds its own token in the old item). Another claim's lock that took the group from a stalled one is
+    always later: it waited for the stalled lock's end, at least a second after its start, by its own clock (a
+    lock at the very same time follows only the holder's own release). The receive count alone is no fence: a
+    message given back unseen gets its count back (`unseen`), and `marks` only grows."""
     values: dict[str, Any] = {":tok": token, ":now": now, ":one": 1, ":seen": seen}
-    condition = "receive_count = :seen AND attribute_not_exists(marks)"
+    not_locked_since = "(attribute_not_exists(locked_at) OR locked_at <= :now)"
+    condition = f"receive_count = :seen AND attribute_not_exists(marks) AND {not_locked_since}"
     if marks is not None:
-        condition = "receive_count = :seen AND marks = :marks"
+        condition = f"receive_count = :seen AND marks = :marks AND {not_locked_since}"
         values[":marks"] = marks
     return update(key, _MARK, values, condition=condition, returns="ALL_NEW")
 
