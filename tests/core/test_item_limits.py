@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 from queue_core import MessageTooLarge, QueueClient, limits
 from queue_core.bodies import OFFLOADED, item_size
@@ -15,8 +14,8 @@ from queue_core.store import deserialize
 
 from bench.messages import random_bytes
 from tests.conftest import TABLE, FakeClock
+from tests.core.conftest import BUCKET
 
-BUCKET = "edge-bodies"
 # The longest names a queue and a client may have, and the longest group and dedup ids: the most key bytes an
 # item carries, and (for FIFO) the most its DLQ copy's key adds.
 QUEUE = "q" * 80
@@ -92,13 +91,6 @@ class Life:
             "dlq": 0,
             "oldest_age_seconds": None,
         }
-
-
-@pytest.fixture
-def s3(dynamodb: object) -> Any:
-    s3 = boto3.client("s3", region_name="us-east-1")
-    s3.create_bucket(Bucket=BUCKET)
-    return s3
 
 
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])

@@ -7,7 +7,6 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from queue_core import InternalError, MessageBodyMissing, MessageTooLarge, QueueClient, Throttled, limits
@@ -16,24 +15,9 @@ from queue_core.bodies import BODY, COMPRESSED, EXTENDED_CLIENT_POINTER, OFFLOAD
 from bench.messages import event_log, random_bytes
 from tests.conftest import TABLE, FakeClock
 from tests.core.answers import LostAnswer, attached
+from tests.core.conftest import BUCKET, OFFLOAD
 
-BUCKET = "queue-bodies"
-OFFLOAD = 8 * 1024
 UNICODE = 'naïve café — 東京 🚀 \u0000 \t\r\n "quoted" \\ '
-
-
-@pytest.fixture
-def s3(dynamodb: object) -> Any:
-    s3 = boto3.client("s3", region_name="us-east-1")
-    s3.create_bucket(Bucket=BUCKET)
-    return s3
-
-
-@pytest.fixture
-def large(dynamodb: object, s3: Any, clock: FakeClock) -> QueueClient:
-    client = QueueClient(TABLE, dynamodb=dynamodb, clock=clock, s3=s3, bucket=BUCKET, offload_bytes=OFFLOAD)
-    client.create_table()
-    return client
 
 
 def stored(dynamodb: Any, kind: str = "M") -> list[dict[str, Any]]:

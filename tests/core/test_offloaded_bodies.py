@@ -7,29 +7,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from queue_core import MessageTooLarge, QueueClient, limits
 from queue_core.bodies import BODY, EXTENDED_CLIENT_POINTER, POINTER_CLASS
 
 from bench.messages import random_bytes
-from tests.conftest import TABLE, FakeClock
-from tests.core.test_large_messages import BUCKET, OFFLOAD, form, objects, stored
-
-
-@pytest.fixture
-def s3(dynamodb: object) -> Any:
-    s3 = boto3.client("s3", region_name="us-east-1")
-    s3.create_bucket(Bucket=BUCKET)
-    return s3
-
-
-@pytest.fixture
-def large(dynamodb: object, s3: Any, clock: FakeClock) -> QueueClient:
-    client = QueueClient(TABLE, dynamodb=dynamodb, clock=clock, s3=s3, bucket=BUCKET, offload_bytes=OFFLOAD)
-    client.create_table()
-    return client
+from tests.conftest import FakeClock
+from tests.core.conftest import OFFLOAD
+from tests.core.test_large_messages import form, objects, stored
 
 
 @contextmanager

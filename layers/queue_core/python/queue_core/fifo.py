@@ -569,16 +569,8 @@ class FifoQueue:
 
     def release(self, receipt: Receipt, available_at: int, now: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
-        try:
-            release_id = new_token()
-            self.ctx.store.write(writes.give_back(ref.live_key(self.space), receipt.token, release_id))
-        except ConditionFailed as failed:
-            if failed.item is None:
-                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-            if failed.item.get("released_by") != release_id:
-                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-            # This very release was applied and its answer lost (the SDK's retry found it done): the group's part
-            # is safe to repeat.
+        release_id = new_token()
+        self._give_back(writes.give_back(ref.live_key(self.space), receipt.token, release_id), release_id)
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
 
@@ -588,6 +580,13 @@ class FifoQueue:
         ref = MessageRef.parse(receipt.message_id)
         release_id = new_token()
         write = writes.unseen(ref.live_key(self.space), receipt.token, receipt.receive_count, release_id)
+        self._give_back(write, release_id)
+        self._ack(receipt, ref, now, removed=0)
+
+    def _give_back(self, write: Write, release_id: str) -> None:
+        """The holder's give-back of a message. A failed condition that finds this very call's `release_id` was
+        this write, applied and its answer lost (the SDK's retry found it done): the group's part that follows is
+        safe to repeat."""
         try:
             self.ctx.store.write(write)
         except ConditionFailed as failed:
@@ -595,7 +594,6 @@ class FifoQueue:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
             if failed.item.get("released_by") != release_id:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-        self._ack(receipt, ref, now, removed=0)
 
     def _ack(
         self,
