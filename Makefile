@@ -5,10 +5,11 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 CDK_STAMP := $(VENV)/.cdk-installed
+LOCAL_STAMP := $(VENV)/.local-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install install-cdk local test stress-loop lint format openapi bench synth deploy destroy clean
+.PHONY: dist install install-cdk local browser test stress-loop lint format openapi bench synth deploy destroy clean
 
 $(PY):
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -29,7 +30,19 @@ install: $(STAMP)
 
 install-cdk: $(CDK_STAMP)
 
-local: install
+# `make local` needs the package's [local] extra alone (the command line, moto's server), at the versions the
+# tests pin; a venv that `make test` already filled has it all.
+$(LOCAL_STAMP): $(PY) pyproject.toml requirements.txt requirements-dev.txt
+	@if [ -f $(STAMP) ]; then echo "make local: .venv has the full development install"; else \
+	echo "make local: installing dynamo-queue[local] into .venv (first run: about a minute; log: $(VENV)/install-local.log)"; \
+	set -o pipefail; $(PIP) install --upgrade pip 2>&1 | tee $(VENV)/install-local.log | grep --line-buffered -E '^Successfully' || true; \
+	$(PIP) install -e '.[local]' -c <(sed -e 's/\[[^]]*\]//' -e '/^-r/d' requirements.txt requirements-dev.txt) 2>&1 \
+	| tee -a $(VENV)/install-local.log | grep --line-buffered -E '^(Collecting|Successfully installed|ERROR)' \
+	| sed -u -e 's/ (from .*//' -e 's/^Successfully installed .*/installed./' || { cat $(VENV)/install-local.log; exit 1; }; fi
+	$(PY) -c "import queue_core, queue_api, dq, moto"
+	touch $(LOCAL_STAMP)
+
+local: $(LOCAL_STAMP)
 	$(VENV)/bin/dq local
 
 lint: install
@@ -40,7 +53,12 @@ format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: lint synth
+# The console's browser tests drive Debian's Chromium and chromedriver; installed here when missing.
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+test: lint synth browser
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # Both stress runs side by side, RUNS times in a row, with a CPU hog on every core (docs/testing.md).
@@ -49,6 +67,13 @@ stress-loop: install
 
 bench: install
 	$(PY) -m bench.run
+
+# The wheel and the sdist of the package, in dist/ (the version is queue_core/version.py's).
+dist: install
+	rm -rf dist build
+	$(PY) -m build --sdist --wheel --outdir dist .
+	rm -rf build
+	@ls -1 dist
 
 openapi: install
 	$(PY) -m queue_api.openapi > docs/openapi.json

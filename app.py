@@ -10,6 +10,7 @@ from typing import Final
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
+from queue_core.version import __version__
 
 from infra.props import DynamoQueueProps
 from infra.stack import DynamoQueueStack
@@ -24,7 +25,7 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, DynamoQueueStack]:
         app,
         STACK_NAME,
         props=DynamoQueueProps.from_context(app.node),
-        description="dynamo-queue: a serverless, multi-tenant message queue on Amazon DynamoDB",
+        description=f"dynamo-queue {__version__}: a serverless, multi-tenant message queue on Amazon DynamoDB",
     )
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack

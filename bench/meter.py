@@ -20,10 +20,11 @@ charged its prepare phase only (one standard write per item it named, no index w
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,13 @@ class TableShape:
 def _key_names(schema: list[dict[str, str]]) -> tuple[str, ...]:
     ordered = sorted(schema, key=lambda part: part["KeyType"] != "HASH")
     return tuple(part["AttributeName"] for part in ordered)
+
+
+def _wire(value: Any) -> str:
+    """Binary values as the request carried them (base64), to compare parsed answers with requests."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    raise TypeError(f"not serializable: {type(value).__name__}")
 
 
 def _plain(value: dict[str, Any]) -> str:
@@ -217,6 +225,8 @@ class Meter:
         # Known bytes and items per partition (table or index), to size what a query's filter dropped.
         self._partition_bytes: dict[PartitionKey, list[int]] = defaultdict(lambda: [0, 0])
         self._paused = False
+        # Called with every accounted call, recorded or paused (`bench.throttling` charges its units to the keys).
+        self.listeners: list[Callable[[Call], None]] = []
 
     # Wiring.
     def attach(self, client: Any) -> Meter:
@@ -305,6 +315,13 @@ class Meter:
                 account(call, request, parsed)
             if recorded:
                 self.calls.append(call)
+        for listener in self.listeners:
+            listener(call)
+
+    def shape(self, table: str) -> TableShape | None:
+        """The keys and indexes of a table the meter saw created or was told of."""
+        with self._lock:
+            return self._tables.get(table)
 
     # Item images (called with the lock held).
     def _shape(self, table: str) -> TableShape | None:
@@ -458,7 +475,8 @@ class Meter:
         for table, writes in request["RequestItems"].items():
             call.table = table
             shape = self._shape(table)
-            left = {json.dumps(w, sort_keys=True) for w in parsed.get("UnprocessedItems", {}).get(table, [])}
+            unprocessed = parsed.get("UnprocessedItems", {}).get(table, [])
+            left = {json.dumps(w, sort_keys=True, default=_wire) for w in unprocessed}
             for write in writes:
                 if json.dumps(write, sort_keys=True) in left:
                     continue
@@ -474,6 +492,9 @@ class Meter:
         if call.error and call.error != "TransactionCanceledException":
             return
         reasons = parsed.get("CancellationReasons") or []
+        if any(reason.get("Code") in THROTTLE_CODES for reason in reasons):
+            call.throttles += 1  # refused before its prepare phase: nothing charged
+            return
         for position, action in enumerate(request["TransactItems"]):
             ((kind, spec),) = action.items()
             table = spec["TableName"]

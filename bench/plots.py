@@ -91,3 +91,30 @@ def sharding(result: dict[str, Any], path: Path) -> str:
     axes.set_title("Ceiling under per-partition limits (1 KB items)")
     axes.legend()
     return _save(figure, path)
+
+
+def load_step(result: dict[str, Any], path: Path, title: str) -> str:
+    """Offered and carried messages a second, shard count and throttled requests over simulated time."""
+    seconds = result["seconds"]
+    loaded = [s for s in seconds if s["phase"] != "idle"]
+    figure, (rates, shards) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    at = [s["at"] for s in loaded]
+    rates.plot(at, [s["offered"] for s in loaded], color="grey", linestyle="--", label="offered")
+    rates.plot(at, [s["stored"] for s in loaded], color=COLOURS["ours"], label="stored (sends that succeeded)")
+    rates.plot(at, [s["received"] for s in loaded], color=COLOURS["status_index"], alpha=0.7, label="received")
+    rates.set_ylabel("messages per second")
+    rates.set_title(title)
+    rates.legend(loc="upper left", fontsize=8)
+    every = [s for s in seconds if s["shards"]]
+    shards.step([s["at"] for s in every], [s["shards"] for s in every], where="post", color=COLOURS["ours"])
+    shards.set_ylabel("shards", color=COLOURS["ours"])
+    shards.set_xlabel("simulated seconds")
+    throttled = shards.twinx()
+    throttled.plot(
+        at,
+        [100 * s["throttled"] / s["requests"] if s["requests"] else 0 for s in loaded],
+        color=COLOURS["hidden_until"],
+        alpha=0.6,
+    )
+    throttled.set_ylabel("requests throttled (%)", color=COLOURS["hidden_until"])
+    return _save(figure, path)

@@ -9,7 +9,8 @@ from typing import Any
 
 from . import pricing
 from .meter import __doc__ as METER_NOTES
-from .scenarios import large_bodies
+from .scenarios import ceilings, first_answer, large_bodies, load_step, migration
+from .scenarios.sharding import AUTO_RATE
 
 Row = tuple[str, str, str, str]
 _BODIES = {"fitting_body": "1 KB item", "kb_body": "1 KB body"}
@@ -96,6 +97,27 @@ def summary(results: dict[str, Any]) -> list[Row]:
                     _met(steps["total"]["write_units"] <= target),
                 )
             )
+    for design, label in (("standard_queue_wide", "standard"), ("fifo_queue_wide", "FIFO")):
+        if design in life:
+            rows.append(
+                (
+                    f"the same, {label}, item ≤ 1 KB, on a queue received queue-wide (ready markers)",
+                    "reported",
+                    _steps(life[design]["fitting_body"]),
+                    _met(None),
+                )
+            )
+    if "json_kb" in life:
+        json_total = life["json_kb"]["unbatched"]["total"]
+        rows.append(
+            (
+                "$ per million 1 KB JSON messages, standard, one at a time (the life's write and read units)",
+                "≤ $5",
+                f"${_n(json_total['dollars_per_million'])} ({_n(json_total['write_units'])} WU, "
+                f"{_n(json_total['read_units'])} RU)",
+                _met(json_total["dollars_per_million"] <= 5),
+            )
+        )
     calls = life["standard"]["kb_body_batched"]["total"]["api_calls"]
     rows.append(
         (
@@ -159,6 +181,21 @@ def summary(results: dict[str, Any]) -> list[Row]:
             _met(None),
         )
     )
+    for auto in sharding.get("low_load_auto", []):
+        kind, most = ("FIFO", 3.0) if auto["fifo"] else ("standard", 1.5)
+        rows.append(
+            (
+                f"queries (items read) per delivered message at {AUTO_RATE} msg/s, {kind} automatic queue that grew to "
+                f"{auto['peak_shards']} shards and went quiet",
+                f"≤ {most:g}" + ("" if auto["fifo"] else " (≤ 1.5)"),
+                f"{_n(auto['queries_per_delivered'], 2)} ({_n(auto['items_read_per_delivered'], 2)})",
+                _met(
+                    auto["queries_per_delivered"] <= most and (auto["fifo"] or auto["items_read_per_delivered"] <= 1.5)
+                ),
+            )
+        )
+    if "load_step" in results:
+        rows += load_step.summary(results["load_step"])
     cost = {(row["design"], row["in_flight"]): row for row in results["cost"]["rows"]}
     deep_level = results["cost"]["deep_in_flight"]
     rows.append(
@@ -183,6 +220,8 @@ def summary(results: dict[str, Any]) -> list[Row]:
                 _met(None),
             )
         )
+    if "first_answer" in results:
+        rows += first_answer.summary_rows(results["first_answer"])
     return rows
 
 
@@ -193,9 +232,9 @@ def _details(results: dict[str, Any], images: dict[str, str]) -> list[str]:
     parts.append(f"Backend: {life['backend']}. " + _first_paragraph("life_cost"))
     header = ["design", "variant", "send WU", "receive WU", "delete WU", "total WU", "RU", "calls", "items read"]
     table_rows = []
-    for design in ("standard", "fifo", "hidden_until", "status_index"):
+    for design in ("standard", "fifo", "hidden_until", "status_index", "standard_queue_wide", "fifo_queue_wide"):
         for variant in ("fitting_body", "kb_body", "fitting_body_batched", "kb_body_batched"):
-            if variant not in life[design]:
+            if design not in life or variant not in life[design]:
                 continue
             steps = life[design][variant]
             total = steps["total"]
@@ -371,6 +410,14 @@ def _details(results: dict[str, Any], images: dict[str, str]) -> list[str]:
         f"{_n(low['queries_per_delivered'], 1)} queries and {_n(low['empty_queries_per_delivered'], 1)} empty-shard "
         f"queries per delivered message ({_n(low['read_units_per_delivered'], 1)} read units).\n"
     )
+    for auto in sharding.get("low_load_auto", []):
+        parts.append(
+            f"Low load after a peak, {'FIFO' if auto['fifo'] else 'standard'} automatic queue (the default): grown to "
+            f"{auto['peak_shards']} shards, every shard filled and drained, then quiet for its quiet period; now "
+            f"{auto['shards']} shard, receivers visit {auto['read_shards']}; {AUTO_RATE} messages a second, each "
+            f"received with receive(10): {_n(auto['queries_per_delivered'], 2)} queries, "
+            f"{_n(auto['items_read_per_delivered'], 2)} items read per delivered message.\n"
+        )
     parts.append(f"![ceiling against shards](img/{images['sharding']})\n")
     cost = results["cost"]
     parts.append("## Cost per million messages\n")
@@ -509,7 +556,11 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         "",
         *_details(results, images),
         *(large_bodies.section(results["large_bodies"]) if "large_bodies" in results else []),
+        *(ceilings.section(results["ceilings"]) if "ceilings" in results else []),
+        *(load_step.section(results["load_step"], images["load_step"]) if "load_step" in results else []),
+        *(first_answer.section(results["first_answer"]) if "first_answer" in results else []),
         *_queue_wide(results),
+        *(migration.section(results["migration"]) if "migration" in results else []),
         "## How units are counted\n",
         "\n\n".join(" ".join(part.split()) for part in (METER_NOTES or "").strip().split("\n\n")) + "\n",
         f"Prices: {pricing.SOURCE}.\n",

@@ -18,13 +18,17 @@ from typing import Any, Final
 from . import plots, report
 from .scenarios import (
     backlog,
+    ceilings,
     cold_import,
     contention,
     cost,
     fair,
     fifo_blocked,
+    first_answer,
     large_bodies,
     life_cost,
+    load_step,
+    migration,
     push,
     sharding,
     throughput,
@@ -44,10 +48,14 @@ SCENARIOS: Final = {
         throughput,
         sharding,
         cold_import,
+        first_answer,
         push,
         transactions,
         large_bodies,
         fair,
+        ceilings,
+        load_step,
+        migration,
     )
 }
 
@@ -71,6 +79,8 @@ def write(results: dict[str, Any], meta: dict[str, Any], doc: Path = DOC, images
         "throughput": plots.throughput(results["throughput"], images / "bench-throughput.png"),
         "sharding": plots.sharding(results["sharding"], images / "bench-sharding.png"),
     }
+    if "load_step" in results:
+        names["load_step"] = load_step.plot(results["load_step"], images)
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(report.render(results, meta, names))
 

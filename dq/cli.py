@@ -14,7 +14,9 @@ from typing import Annotated, Any, Final
 from urllib.parse import urlsplit
 
 import typer
+from queue_core.layout import CURRENT_LAYOUT
 from queue_core.limits import MAX_BATCH, MAX_WAIT_SECONDS
+from queue_core.version import __version__
 from rich.console import RenderableType
 from typer.core import TyperGroup
 
@@ -34,7 +36,7 @@ from .output import (
     stats_table,
 )
 from .session import Session, UsageProblem
-from .targets import TargetChoice, TargetError
+from .targets import CoreTarget, TargetChoice, TargetError
 from .watch import take, watch
 
 EMPTY: Final = 3
@@ -80,6 +82,13 @@ def _endpoint(value: str | None) -> str | None:
     return value
 
 
+def _print_version(value: bool) -> None:
+    """`dq --version`: the release, and the table layout it writes (what `dq migrate` upgrades a table to)."""
+    if value:
+        typer.echo(f"dq {__version__} (table layout {CURRENT_LAYOUT})")
+        raise typer.Exit()
+
+
 @app.callback()
 def dq(
     ctx: typer.Context,
@@ -100,14 +109,23 @@ def dq(
         str | None,
         typer.Option(help="With --table: a local DynamoDB's URL.", show_default=False),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Show the version and table layout, and exit."
+        ),
+    ] = False,
 ) -> None:
     """A message queue on Amazon DynamoDB: run it locally, manage queues, send and receive."""
     if ctx.invoked_subcommand == "local":
         return
     named = _named_on_command_line(ctx)
     if endpoint and table:
-        if len(named) == 1:
-            endpoint, table = (endpoint, None) if "endpoint" in named else (None, table)
+        # One from the environment, the other on the command line: the command line wins (`--dynamodb-endpoint`
+        # goes with `--table` and chooses nothing).
+        chosen = named & {"endpoint", "table"}
+        if len(chosen) == 1:
+            endpoint, table = (endpoint, None) if "endpoint" in chosen else (None, table)
         else:
             raise UsageProblem("give --endpoint or --table, not both")
     if dynamodb_endpoint and not table:
@@ -160,6 +178,35 @@ def _confirm(question: str, yes: bool) -> None:
     """Asks only a person at a terminal; scripts have said what they mean by running the command."""
     if not yes and sys.stdin.isatty() and not typer.confirm(question):
         raise typer.Abort()
+
+
+@app.command()
+def migrate(
+    ctx: typer.Context,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change; change nothing.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Upgrade the table (--table) in place to the layout this release writes. Idempotent: a run stopped halfway
+    is finished by the next. Producers and consumers of this release may keep running; stop or upgrade those
+    of earlier releases first."""
+    session = _session(ctx)
+    target = session.target
+    if not isinstance(target, CoreTarget):
+        raise UsageProblem("dq migrate works on a table: give --table NAME or set DQ_TABLE")
+    out = Output(as_json)
+    answer = target.migrate(dry_run, on_step=None if as_json else out.say)
+    _print(as_json, answer, lambda: _migration_summary(answer))
+
+
+def _migration_summary(report: dict[str, Any]) -> str:
+    table, target = report["table"], report["target_layout"]
+    if not report["changes"]:
+        return f"table {table}: {report['found']}; nothing to do"
+    resumed = f", resumed after {report['resumed_after']}" if report["resumed_after"] else ""
+    looked = f"{report['sub_queues']} sub-queues looked at, {report['markers']} ready markers"
+    if report["dry_run"]:
+        return f"dry run, nothing changed: table {table} would go to layout {target} ({looked} to put{resumed})"
+    return f"table {table} is at layout {target} ({looked} put{resumed})"
 
 
 # ---- queues ------------------------------------------------------------------------------------------------
@@ -742,6 +789,9 @@ def local(
         str | None,
         typer.Option(help="Use this DynamoDB instead of the embedded one.", envvar="AWS_ENDPOINT_URL_DYNAMODB"),
     ] = None,
+    dynamodb_port: Annotated[
+        int, typer.Option(help="The embedded DynamoDB's port on 127.0.0.1.")
+    ] = local_server.DEFAULT_DYNAMODB_PORT,
     table: Annotated[str, typer.Option(help="Table name.")] = local_server.DEFAULT_TABLE,
     sweep_interval: Annotated[
         float, typer.Option(help="Seconds between sweeps; 0: never.")
@@ -749,16 +799,48 @@ def local(
     consumer: Annotated[
         list[str] | None,
         typer.Option(
-            help="QUEUE/CLIENT=package.module:function: push that sub-queue's messages to the function as SQS "
-            "events (repeatable; the module is imported from the working directory).",
+            metavar="SPEC",
+            help="Push a sub-queue's messages to a function as SQS events. SPEC is "
+            "QUEUE/CLIENT=module:function (repeatable; the module is imported from the working directory).",
         ),
     ] = None,
 ) -> None:
     """Serve the HTTP API on 127.0.0.1 with an embedded DynamoDB and the sweeper on its schedule."""
     try:
-        local_server.serve(port, dynamodb_endpoint or None, table, sweep_interval, consumer or [])
+        local_server.serve(port, dynamodb_endpoint or None, table, sweep_interval, consumer or [], dynamodb_port)
     except local_server.LocalServerError as error:
         typer.echo(f"dq local: {error}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def console(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1; default a free one.")] = 0,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the console in the default browser.")] = False,
+    api: Annotated[
+        str | None,
+        typer.Option(
+            "--api",
+            callback=_endpoint,
+            help="The HTTP API, as the global --endpoint (which it overrides).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """A web console on 127.0.0.1 over the same API as every dq command: queues, clients, messages, the DLQ.
+
+    Prints its URL with a secret. Calls to a deployed API are signed here; no credential reaches the browser."""
+    from .console import server as console_server
+    from .targets import LOCAL_ENDPOINT, HttpTarget
+
+    choice = _session(ctx).choice
+    if choice.table and not api:
+        raise UsageProblem("the console works over the HTTP API: give --endpoint or --api, not --table")
+    try:
+        console_server.serve(HttpTarget(api or choice.endpoint or LOCAL_ENDPOINT), port, open_browser)
+    except console_server.ConsoleError as error:
+        typer.echo(f"dq console: {error}", err=True)
         raise typer.Exit(1) from None
 
 

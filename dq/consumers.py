@@ -99,7 +99,7 @@ def in_process_invoke(function: Function, name: str, timeout_seconds: float) -> 
             try:
                 outcome["result"] = function(passed, context)
             except Exception as error:
-                logger.warning("consumer %s raised %r", name, error)
+                _log_function_error(name, error)
                 outcome["error"] = type(error).__name__
 
         thread = threading.Thread(target=call, name=f"consumer-{name}", daemon=True)
@@ -115,6 +115,16 @@ def in_process_invoke(function: Function, name: str, timeout_seconds: float) -> 
             return InvokeAnswer(function_error="Runtime.MarshalError")
 
     return invoke
+
+
+def _log_function_error(name: str, error: Exception) -> None:
+    """What Lambda logs for a function error: its type, its message and where it was raised. The message is the
+    error's `str`, which for Powertools' `BatchProcessingError` ("All records failed processing. N individual
+    errors logged separately below.") holds each record's own error and traceback; its `repr` would hold none."""
+    individual = getattr(error, "child_exceptions", None)
+    logger.warning(
+        "consumer %s raised %s: %s", name, type(error).__name__, error, exc_info=None if individual else error
+    )
 
 
 class LocalDispatchers:

@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import logging
+import socket
 import threading
 import time
 from collections import OrderedDict
@@ -82,6 +83,8 @@ class EmbeddedDynamoDB:
         idempotent_transactions()
         # Werkzeug would otherwise log every DynamoDB call to the console.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        if self._port:
+            _check_free(self._host, self._port)
         self._server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()
@@ -101,6 +104,17 @@ class EmbeddedDynamoDB:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _check_free(host: str, port: int) -> None:
+    """Raises `OSError` (EADDRINUSE) when `port` is taken: moto's server would fail in its own thread and leave
+    `start()` waiting forever."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+    finally:
+        probe.close()
 
 
 def fast_transactions() -> None:

@@ -30,6 +30,9 @@ from .proxy import http_answer, proxy_event
 
 HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8080
+# The embedded DynamoDB's port for `dq local`: stable, so that the endpoint a user exported stays right after a
+# restart. The server class itself takes a free port unless told (tests run several side by side).
+DEFAULT_DYNAMODB_PORT: Final = 8081
 DEFAULT_TABLE: Final = "dynamo-queue-local"
 DEFAULT_SWEEP_INTERVAL: Final = 60.0
 # The embedded moto serves S3 too: large bodies are offloaded to this bucket, created at start.
@@ -78,8 +81,10 @@ class LocalServer:
         sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
         log: TextIO | None = None,
         consumers: Sequence[str] = (),
+        dynamodb_port: int = 0,
     ) -> None:
         self.port = port
+        self.dynamodb_port = dynamodb_port
         self.consumer_options = list(consumers)
         self.push: Any = None
         self.dynamodb_endpoint = dynamodb_endpoint
@@ -110,8 +115,8 @@ class LocalServer:
             if self.dynamodb_endpoint is None:
                 from .embedded_dynamodb import EmbeddedDynamoDB
 
-                self._dynamodb = EmbeddedDynamoDB()
-                self.dynamodb_endpoint = self._dynamodb.start()
+                self._dynamodb = EmbeddedDynamoDB(HOST, self.dynamodb_port)
+                self.dynamodb_endpoint = _start_embedded(self._dynamodb, self.dynamodb_port)
             environ = function_environment(self.table, self.dynamodb_endpoint)
             if self._dynamodb is not None:
                 environ.update(AWS_ENDPOINT_URL_S3=self.dynamodb_endpoint, QUEUE_BUCKET=LOCAL_BUCKET)
@@ -192,7 +197,8 @@ class LocalServer:
             self.log.flush()
 
     def banner(self) -> str:
-        """What `serve` prints on start: where it listens, and three commands that work as printed."""
+        """What `serve` prints on start: where it listens, three commands that work as printed, and the line that
+        points the library, boto3 and the AWS CLI at this DynamoDB."""
         sub_queue = f"{self.url}/queues/{DEMO_QUEUE}/clients/{DEMO_CLIENT}"
         json_header = "-H 'Content-Type: application/json'"
         backend = f"embedded moto (and S3 bucket {LOCAL_BUCKET}) at" if self._dynamodb is not None else "at"
@@ -206,10 +212,46 @@ class LocalServer:
                 f"  curl -s -X POST {sub_queue}/receive {json_header} -d '{{\"wait_seconds\": 5}}'",
                 f"SQS (boto3, aws sqs, Celery): endpoint_url={self.url} (client default), {self.url}/sqs/<client>; "
                 f"create queues at {self.url}/sqs-admin",
+                f"Web console (in another terminal; it prints the URL to open): {self.console_command()}",
+                "Library, boto3 and aws on this DynamoDB (paste into another terminal):",
+                f"  {self.export_line()}",
                 "Ctrl-C stops.",
                 "",
             ]
         )
+
+    def console_command(self) -> str:
+        """`dq console`, with this server's address when it is not the one every `dq` command targets."""
+        return "dq console" if self.port == DEFAULT_PORT else f"dq --endpoint {self.url} console"
+
+    def export_line(self) -> str:
+        """The shell line that points a new terminal's library, boto3 and AWS CLI at this server's DynamoDB:
+        its endpoint, a region, and the dummy keys any local DynamoDB accepts."""
+        environ = function_environment(self.table, self.dynamodb_endpoint or "")
+        keys = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+        return "export " + " ".join(f"{key}={environ.get(key, 'local')}" for key in keys)
+
+
+def _start_embedded(dynamodb: Any, port: int) -> str:
+    """The embedded DynamoDB's endpoint; a taken port is one line for the user, not a traceback."""
+    try:
+        return str(dynamodb.start())
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise LocalServerError(
+                f"port {port} on {HOST} (the embedded DynamoDB) is already in use; choose another with --dynamodb-port"
+            ) from None
+        raise
+
+
+def embedded_address(dynamodb_endpoint: str | None, dynamodb_port: int) -> str | None:
+    """`None` when `dynamodb_endpoint` names the embedded DynamoDB's own address: the endpoint a previous
+    `dq local` printed and the user exported (`AWS_ENDPOINT_URL_DYNAMODB`) means "the embedded one", not an
+    existing DynamoDB to connect to."""
+    if dynamodb_endpoint is None:
+        return None
+    own = {f"http://{host}:{dynamodb_port}" for host in (HOST, "localhost")}
+    return None if dynamodb_endpoint.rstrip("/") in own else dynamodb_endpoint
 
 
 def _bind(port: int, server: LocalServer) -> ThreadingHTTPServer:
@@ -308,14 +350,21 @@ def _handler_class(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                 server.write_log(f"{self.command} {self.path} failed in the local server: {error!r}")
                 self.close_connection = True
                 status, headers, body = _error(500, "InternalError", "the local server failed; see its log")
-            self.send_response(status)
-            for name, value in headers:
-                if name.lower() not in ("content-length", "connection"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            try:
+                self.send_response(status)
+                for name, value in headers:
+                    if name.lower() not in ("content-length", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                # A client that stops waiting (a long poll cut short, Ctrl-C) is no failure of the server: one line,
+                # not socketserver's traceback. Messages a receive claimed come back after their visibility timeout.
+                self.close_connection = True
+                server.write_log(f"{self.command} {self.path} {status}: the client left before the answer")
+                return
             elapsed = (time.monotonic() - started) * 1000
             server.write_log(f"{self.command} {self.path} {status} {elapsed:.0f} ms {match.function}")
             if server.push is not None and status < 300 and self.command == "POST":
@@ -361,10 +410,19 @@ def serve(
     table: str = DEFAULT_TABLE,
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
     consumers: Sequence[str] = (),
+    dynamodb_port: int = DEFAULT_DYNAMODB_PORT,
 ) -> None:
     """Serves until Ctrl-C, printing the banner and one line per request. Raises `LocalServerError` when it
     cannot start (the port is taken, DynamoDB is unreachable, a `--consumer` cannot be imported)."""
-    server = LocalServer(port, dynamodb_endpoint, table, sweep_interval, log=sys.stdout, consumers=consumers)
+    server = LocalServer(
+        port,
+        embedded_address(dynamodb_endpoint, dynamodb_port),
+        table,
+        sweep_interval,
+        log=sys.stdout,
+        consumers=consumers,
+        dynamodb_port=dynamodb_port,
+    )
     # Python leaves Ctrl-C ignored when the process started with it ignored (a parent that ignores SIGINT, as test
     # runners' workers and some CI shells do): the server would then never stop on it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -388,6 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"),
         help="use this DynamoDB instead of the embedded one (default: $AWS_ENDPOINT_URL_DYNAMODB)",
     )
+    parser.add_argument(
+        "--dynamodb-port", type=int, default=DEFAULT_DYNAMODB_PORT, help="the embedded DynamoDB's port (default 8081)"
+    )
     parser.add_argument("--table", default=DEFAULT_TABLE, help=f"table name (default {DEFAULT_TABLE})")
     parser.add_argument(
         "--sweep-interval", type=float, default=DEFAULT_SWEEP_INTERVAL, help="seconds between sweeps; 0: never"
@@ -401,7 +462,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     options = parser.parse_args(argv)
     try:
-        serve(options.port, options.dynamodb_endpoint, options.table, options.sweep_interval, options.consumer)
+        serve(
+            options.port,
+            options.dynamodb_endpoint,
+            options.table,
+            options.sweep_interval,
+            options.consumer,
+            options.dynamodb_port,
+        )
     except LocalServerError as error:
         sys.stderr.write(f"dq local: {error}\n")
         return 1

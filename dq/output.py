@@ -139,9 +139,17 @@ def settings_summary(queue: Mapping[str, Any]) -> str:
         parts.append(f"dedup window {duration(queue.get('dedup_window_seconds'))}")
         if queue.get("content_based_dedup"):
             parts.append("content-based dedup")
-    shards = queue.get("shards", 1)
-    parts.append(f"{shards} shard" + ("" if shards == 1 else "s"))
+    parts.append(shards_text(queue))
     return ", ".join(parts)
+
+
+def shards_text(queue: Mapping[str, Any]) -> str:
+    """`4 shards`, or of a queue whose count follows its load `4 shards (auto 1-64)`."""
+    shards = queue.get("shards", 1)
+    text = f"{shards} shard" + ("" if shards == 1 else "s")
+    if queue.get("auto_shards"):
+        text += f" (auto {queue.get('min_shards', 1)}-{queue.get('max_shards', shards)})"
+    return text
 
 
 def queues_table(queues: Sequence[Mapping[str, Any]]) -> Table:
@@ -156,7 +164,7 @@ def queues_table(queues: Sequence[Mapping[str, Any]]) -> Table:
             str(queue.get("max_receive_count")),
             duration(queue.get("retention_seconds")),
             duration(queue.get("delay_seconds")),
-            str(queue.get("shards")),
+            f"{queue.get('shards')} auto" if queue.get("auto_shards") else str(queue.get("shards")),
             relative(queue.get("created_at")),
         )
     return table
@@ -213,10 +221,15 @@ def received_lines(messages: Sequence[Mapping[str, Any]], deleted: bool = False)
 
 
 def messages_table(messages: Sequence[Mapping[str, Any]]) -> Table:
-    """Messages looked at without claiming them (peek, the DLQ)."""
-    table = Table(box=None, header_style="bold")
-    for heading in ("message id", "state", "body", "attributes", "receives", "sent"):
-        table.add_column(heading, justify="right" if heading == "receives" else "left")
+    """Messages looked at without claiming them (peek, the DLQ). Columns two spaces apart with no outer padding,
+    so that a message's row fits in 80 columns with its id whole."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    # An id is what `dq get`, `dq cancel` and `dq dlq redrive --id` take: never cut, the body and the
+    # attributes wrap instead when the terminal is narrow.
+    id_width = max((len(str(message["message_id"])) for message in messages), default=10)
+    table.add_column("message id", no_wrap=True, min_width=id_width)
+    for heading in ("state", "body", "attributes", "recv", "sent"):
+        table.add_column(heading, justify="right" if heading == "recv" else "left")
     for message in messages:
         table.add_row(
             Text(str(message["message_id"]), style="cyan"),

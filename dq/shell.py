@@ -26,6 +26,7 @@ BUILTINS: Final = ("use", "help", "exit", "quit")
 NOT_IN_SHELL: Final = {
     "shell": "you are in the shell already",
     "local": "dq local runs a server in the foreground; start it in another terminal",
+    "console": "dq console runs a web server in the foreground; start it in another terminal",
 }
 QUEUE_OPTIONS: Final = ("-q", "--queue")
 CLIENT_OPTIONS: Final = ("-c", "--client")

@@ -315,6 +315,11 @@ class CoreTarget:
     def _sub_queue(self, queue: str, client: str) -> Any:
         return self.core.queue(queue, client)
 
+    def migrate(self, dry_run: bool, on_step: Callable[[str], None] | None = None) -> Json:
+        """`dq migrate`: the table upgraded in place to this release's layout (only a table target has one)."""
+        with _core_errors():
+            return self.core.migrate(dry_run=dry_run, on_step=on_step).to_dict()
+
     def create_queue(self, queue: str, settings: Mapping[str, Any]) -> tuple[Json, bool]:
         with _core_errors():
             created = self.core.create_queue(queue, **settings)

@@ -134,7 +134,7 @@ def build_api(
             stage_name=props.api_stage_name,
             throttling_rate_limit=props.api_throttle_rate_limit,
             throttling_burst_limit=props.api_throttle_burst_limit,
-            tracing_enabled=True,
+            tracing_enabled=props.tracing,
             # Errors only, never bodies: messages may hold personal data.
             logging_level=apigateway.MethodLoggingLevel.ERROR,
             data_trace_enabled=False,

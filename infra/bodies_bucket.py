@@ -20,6 +20,7 @@ from queue_core import limits
 
 from infra.compliance import acknowledge
 from infra.props import DynamoQueueProps
+from infra.table import customer_key
 
 # Retention in the queue, then in the DLQ, and a day's margin for the sweep and clocks.
 BODY_EXPIRY_DAYS: Final = math.ceil(limits.OBJECT_LIFETIME_SECONDS / limits.DAY_SECONDS)
@@ -29,7 +30,9 @@ def build_bodies_bucket(scope: Construct, props: DynamoQueueProps) -> s3.Bucket:
     bucket = s3.Bucket(
         scope,
         "Bodies",
-        encryption=s3.BucketEncryption.S3_MANAGED,
+        encryption=s3.BucketEncryption.KMS if props.encryption_key_arn else s3.BucketEncryption.S3_MANAGED,
+        encryption_key=customer_key(scope, props),
+        bucket_key_enabled=True if props.encryption_key_arn else None,
         enforce_ssl=True,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,

@@ -15,6 +15,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.compliance import acknowledge
+from infra.function_environment import function_environment
 from infra.paths import FUNCTIONS_DIR
 from infra.permissions import grant_function_bucket_access, grant_function_table_access
 from infra.props import DynamoQueueProps
@@ -113,11 +114,18 @@ def build_function(
         scope,
         f"{spec.construct_id}Role",
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        description=f"{spec.name}: its own log group, X-Ray, and its table actions",
+        description=f"{spec.name}: its own log group, {'X-Ray, ' if props.tracing else ''}and its table actions",
     )
     log_group.grant_write(role)
     grant_function_table_access(role, table, spec.name)
     grant_function_bucket_access(role, bucket, spec.name)
+    if props.encryption_key_arn:
+        # What reads and writes the table and the bucket encrypted with the customer key (no wildcard actions).
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"], resources=[props.encryption_key_arn]
+            )
+        )
     log_level = props.log_level.upper()
     function = lambda_.Function(
         scope,
@@ -133,7 +141,7 @@ def build_function(
         timeout=cdk.Duration.seconds(spec.timeout_seconds),
         # 0 is no reservation at all (the property left out), never a reservation of zero, which stops a function.
         reserved_concurrent_executions=(props.sweeper_reserved_concurrency or None) if spec.reservable else None,
-        tracing=lambda_.Tracing.ACTIVE,
+        tracing=lambda_.Tracing.ACTIVE if props.tracing else lambda_.Tracing.DISABLED,
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
         application_log_level_v2=lambda_.ApplicationLogLevel[log_level],
@@ -145,16 +153,17 @@ def build_function(
             "POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace,
             "POWERTOOLS_LOG_LEVEL": log_level,
             "LOG_LEVEL": log_level,
-            # Responses carry message bodies (possibly large and sensitive): keep them out of X-Ray.
-            "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+            **({"DQ_KMS_KEY_ARN": props.encryption_key_arn} if props.encryption_key_arn else {}),
+            **function_environment(props.tracing),
         },
     )
-    acknowledge(
-        role,
-        "AwsSolutions-IAM5[Resource::*]",
-        "X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: active "
-        "tracing needs Resource '*' for these two write-only actions",
-    )
+    if props.tracing:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: active "
+            "tracing needs Resource '*' for these two write-only actions",
+        )
     stack = cdk.Stack.of(scope)
     bucket_id = stack.resolve(stack.get_logical_id(bucket.node.default_child))
     acknowledge(

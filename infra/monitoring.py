@@ -30,6 +30,8 @@ from infra.props import DynamoQueueProps
 
 DLQ_DEPTH: Final = "DlqDepth"
 OLDEST_MESSAGE_AGE: Final = "OldestMessageAgeSeconds"
+# Each queue's shard count, published by the sweeper (dimension `queue`).
+SHARDS: Final = "Shards"
 SUB_QUEUE_DEPTHS: Final = ("VisibleMessages", "InFlightMessages", "DelayedMessages")
 SUB_QUEUE_DIMENSIONS: Final = ("client", "queue")
 THROUGHPUT_METRICS: Final = (
@@ -155,6 +157,12 @@ class Monitoring(Construct):
             expression=self.search(name, statistic, period, per_sub_queue=True), label="", period=period
         )
 
+    def per_queue_shards(self, period: cdk.Duration) -> cloudwatch.MathExpression:
+        """One line per queue: its shard count, as the sweeper publishes it after each pass."""
+        scope = "{" + f'"{self._props.metrics_namespace}",queue' + "}"
+        search = f"SEARCH('{scope} MetricName=\"{SHARDS}\"', 'Maximum', {int(period.to_seconds())})"
+        return cloudwatch.MathExpression(expression=search, label="", period=period)
+
     def table_throttles(self, table: dynamodb.ITable) -> cloudwatch.MathExpression:
         """Throttle events of the table and of its index, reads and writes, as one number."""
         metrics: dict[str, cloudwatch.IMetric] = {}
@@ -242,6 +250,9 @@ class Monitoring(Construct):
         dashboard.add_widgets(
             _graph("Oldest message age per sub-queue", [self.per_sub_queue(OLDEST_MESSAGE_AGE, "Maximum", period)]),
             _graph("DLQ depth per sub-queue", [self.per_sub_queue(DLQ_DEPTH, "Maximum", period)]),
+        )
+        dashboard.add_widgets(
+            _graph("Shards per queue (automatic ones follow their load)", [self.per_queue_shards(period)], 24)
         )
         dashboard.add_widgets(
             _graph(

@@ -13,6 +13,7 @@ from typing import Final
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from queue_core.keys import layout_key
 from queue_core.table import table_definition
 
 # The DynamoDB actions each function calls on the table, and nothing else: `tests/functions/test_permissions.py`
@@ -113,12 +114,14 @@ LIBRARY_BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObjec
 # but only inside that sub-queue's partitions.
 LIBRARY_ACTIONS: Final = tuple(sorted({action for actions in TABLE_ACTIONS.values() for action in actions}))
 LIBRARY_INDEX_ACTIONS: Final = tuple(sorted({action for actions in INDEX_ACTIONS.values() for action in actions}))
+# The table's layout record (`queue_core.keys.layout_key`), read by every process before it serves the table.
+LAYOUT_PK: Final = layout_key()["pk"]
 # Queue settings are read, never written, by a confined tenant.
 SETTINGS_ACTIONS: Final = ("dynamodb:GetItem",)
 # The kinds of partition a sub-queue owns: messages, dead letters, FIFO group items, FIFO group messages, dedup,
-# and its ready markers (a send says its client has messages; the markers' index partition is the queue's, and a
-# tenant never reads it).
-SUB_QUEUE_KINDS: Final = ("M", "D", "F", "G", "X", "R")
+# its ready markers (a send says its client has messages; the markers' index partition is the queue's, and a
+# tenant never reads it), and its load reports (what the sweep sizes an automatic shard count by).
+SUB_QUEUE_KINDS: Final = ("M", "D", "F", "G", "X", "R", "L")
 
 # Queue and client names as the API accepts them, or "*" for all. Anything else (a partial wildcard such as
 # "tenant-*", or an unresolved token) could widen a grant past one tenant, so it is refused.
@@ -150,7 +153,8 @@ def tenant_key_patterns(queue: str, client: str) -> TenantKeys:
     The two registry items a tenant needs are granted by exact key, never by prefix. `C#q#c` is its client
     registration, which holds the sub-queue's receipt-signing secret: `C#q#c*` would also reach `C#q#c2`,
     another tenant's registration and secret, and `C#q` is no item a tenant needs. `Q#q` is the queue's
-    settings, read-only: `Q#q*` would also reach `Q#q2`, another queue's settings. Nothing of `REGISTRY` (the
+    settings, read-only: `Q#q*` would also reach `Q#q2`, another queue's settings. `META` holds the table's
+    layout record, read-only: the library checks it once per process before it serves. Nothing of `REGISTRY` (the
     list of queues and the deleted ones) is granted.
 
     On `gsi1`, only the sub-queue's own message partitions, and not `C#q#c`: the index's `C#` partitions are
@@ -160,7 +164,7 @@ def tenant_key_patterns(queue: str, client: str) -> TenantKeys:
     check_name("queue", queue)
     check_name("client", client)
     own = tuple(f"{kind}#{queue}#{client}#*" for kind in SUB_QUEUE_KINDS)
-    return TenantKeys(read_write=(*own, f"C#{queue}#{client}"), read_only=(f"Q#{queue}",), index=own)
+    return TenantKeys(read_write=(*own, f"C#{queue}#{client}"), read_only=(f"Q#{queue}", LAYOUT_PK), index=own)
 
 
 def check_name(kind: str, name: str) -> None:

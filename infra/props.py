@@ -14,6 +14,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_logs as logs
 from constructs import Node
 
+from infra.function_environment import DEFAULT_TRACING
+
 CONTEXT_PREFIX: Final = "dynamo-queue:"
 
 # Limits AWS documents for what these settings become. A value outside them cannot deploy, so it stops `cdk synth`
@@ -47,6 +49,8 @@ REMOVAL_POLICIES: Final = (
 )
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARN", "ERROR")
 EMAIL_PATTERN: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+# KMS "Key ARN": arn:{partition}:kms:{region}:{account}:key/{key id}.
+KMS_KEY_ARN_PATTERN: Final = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,9 @@ class DynamoQueueProps:
     removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN
     deletion_protection: bool = True
     table_encryption: dynamodb.TableEncryption = dynamodb.TableEncryption.AWS_MANAGED
+    # A customer managed KMS key (its ARN) that encrypts the table and the bodies bucket instead; the functions may
+    # use it, and the SQS protocol reports it as every queue's `KmsMasterKeyId`.
+    encryption_key_arn: str | None = None
 
     # Functions. `layer_dependencies=False` builds a layer of the project's own packages alone, for looking at
     # the layer's layout without installing wheels. `architecture` is "arm64" (Graviton, cheaper per second) or
@@ -77,6 +84,9 @@ class DynamoQueueProps:
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     service_name: str = "dynamo-queue"
     metrics_namespace: str = "DynamoQueue"
+    # Tracing: True turns on X-Ray for the API stage and the functions (active tracing, and Powertools' Tracer
+    # through the X-Ray SDK, in maintenance since 25 February 2026). Off by default: see the README's "Tracing".
+    tracing: bool = DEFAULT_TRACING
 
     # Sweeper. Overlapping sweeps are safe (every sweep write is conditional, and a sweep skips one that is
     # running), so nothing is reserved by default (0): Lambda refuses a reservation that would leave the account
@@ -113,6 +123,8 @@ class DynamoQueueProps:
         problems = []
         if self.table_name is not None and not TABLE_NAME_PATTERN.fullmatch(self.table_name):
             problems.append("table_name must be 3-255 characters of letters, digits, '_', '-' and '.'")
+        if self.encryption_key_arn is not None and not KMS_KEY_ARN_PATTERN.fullmatch(self.encryption_key_arn):
+            problems.append("encryption_key_arn must be a KMS key's ARN (arn:aws:kms:{region}:{account}:key/{id})")
         if self.removal_policy not in REMOVAL_POLICIES:
             problems.append(
                 f"removal_policy must be RETAIN, DESTROY or RETAIN_ON_UPDATE_OR_DELETE, not {self.removal_policy}"

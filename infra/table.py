@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 from queue_core.table import TTL_ATTRIBUTE, table_definition
 
@@ -20,6 +21,14 @@ _PROJECTIONS: Final = {
     "KEYS_ONLY": dynamodb.ProjectionType.KEYS_ONLY,
     "INCLUDE": dynamodb.ProjectionType.INCLUDE,
 }
+
+
+def customer_key(scope: Construct, props: DynamoQueueProps) -> kms.IKey | None:
+    """The customer managed key of `encryption_key_arn`, once per stack; None for the default encryption."""
+    if not props.encryption_key_arn:
+        return None
+    found = scope.node.try_find_child("CustomerKey")
+    return found or kms.Key.from_key_arn(scope, "CustomerKey", props.encryption_key_arn)  # type: ignore[return-value]
 
 
 def build_table(scope: Construct, props: DynamoQueueProps) -> dynamodb.Table:
@@ -40,7 +49,8 @@ def build_table(scope: Construct, props: DynamoQueueProps) -> dynamodb.Table:
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
             point_in_time_recovery_enabled=True
         ),
-        encryption=props.table_encryption,
+        encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if props.encryption_key_arn else props.table_encryption,
+        encryption_key=customer_key(scope, props),
         deletion_protection=props.deletion_protection,
         removal_policy=props.removal_policy,
     )

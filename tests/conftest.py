@@ -46,9 +46,11 @@ SLOWEST_FILES = (
     "tests/reliability/test_stress_faults.py",
     "tests/reliability/test_model.py",
     "tests/reliability/test_hostile_http.py",
+    "tests/readme/test_readme.py",
     "tests/core/test_fifo_queue.py",
     "tests/cli/test_batch_send.py",
     "tests/core/test_standard_queue.py",
+    "tests/console/test_browser.py",
 )
 
 

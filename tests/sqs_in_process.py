@@ -8,12 +8,14 @@ core calls beside it, with no server and no socket.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
+from botocore.exceptions import ReadTimeoutError
 from moto.core.botocore_stubber import MockRawResponse
 from queue_core import QueueClient
 from sqs_api.gateway import handle
@@ -21,17 +23,24 @@ from sqs_api.gateway import handle
 ENDPOINT: Final = "https://sqs-in-process.test"
 
 
-def sqs_in_process(core: QueueClient, client: str | None = None) -> Any:
-    """An SQS client for `client`'s endpoint (None: the root endpoint, client `default`); no retries, so each
-    call is one request."""
-    url = ENDPOINT if client is None else f"{ENDPOINT}/sqs/{client}"
+def sqs_in_process(
+    core: QueueClient,
+    client: str | None = None,
+    admin: bool = False,
+    lose_answer: Callable[[str], bool] | None = None,
+    attempts: int = 1,
+) -> Any:
+    """An SQS client for `client`'s endpoint (None: the root endpoint, client `default`; `admin`: the
+    administration endpoint); `attempts` 1: no retries, so each call is one request. `lose_answer(action)` True
+    makes that request's answer get lost after the handler applied it (a read timeout, which the SDK retries)."""
+    url = f"{ENDPOINT}/sqs-admin" if admin else ENDPOINT if client is None else f"{ENDPOINT}/sqs/{client}"
     sqs = boto3.client(
         "sqs",
         endpoint_url=url,
         region_name="us-east-1",
         aws_access_key_id="key",
         aws_secret_access_key="secret",
-        config=Config(retries={"max_attempts": 1}),
+        config=Config(retries={"max_attempts": 1} if attempts == 1 else {"total_max_attempts": attempts}),
     )
 
     def answer(request: Any, **_: Any) -> AWSResponse:
@@ -48,6 +57,9 @@ def sqs_in_process(core: QueueClient, client: str | None = None) -> Any:
             "requestContext": {"path": path, "accountId": "000000000000"},
         }
         out = handle(event, core)
+        action = headers.get("X-Amz-Target", "").rsplit(".", 1)[-1]
+        if lose_answer is not None and lose_answer(action):
+            raise ReadTimeoutError(endpoint_url=request.url)
         return AWSResponse(request.url, out["statusCode"], out["headers"], MockRawResponse(out["body"].encode()))
 
     # First, ahead of moto's stubber (which would not recognise this endpoint anyway).

@@ -22,6 +22,7 @@ from ..meter import Meter, Totals
 NAME: Final = "fair"
 TITLE: Final = "Queue-wide receive: idle clients, fairness, concurrent consumers, ready markers"
 INTRO: Final = (
+    "Queues created `queue_wide` (ready markers from their first send). "
     "Queue-wide receive(10) with 10 active clients (20 messages each) among 10, 1,000 and 10,000 registered ones "
     "(on a still clock: markers read again when used up; in real time also once per 0.1 s per consumer process); "
     "the quiet clients' dwell (send to receive, on a fake clock advanced 100 ms a round) alone and beside a noisy "
@@ -81,7 +82,7 @@ def reads_by_registered(client: Any, meter: Meter, registered: tuple[int, ...]) 
     for count in registered:
         core = QueueClient(TABLE, dynamodb=client, clock=_Clock())
         queue = f"reg{count}"
-        core.create_queue(queue, visibility_timeout=600)
+        core.create_queue(queue, visibility_timeout=600, queue_wide=True)
         _register_idle(client, core, queue, count - ACTIVE)
         for n in range(ACTIVE):
             core.queue(queue, f"active-{n}").send_batch([{"body": "x"} for _ in range(PER_ACTIVE)])
@@ -119,7 +120,7 @@ def dwell(client: Any, ticks: int, backlog: int) -> dict[str, Any]:
         clock = _Clock()
         core = QueueClient(TABLE, dynamodb=client, clock=clock)
         queue = f"dwell-{label}"
-        core.create_queue(queue, visibility_timeout=3600, max_receive_count=0)
+        core.create_queue(queue, visibility_timeout=3600, max_receive_count=0, queue_wide=True)
         if noisy:
             for _start in range(0, backlog, 25):
                 core.queue(queue, "noisy").send_batch([{"body": "n"} for _ in range(25)])
@@ -149,7 +150,7 @@ def wasted_claims(client: Any, meter: Meter, messages_per_client: int) -> dict[s
     receive(10) and delete_batch until half are deleted: conditional writes lost per delivered message."""
     core = QueueClient(TABLE, dynamodb=client)
     queue = "wasted"
-    core.create_queue(queue, visibility_timeout=600)
+    core.create_queue(queue, visibility_timeout=600, queue_wide=True)
     for n in range(ACTIVE):
         sub = core.queue(queue, f"c{n}")
         for start in range(0, messages_per_client, 25):
@@ -199,7 +200,7 @@ def extra_units(client: Any, meter: Meter, count: int) -> dict[str, Any]:
         ("one_message_clients", count, 1),
     ):
         queue = f"extra-{label}"
-        core.create_queue(queue, visibility_timeout=600)
+        core.create_queue(queue, visibility_timeout=600, queue_wide=True)
         wide = core.queue_wide(queue)
         mark = meter.mark()
         for n in range(0, count, batch):

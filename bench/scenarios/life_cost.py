@@ -4,22 +4,26 @@ Write units round up per item and per KB, so the figure depends on whether the w
 design's own attributes) fits in 1 KB. Both are measured: a 1 KB body, and the largest body whose item still
 fits in 1 KB at its largest (found by sending a probe message through a whole life and measuring its item).
 Each design runs in its own table, in steady state (the queue's settings cached, the client registered).
-FIFO messages go to one group when unbatched and to 10 groups in turn when batched.
+FIFO messages go to one group when unbatched and to 10 groups in turn when batched. Ready markers are paid only by
+queues received queue-wide: the same lives on queues created `queue_wide` show what that adds. A 1 KB JSON event
+log (what compression meets in practice) is priced per million messages from its life's own units.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from .. import pricing
 from ..backend import moto_backend
 from ..baselines import HiddenUntilQueue, StatusIndexQueue
-from ..messages import KB, body
+from ..messages import KB, body, event_log
 from ..meter import Meter, Totals
 from ..queues import OursQueue, QueueUnderTest
 
 NAME: Final = "life_cost"
 STEPS: Final = ("send", "receive", "delete")
 FIFO_BATCH_GROUPS: Final = 10
+JSON_TARGET_DOLLARS: Final = 5.0  # per million 1 KB JSON messages, standard, on a queue not received queue-wide
 Steps = dict[str, dict[str, float]]
 
 
@@ -103,7 +107,25 @@ def run(quick: bool = False) -> dict[str, Any]:
             fit = results[name]["fitting_body_bytes"]
             results[name]["kb_body_batched"] = batched(queue, meter, body(KB), count)
             results[name]["fitting_body_batched"] = batched(queue, meter, body(fit), count)
-    for name in ("standard", "fifo", "hidden_until", "status_index"):
+        for name, queue in (
+            ("standard_queue_wide", OursQueue.create(client, "life-wide", queue_wide=True)),
+            ("fifo_queue_wide", OursQueue.create(client, "life-wide-fifo", queue="w.fifo", groups=1, queue_wide=True)),
+        ):
+            _life(queue, body(16))
+            fit = results[name.removesuffix("_queue_wide")]["fitting_body_bytes"]
+            results[name] = {"fitting_body_bytes": fit, "fitting_body": unbatched(queue, meter, body(fit), repeats)}
+        json_text = event_log(KB)
+        json_life = {
+            "unbatched": unbatched(designs["standard"], meter, json_text, repeats),
+            "batched": batched(designs["standard"], meter, json_text, count),
+        }
+        for figures in json_life.values():
+            total = figures["total"]
+            total["dollars_per_million"] = pricing.dynamodb_dollars_per_million(
+                total["write_units"], total["read_units"]
+            )
+        results["json_kb"] = json_life
+    for name in ("standard", "fifo", "hidden_until", "status_index", "standard_queue_wide", "fifo_queue_wide"):
         figures = results[name]
         line = ", ".join(
             f"{variant} {figures[variant]['total']['write_units']:.2f} WU"
@@ -113,4 +135,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         print(f"  life cost {name}: body fitting 1 KB item = {figures['fitting_body_bytes']} B; {line}")
     batched_calls = results["standard"]["kb_body_batched"]["total"]["api_calls"]
     print(f"  API calls per message with batches (standard): {batched_calls:.2f}")
+    for variant, figures in results["json_kb"].items():
+        total = figures["total"]
+        print(
+            f"  life cost 1 KB JSON, standard, {variant}: {total['write_units']:.2f} WU, {total['read_units']:.2f} RU"
+            f" = ${total['dollars_per_million']:.2f} per million"
+        )
     return results

@@ -11,13 +11,18 @@ count, and 1 KB bodies (items a little over 1 KB: two write units per table writ
 baselines have no shards: their one partition key (or index partition) is their ceiling.
 
 At low load many shards cost empty queries: a receive may visit shards that hold nothing. That is measured with
-one message sent at a time, `LOW_LOAD_PAUSE` apart, and received with receive(10).
+one message sent at a time, `LOW_LOAD_PAUSE` apart, and received with receive(10). An automatic queue (the
+default) gives its shards back once quiet: the same trickle, at `AUTO_RATE` messages a second, on a standard and
+a FIFO queue that grew to 64 shards, filled every shard and was drained, then passed its quiet period (the clock
+is moved on, so the sweep's decisions run as they would after `QUIET_SECONDS`).
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any, Final
+
+from queue_core import QueueClient, autoshard
 
 from ..backend import moto_backend
 from ..baselines import HiddenUntilQueue, StatusIndexQueue
@@ -35,6 +40,18 @@ READ_LIMIT: Final = 3_000
 LOW_LOAD_SHARDS: Final = 64
 LOW_LOAD_MESSAGES: Final = 10
 LOW_LOAD_PAUSE: Final = 0.25
+AUTO_RATE: Final = 10
+AUTO_MESSAGES: Final = 50
+
+
+class MovableClock:
+    """Wall-clock time that the scenario may move on, as a quiet period would."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.skew
 
 
 def ceiling(totals: Totals, messages: int) -> dict[str, Any]:
@@ -96,6 +113,48 @@ def _low_load(backend: Any, pause: float, messages: int) -> dict[str, float]:
     }
 
 
+def _low_load_after_growth(backend: Any, fifo: bool, messages: int) -> dict[str, Any]:
+    """Queries and items read per delivered message, at `AUTO_RATE` a second, on an automatic queue that grew to
+    64 shards and was then quiet."""
+    clock = MovableClock()
+    core = QueueClient("sharding-auto", dynamodb=backend.client, clock=clock)
+    core.create_table()
+    name = "auto.fifo" if fifo else "auto"
+    core.create_queue(name, visibility_timeout=30)
+    core.reshard_automatically(name, LOW_LOAD_SHARDS)  # where a load peak leaves it (see the load-step scenario)
+    sub = core.queue(name, "tenant-a")
+    for start in range(0, 4 * LOW_LOAD_SHARDS, 25):
+        entries = [{"body": f"peak {n}", **({"group_id": f"g{n}"} if fifo else {})} for n in range(start, start + 25)]
+        sub.send_batch(entries)
+    while got := sub.receive(10):
+        sub.delete_batch([message.receipt_handle for message in got])
+    peak = core.get_queue(name).read_shards
+    clock.skew += autoshard.QUIET_SECONDS + 60
+    core.sweep()  # quiet for long enough: back to the minimum
+    clock.skew += 120
+    core.sweep()  # every process sends by the new count, the old shards are empty: receivers stop visiting them
+    settings = core.get_queue(name)
+    delivered = 0
+    with backend.meter.window() as cost:
+        for n in range(messages):
+            started = time.monotonic()
+            sub.send("low load", **({"group_id": f"t{n % 5}"} if fifo else {}))
+            got = sub.receive(10)
+            sub.delete_batch([message.receipt_handle for message in got])
+            delivered += len(got)
+            time.sleep(max(0.0, 1 / AUTO_RATE - (time.monotonic() - started)))
+    return {
+        "fifo": fifo,
+        "peak_shards": peak,
+        "shards": settings.shards,
+        "read_shards": settings.read_shards,
+        "delivered": delivered,
+        "queries_per_delivered": cost.calls["Query"] / max(delivered, 1),
+        "items_read_per_delivered": cost.items_read / max(delivered, 1),
+        "empty_queries_per_delivered": cost.empty_queries / max(delivered, 1),
+    }
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     shard_counts = QUICK_SHARDS if quick else SHARDS
     rows = []
@@ -139,5 +198,13 @@ def run(quick: bool = False) -> dict[str, Any]:
             f"  low load, {LOW_LOAD_SHARDS} shards: {low['empty_queries_per_delivered']:.1f} empty-shard queries "
             f"per delivered message"
         )
+        auto = [_low_load_after_growth(backend, fifo, 10 if quick else AUTO_MESSAGES) for fifo in (False, True)]
+        for figures in auto:
+            print(
+                f"  low load, {'FIFO' if figures['fifo'] else 'standard'} automatic queue once at "
+                f"{figures['peak_shards']} shards, now {figures['read_shards']}: "
+                f"{figures['queries_per_delivered']:.2f} queries, {figures['items_read_per_delivered']:.2f} items read "
+                "per delivered message"
+            )
         name = backend.name
-    return {"backend": name, "fitting_body_bytes": fit, "rows": rows, "low_load": low}
+    return {"backend": name, "fitting_body_bytes": fit, "rows": rows, "low_load": low, "low_load_auto": auto}

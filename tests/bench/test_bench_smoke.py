@@ -29,8 +29,8 @@ def test_meter_counts_each_step_of_a_message_life_with_its_index_writes(backend)
         (delivered,) = queue.receive(1)
     with backend.meter.window() as delete:
         queue.delete(delivered.handle)
-    # The message (1 KB, its index entry), then the client's ready marker: it exists, so 1 unit and no index write.
-    assert (send.api_calls, send.index_writes, send.write_units) == (2, 1, 3)
+    # The message (1 KB, its index entry), and no ready marker: the queue is not received queue-wide.
+    assert (send.api_calls, send.index_writes, send.write_units) == (1, 1, 2)
     assert (receive.items_read, receive.index_writes, receive.index_write_units) == (1, 2, 2)
     assert receive.read_units == 0.5
     assert (delete.index_writes, delete.write_units, delete.condition_failures) == (1, 2, 0)
@@ -91,6 +91,12 @@ def test_life_cost_scenario_runs_on_quick_sizes() -> None:
     standard = life["standard"]
     assert standard["fitting_body"]["total"]["write_units"] <= standard["kb_body"]["total"]["write_units"]
     assert standard["kb_body_batched"]["total"]["api_calls"] < standard["kb_body"]["total"]["api_calls"]
+    # Ready markers only where queue-wide receive uses them: one write unit a life more there.
+    assert standard["fitting_body"]["total"]["write_units"] == 7
+    assert life["fifo"]["fitting_body"]["total"]["write_units"] == 12
+    assert life["standard_queue_wide"]["fitting_body"]["total"]["write_units"] == 8
+    assert life["fifo_queue_wide"]["fitting_body"]["total"]["write_units"] == 13
+    assert life["json_kb"]["unbatched"]["total"]["dollars_per_million"] <= life_cost.JSON_TARGET_DOLLARS
 
 
 def test_transactions_scenario_charges_a_transaction_twice_per_item() -> None:

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.cli.conftest import TABLE, Cli
+from dq.cli import app
+from tests.cli.conftest import CLEAN_ENV, TABLE, Cli
 
 
 def test_queue_lifecycle_create_list_show_delete(cli: Cli) -> None:
@@ -119,8 +121,12 @@ def test_create_takes_every_setting_as_an_option(cli: Cli) -> None:
         "dedup_window_seconds": 600,
         "content_based_dedup": True,
         "shards": 3,
+        "auto_shards": False,
+        "min_shards": 1,
+        "max_shards": 64,
         "max_message_bytes": 1024 * 1024,
         "receive_wait_seconds": 0,
+        "queue_wide": False,
     }
 
 
@@ -373,6 +379,18 @@ def test_the_core_on_the_local_servers_dynamodb_sees_what_the_api_wrote(cli: Cli
     assert list(core.json("stats", "-q", queue)["clients"]) == ["a"]
 
 
+@pytest.mark.parametrize("cli", ["http"], indirect=True)
+def test_a_table_on_the_command_line_wins_over_an_endpoint_in_the_environment(cli: Cli) -> None:
+    """`--table T --dynamodb-endpoint URL` with DQ_ENDPOINT set (the README's own session): the command line
+    chooses the target; `--dynamodb-endpoint` goes with `--table` and is no second choice."""
+    queue = cli.queue()
+    cli.json("send", "seen through the table", "-q", queue, "-c", "a")
+    core = Cli("core", ["--table", TABLE, "--dynamodb-endpoint", str(cli.dynamodb_endpoint)])
+    result = core.run("stats", "-q", queue, "--json", env={"DQ_ENDPOINT": "http://127.0.0.1:1"})
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)["clients"]) == ["a"]
+
+
 def test_a_dynamodb_endpoint_without_a_table_is_a_usage_error(cli: Cli) -> None:
     result = Cli(cli.kind, []).run("--dynamodb-endpoint", "http://127.0.0.1:1", "queues", "ls")
     assert result.exit_code == 2 and "--dynamodb-endpoint is for --table" in result.output
@@ -383,3 +401,10 @@ def test_a_body_file_that_is_not_text_is_a_usage_error(cli: Cli, tmp_path: Path)
     binary.write_bytes(b"\xff\xfe\x00\x81")
     result = cli.run("send", "--file", str(binary), "-q", "q", "-c", "a")
     assert result.exit_code == 2 and "not UTF-8 text" in result.output
+
+
+def test_local_help_shows_the_consumer_format_whole_in_80_columns() -> None:
+    result = CliRunner().invoke(app, ["local", "--help"], env={**CLEAN_ENV, "COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert "QUEUE/CLIENT=module:function" in result.output
+    assert "--dynamodb-port" in result.output and "8081" in result.output

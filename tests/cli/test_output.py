@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from dq.output import Output, duration, relative, sparkline
+from dq.output import Output, duration, queues_table, relative, shards_text, sparkline
 from dq.watch import summed, watch
 
 
@@ -81,3 +81,35 @@ def test_the_watch_redraws_one_table_in_place_on_a_terminal() -> None:
     assert rows["a"][1:2] == ["2"] and rows["a"][-1] == "█▆▅"
     assert rows["b"][1:2] == ["0"] and rows["b"][-1] == "█▅▁"
     assert rows["total"][1:3] == ["2", "2"]
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_peek_never_cuts_a_message_id_in_a_narrow_terminal(width: int) -> None:
+    """An id is what `dq get` and `dq cancel` take: the body and the attributes give way, the id does not."""
+    from dq.output import messages_table
+
+    ids = ["S0-3.179564924339700005b78ec", "S0.17956492382180000db8090", "Fb3JkZXItNDI.17956492390450000cddc99"]
+    messages = [
+        {
+            "message_id": message_id,
+            "state": "visible",
+            "body": "a body long enough to need wrapping " * 2,
+            "attributes": {"kind": "greeting", "lang": "en"},
+            "receive_count": 0,
+            "sent_at": 1_000,
+        }
+        for message_id in ids
+    ]
+    console = Console(file=io.StringIO(), width=width, no_color=True)
+    console.print(messages_table(messages))
+    printed = console.file.getvalue()  # type: ignore[attr-defined]
+    assert all(message_id in printed for message_id in ids), printed
+
+
+def test_a_queue_shows_its_shard_count_and_whether_it_follows_the_load() -> None:
+    assert shards_text({"shards": 1, "auto_shards": True, "min_shards": 1, "max_shards": 64}) == "1 shard (auto 1-64)"
+    assert shards_text({"shards": 8, "auto_shards": False}) == "8 shards"
+    console = Console(file=io.StringIO(), width=200)
+    console.print(queues_table([{"name": "q", "shards": 4, "auto_shards": True}, {"name": "f", "shards": 2}]))
+    rendered = console.file.getvalue()
+    assert "4 auto" in rendered and " 2 " in rendered

@@ -272,12 +272,24 @@ def test_many_shard_changes_within_the_retention_lose_no_message(client: QueueCl
     assert sorted(_drain(jobs)) == sorted(sent)
 
 
-def test_a_change_of_shards_is_refused_rather_than_forgetting_a_layout(client: QueueClient) -> None:
-    client.create_queue("many")
+def test_a_change_of_shards_is_refused_rather_than_forgetting_a_layout(client: QueueClient, clock: FakeClock) -> None:
+    """Each narrower count keeps the wider layouts before it (a layout another covers goes: see below)."""
+    client.create_queue("many", shards=limits.MAX_SHARDS)
     for step in range(limits.MAX_SHARD_LAYOUTS):
-        client.update_queue("many", shards=2 + step % 2)
+        client.update_queue("many", shards=limits.MAX_SHARDS - 1 - step)
+        clock.advance(1)
     with pytest.raises(ValidationError, match="shards changed"):
         client.update_queue("many", shards=5)
+
+
+def test_a_layout_covered_by_a_later_one_is_not_kept(client: QueueClient) -> None:
+    """Going back and forth between two counts keeps one layout, not one per change: standard receivers visit
+    the widest count kept until its time is up, whatever narrower ones came before."""
+    client.create_queue("back-and-forth")
+    for step in range(2 * limits.MAX_SHARD_LAYOUTS):
+        client.update_queue("back-and-forth", shards=2 + step % 2)
+    settings = client.get_queue("back-and-forth")
+    assert [shards for shards, _ in settings.shard_history] == [3] and settings.read_shards == 3
 
 
 def test_a_send_that_straddles_a_group_move_never_revives_the_old_group_item(client: QueueClient, dynamodb) -> None:

@@ -209,7 +209,7 @@ def test_handles_work_on_both_routes_and_are_checked(client: QueueClient) -> Non
 
 
 def test_idle_clients_cost_nothing_and_reads_stay_under_two_per_delivered(client: QueueClient, counter) -> None:
-    client.create_queue("many", visibility_timeout=600)
+    client.create_queue("many", visibility_timeout=600, queue_wide=True)
     for i in range(20):  # clients that sent once and were emptied: idle now
         client.queue("many", f"idle-{i}").send("x")
     wide = client.queue_wide("many")
@@ -245,7 +245,7 @@ def test_messages_of_a_crashed_queue_wide_consumer_come_back_when_their_claim_ex
 
 
 def test_a_send_racing_a_drain_is_never_left_without_a_marker(client: QueueClient, dynamodb) -> None:
-    client.create_queue("race")
+    client.create_queue("race", queue_wide=True)
     sub = client.queue("race", "c")
     sub.send("first")
     wide = client.queue_wide("race")
@@ -304,7 +304,7 @@ def test_a_send_committed_by_the_callers_own_transact_write_items_is_found_queue
 ) -> None:
     """Committed without `transact`, nothing puts the client's ready marker: its own receives see the message at
     once, and the sweep (the ready set's backstop) announces it to queue-wide receives."""
-    client.create_queue("raw", visibility_timeout=600)
+    client.create_queue("raw", visibility_timeout=600, queue_wide=True)
     sub = client.queue("raw", "t")
     wide = client.queue_wide("raw")
     send = sub.send_transact_items("raw commit")
@@ -316,7 +316,7 @@ def test_a_send_committed_by_the_callers_own_transact_write_items_is_found_queue
     assert [(m.body, m.client) for m in got] == [("raw commit", "t")]
     wide.delete(got[0].receipt_handle)
 
-    client.create_queue("raw.fifo", fifo=True, visibility_timeout=600)
+    client.create_queue("raw.fifo", fifo=True, visibility_timeout=600, queue_wide=True)
     fifo = client.queue("raw.fifo", "f")
     fifo_wide = client.queue_wide("raw.fifo")
     dynamodb.transact_write_items(TransactItems=fifo.send_transact_items("in order", group_id="g").items)

@@ -27,7 +27,7 @@ def revenue(dynamodb: Any) -> int:
 
 
 def test_the_readme_outbox_and_exactly_once_code_runs_as_printed(dynamodb: Any) -> None:
-    QueueClient("dynamo-queue", dynamodb=dynamodb).create_table()
+    QueueClient("dynamo-queue-local", dynamodb=dynamodb).create_table()
     dynamodb.create_table(
         TableName="shop-orders",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],

@@ -523,3 +523,39 @@ def test_a_commit_whose_outcome_dynamodb_no_longer_knows_is_refused_not_applied_
         client.transact([bump("o11"), send])
     assert queue.receive() == []
     assert order(client.dynamodb, "o11")["n"] == {"N": "1"}
+
+
+def test_a_callers_table_that_does_not_exist_is_a_validation_error_naming_it(client: QueueClient) -> None:
+    """The README's outbox run before its `shop-orders` table exists: a 400 that names the table, not an
+    internal error, and neither the order nor the message is written."""
+    client.create_queue("events")
+    queue = client.queue("events", "shop")
+    send = queue.send_transact_items("order o9 placed")
+    place = {"Put": {"TableName": "shop-orders", "Item": {"pk": {"S": "order#o9"}}}}
+    with pytest.raises(ValidationError, match="table 'shop-orders' does not exist") as raised:
+        client.transact([place, send])
+    assert raised.value.status == 400
+    assert queue.peek() == [] and queue.stats().visible == 0
+
+
+def test_a_missing_table_that_cannot_be_described_is_still_a_400_naming_the_candidates(client: QueueClient) -> None:
+    """A function granted only its items' actions may not call DescribeTable: the refusal (AccessDenied) is not
+    taken for a missing table, and the answer still names the transaction's tables."""
+    client.create_queue("events")
+    send = client.queue("events", "shop").send_transact_items("order o9 placed")
+    place = {"Put": {"TableName": "shop-orders", "Item": {"pk": {"S": "order#o9"}}}}
+    denied = {"Error": {"Code": "AccessDeniedException", "Message": "not authorized: dynamodb:DescribeTable"}}
+
+    def refuse(**_: Any) -> tuple[Any, dict[str, Any]]:
+        return type("Refused", (), {"status_code": 400})(), denied
+
+    events = client.dynamodb.meta.events
+    events.register("before-call.dynamodb.DescribeTable", refuse, unique_id="refuse-describe")
+    try:
+        with pytest.raises(ValidationError) as raised:
+            client.transact([place, send])
+    finally:
+        events.unregister("before-call.dynamodb.DescribeTable", unique_id="refuse-describe")
+    message = str(raised.value)
+    assert "'shop-orders'" in message and f"'{client.table_name}'" in message
+    assert "table 'shop-orders' does not exist" not in message  # not claimed as known: it could not be described

@@ -369,9 +369,30 @@ def _sqs_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None:
     run("DeleteMessage", {"QueueUrl": dlq, "ReceiptHandle": dead["ReceiptHandle"]})
     run("StartMessageMoveTask", {"SourceArn": f"{arn}orders.dlq"})
     run("ListMessageMoveTasks", {"SourceArn": f"{arn}orders.dlq"})
+    # A shared dead-letter queue: named by orders, read and deleted from, and its dead letters moved into it.
+    target = run("CreateQueue", {"QueueName": "orders-dead"})["QueueUrl"]
+    allow = '{"redrivePermission": "byQueue", "sourceQueueArns": ["' + arn + 'orders"]}'
+    run("SetQueueAttributes", {"QueueUrl": target, "Attributes": {"RedriveAllowPolicy": allow}})
+    shared = '{"deadLetterTargetArn": "' + arn + 'orders-dead", "maxReceiveCount": 1}'
+    run("SetQueueAttributes", {"QueueUrl": url, "Attributes": {"RedrivePolicy": shared}})
+    run("ListDeadLetterSourceQueues", {"QueueUrl": target})
+    run("SendMessageBatch", {"QueueUrl": url, "Entries": entries[:2]})
+    for _ in range(_MAX_ROUNDS):
+        if len(core.queue("orders", "default").dlq_list(10)) >= 2:
+            break
+        run("ReceiveMessage", {"QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 0})
+        clock.advance(1)
+    [first, *_] = run("ReceiveMessage", {"QueueUrl": target, "MaxNumberOfMessages": 10})["Messages"]
+    run("DeleteMessage", {"QueueUrl": target, "ReceiptHandle": first["ReceiptHandle"]})
+    run("StartMessageMoveTask", {"SourceArn": f"{arn}orders-dead", "DestinationArn": f"{arn}orders-dead"})
+    # A FIFO receive repeated with its attempt id.
+    run("SendMessage", {"QueueUrl": fifo, "MessageBody": "again", "MessageGroupId": "g", "MessageDeduplicationId": "e"})
+    for _ in range(2):
+        run("ReceiveMessage", {"QueueUrl": fifo, "ReceiveRequestAttemptId": "attempt"})
     run("PurgeQueue", {"QueueUrl": url})
     run("DeleteQueue", {"QueueUrl": url})
     run("DeleteQueue", {"QueueUrl": fifo})
+    run("DeleteQueue", {"QueueUrl": target})
 
 
 SESSIONS: dict[str, Callable[[Driver, QueueClient, FakeClock], None]] = {

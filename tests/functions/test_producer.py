@@ -24,8 +24,12 @@ SETTINGS_KEYS = {
     "dedup_window_seconds",
     "content_based_dedup",
     "shards",
+    "auto_shards",
+    "min_shards",
+    "max_shards",
     "max_message_bytes",
     "receive_wait_seconds",
+    "queue_wide",
     "created_at",
 }
 
@@ -68,12 +72,26 @@ def test_put_passes_every_setting_to_the_core() -> None:
     assert {key: answer.body[key] for key in settings} == settings
 
 
+def test_a_queue_created_without_shards_follows_its_load_within_its_bounds() -> None:
+    default = call(producer, "PUT", "/queues/orders").body
+    assert (default["shards"], default["auto_shards"], default["min_shards"], default["max_shards"]) == (1, True, 1, 64)
+    bounded = call(producer, "PUT", "/queues/jobs", {"shards": "auto", "min_shards": 2, "max_shards": 8}).body
+    assert (bounded["shards"], bounded["auto_shards"], bounded["min_shards"], bounded["max_shards"]) == (2, True, 2, 8)
+    fixed = call(producer, "PATCH", "/queues/jobs", {"shards": 4}).body
+    assert (fixed["shards"], fixed["auto_shards"]) == (4, False)
+    assert call(producer, "GET", "/queues/jobs").body["auto_shards"] is False
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
         ({"visibility_timeout": "30"}, "visibility_timeout"),
         ({"fifo": "yes"}, "fifo"),
         ({"shards": 1.5}, "shards"),
+        ({"shards": "many"}, "shards"),
+        ({"min_shards": 0}, "min_shards"),
+        ({"shards": 2, "max_shards": 4}, "max_shards"),
+        ({"min_shards": 5, "max_shards": 2}, "min_shards"),
         ({"visibility_timeout": 43_201}, "visibility_timeout"),
         ({"retention_seconds": 59}, "retention_seconds"),
         ({"visibilty_timeout": 30}, "visibilty_timeout"),
@@ -112,7 +130,7 @@ def test_list_get_and_delete_queues(core: QueueClient) -> None:
     assert listed.status == 200 and [queue["name"] for queue in listed.body["queues"]] == ["a", "b"]
     described = call(producer, "GET", "/queues/a")
     assert described.status == 200 and described.body["stats"]["visible"] == 2
-    assert set(described.body) == SETTINGS_KEYS | {"stats"}
+    assert set(described.body) == SETTINGS_KEYS | {"stats", "client_count"}
 
     deleted = call(producer, "DELETE", "/queues/a")
     assert (deleted.status, deleted.body) == (200, {"deleted": True})
@@ -365,10 +383,10 @@ def test_invoke_actions_answer_the_http_json(core: QueueClient) -> None:
     assert [entry["index"] for entry in batch["successful"]] == [0, 1]
 
     described = invoke(producer, {"action": "get_queue", "queue": "orders"})
-    assert described["stats"]["visible"] == 3
+    assert described["stats"]["visible"] == 3 and described["client_count"] == 1
     assert invoke(producer, {"action": "list_clients", "queue": "orders"}) == {"clients": ["c1"]}
     updated = invoke(producer, {"action": "update_queue", "queue": "orders", "shards": 2, "delay_seconds": 10})
-    assert updated == {**created, "shards": 2, "delay_seconds": 10}
+    assert updated == {**created, "shards": 2, "auto_shards": False, "delay_seconds": 10}
     assert [queue["name"] for queue in invoke(producer, {"action": "list_queues"})["queues"]] == ["orders"]
     assert invoke(producer, {"action": "delete_queue", "queue": "orders"}) == {"deleted": True}
     assert core.list_queues() == []

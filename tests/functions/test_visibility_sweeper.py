@@ -21,6 +21,8 @@ REPORT_KEYS = {
     "complete",
     "cursor",
     "depths",
+    "shards",
+    "failures",
 }
 
 
@@ -76,6 +78,24 @@ def test_depths_are_published_per_sub_queue_and_as_totals(
     [totals] = [record for record in records if record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [[]]]
     assert totals["DlqDepth"] == [1] and "OldestMessageAgeSeconds" in totals
     assert "queue" not in totals and "service" not in totals
+
+
+def test_each_queue_shard_count_is_published(queues: QueueClient, capsys: pytest.CaptureFixture[str]) -> None:
+    queues.create_queue("wide", shards=4)
+    capsys.readouterr()
+    report = invoke(sweeper, scheduler_event())
+    assert {entry["queue"]: (entry["shards"], entry["auto"]) for entry in report["shards"]} == {
+        "orders": (1, True),
+        "jobs.fifo": (1, True),
+        "wide": (4, False),
+    }
+    records = emf_records(capsys.readouterr().out)
+    shards = {
+        record["queue"]: record["Shards"]
+        for record in records
+        if record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["queue"]]
+    }
+    assert shards == {"orders": [1], "jobs.fifo": [1], "wide": [4]}
 
 
 def test_moves_to_the_dlq_are_counted(queues: QueueClient, capsys: pytest.CaptureFixture[str]) -> None:

@@ -138,13 +138,13 @@ def test_send_model_accepts_one_message_or_a_batch(synthesized: Synthesized) -> 
     assert send["anyOf"] == [{"required": ["body"]}, {"required": ["messages"]}]
 
 
-def test_stage_is_throttled_traced_and_logs_errors_without_bodies(synthesized: Synthesized) -> None:
+def test_stage_is_throttled_untraced_by_default_and_logs_errors_without_bodies(synthesized: Synthesized) -> None:
     defaults = DynamoQueueProps()
     stage = _stage(synthesized)
     (settings,) = stage["MethodSettings"]
 
     assert stage["StageName"] == defaults.api_stage_name
-    assert stage["TracingEnabled"] is True
+    assert stage["TracingEnabled"] is False
     assert settings["HttpMethod"] == "*"
     assert settings["ResourcePath"] == "/*"
     assert settings["ThrottlingRateLimit"] == defaults.api_throttle_rate_limit

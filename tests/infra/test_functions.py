@@ -48,7 +48,8 @@ def test_function_runs_the_newest_python_on_arm_with_the_core_layer(synthesized:
     assert properties["Architectures"] == ["arm64"]
     assert properties["Handler"] == "handler.lambda_handler"
     assert properties["Layers"] == [{"Ref": layer_id}]
-    assert properties["TracingConfig"] == {"Mode": "Active"}
+    # Tracing is a deployment's choice, off by default (tests/infra/test_options.py turns it on).
+    assert "TracingConfig" not in properties
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -74,6 +75,10 @@ def test_function_environment_names_the_table_and_powertools_settings(synthesize
     assert environment["POWERTOOLS_SERVICE_NAME"] == "dynamo-queue"
     assert environment["POWERTOOLS_METRICS_NAMESPACE"] == "DynamoQueue"
     assert environment["POWERTOOLS_LOG_LEVEL"] == environment["LOG_LEVEL"] == "INFO"
+    # Tracing off: Powertools' Tracer is disabled, so a cold start never loads the X-Ray SDK.
+    assert environment["POWERTOOLS_TRACE_DISABLED"] == "true"
+    assert "POWERTOOLS_TRACER_CAPTURE_RESPONSE" not in environment
+    assert environment["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -93,7 +98,7 @@ def test_no_function_reserves_concurrency_by_default(synthesized: Synthesized) -
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_function_role_has_exactly_its_log_group_xray_table_actions_and_index_queries(
+def test_function_role_has_exactly_its_log_group_table_actions_and_index_queries(
     synthesized: Synthesized, name: str
 ) -> None:
     queue = synthesized.stack.queue
@@ -133,11 +138,6 @@ def test_function_role_has_exactly_its_log_group_xray_table_actions_and_index_qu
                 if name in QUERIES_THE_INDEX
                 else []
             ),
-            {
-                "Action": ["xray:PutTelemetryRecords", "xray:PutTraceSegments"],
-                "Effect": "Allow",
-                "Resource": "*",
-            },
             {
                 "Action": list(BUCKET_ACTIONS[name]),
                 "Effect": "Allow",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -61,7 +62,34 @@ def source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _bundler(install_dependencies: bool = False) -> LayerBundler:
     return LayerBundler(
-        python_version="3.14", platform="manylinux2014_aarch64", install_dependencies=install_dependencies
+        python_version="3.14",
+        platform="manylinux2014_aarch64",
+        install_dependencies=install_dependencies,
+        compile_bytecode=False,
+    )
+
+
+def test_bundle_ships_byte_code_the_runtime_loads_without_checking_sources(source: Path, tmp_path: Path) -> None:
+    """Built by a Python of the runtime's version (here the one running the tests), every module of the layer has
+    its byte-code: a cold start loads it instead of compiling the module."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    bundler = LayerBundler(python_version=version, platform="manylinux2014_x86_64", install_dependencies=False)
+    output = tmp_path / "out"
+
+    assert bundler.interpreter == sys.executable
+    assert bundler.try_bundle(str(output)) is True
+    modules = [path for path in (output / "python").rglob("*.py")]
+    tag = sys.implementation.cache_tag
+    caches = [module.parent / "__pycache__" / f"{module.stem}.{tag}.pyc" for module in modules]
+    assert len(modules) > 20
+    assert all(cache.exists() for cache in caches)
+    # PEP 552: flags 0b01 is a hash-based .pyc whose source is never checked.
+    assert {int.from_bytes(cache.read_bytes()[4:8], "little") for cache in caches} == {0b01}
+    assert (
+        bundler.fingerprint()
+        != LayerBundler(
+            python_version=version, platform="manylinux2014_x86_64", install_dependencies=False, compile_bytecode=False
+        ).fingerprint()
     )
 
 

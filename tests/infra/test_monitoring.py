@@ -106,3 +106,4 @@ def test_dashboard_sums_sub_queue_depths_and_counters_over_their_dimensions(synt
 
     assert """SUM(SEARCH('{"DynamoQueue",client,queue} MetricName="VisibleMessages"', 'Maximum', 60))""" in expressions
     assert """SUM(SEARCH('Namespace="DynamoQueue" MetricName="MessagesSent"', 'Sum', 60))""" in expressions
+    assert """SEARCH('{"DynamoQueue",queue} MetricName="Shards"', 'Maximum', 60)""" in expressions

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pathlib
+from typing import Any
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_logs as logs
@@ -9,6 +12,7 @@ from aws_cdk import aws_logs as logs
 from infra.props import DynamoQueueProps
 from tests.infra.synth import Synthesized, cdk_context, synthesize
 
+CUSTOMER_KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 OPTIONS = {
     "dynamo-queue:removal_policy": "DESTROY",
     "dynamo-queue:deletion_protection": "false",
@@ -18,6 +22,8 @@ OPTIONS = {
     "dynamo-queue:alarm_email": "ops@example.com",
     "dynamo-queue:log_retention": "ONE_WEEK",
     "dynamo-queue:api_throttle_rate_limit": "50",
+    "dynamo-queue:tracing": "true",
+    "dynamo-queue:encryption_key_arn": CUSTOMER_KEY,
 }
 
 
@@ -83,6 +89,32 @@ def test_alarm_email_gets_an_encrypted_topic_that_every_alarm_notifies(configure
     assert all(alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms)
 
 
+def test_tracing_turns_on_xray_for_the_stage_and_every_function_and_lets_them_write_traces(
+    configured: Synthesized,
+) -> None:
+    (stage,) = configured.of_type("AWS::ApiGateway::Stage").values()
+    functions = configured.of_type("AWS::Lambda::Function")
+    ours = {key: value for key, value in functions.items() if "POWERTOOLS_SERVICE_NAME" in str(value)}
+    policies = [policy["Properties"]["PolicyDocument"] for policy in configured.of_type("AWS::IAM::Policy").values()]
+    xray = {"Action": ["xray:PutTelemetryRecords", "xray:PutTraceSegments"], "Effect": "Allow", "Resource": "*"}
+
+    assert stage["Properties"]["TracingEnabled"] is True
+    assert len(ours) >= 5
+    for function in ours.values():
+        properties = function["Properties"]
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert "POWERTOOLS_TRACE_DISABLED" not in properties["Environment"]["Variables"]
+        assert properties["Environment"]["Variables"]["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
+        (role_id,) = [properties["Role"]["Fn::GetAtt"][0]]
+        (policy,) = [
+            policy["Properties"]["PolicyDocument"]
+            for policy in configured.of_type("AWS::IAM::Policy").values()
+            if {"Ref": role_id} in policy["Properties"]["Roles"]
+        ]
+        assert xray in policy["Statement"]
+    assert any(xray in policy["Statement"] for policy in policies)
+
+
 def test_log_retention_and_throttling_follow_the_props(configured: Synthesized) -> None:
     retentions = {
         group["Properties"]["RetentionInDays"] for group in configured.of_type("AWS::Logs::LogGroup").values()
@@ -135,3 +167,42 @@ def test_a_destroyable_table_must_not_be_deletion_protected() -> None:
 def test_optional_resources_pass_cdk_nag_too(configured: Synthesized) -> None:
     (report,) = configured.validation_report()["pluginReports"]
     assert report["violations"] == []
+    tracing_roles = {
+        finding["acknowledgedAt"]
+        for finding in report["suppressedViolations"]
+        if finding["ruleName"] == "AwsSolutions-IAM5[Resource::*]"
+    }
+    assert {"DynamoQueue/Queue/ProducerRole", "DynamoQueue/Queue/PollerRole"} <= tracing_roles
+
+
+def _only_properties(synthesized: Synthesized, kind: str) -> dict[str, Any]:
+    (resource,) = synthesized.of_type(kind).values()
+    return resource["Properties"]
+
+
+def test_the_table_and_the_bucket_are_encrypted_with_the_customer_key(configured: Synthesized) -> None:
+    sse = _only_properties(configured, "AWS::DynamoDB::Table")["SSESpecification"]
+    assert sse == {"KMSMasterKeyId": CUSTOMER_KEY, "SSEEnabled": True, "SSEType": "KMS"}
+    (rule,) = _only_properties(configured, "AWS::S3::Bucket")["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"KMSMasterKeyID": CUSTOMER_KEY, "SSEAlgorithm": "aws:kms"}
+
+
+def test_every_function_may_use_the_key_and_the_sqs_function_knows_it(configured: Synthesized) -> None:
+    functions = configured.of_type("AWS::Lambda::Function").values()
+    told = [f["Properties"]["Environment"]["Variables"].get("DQ_KMS_KEY_ARN") for f in functions]
+    assert told and set(told) == {CUSTOMER_KEY}
+    granted = [
+        statement
+        for policy in configured.of_type("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Resource") == CUSTOMER_KEY
+    ]
+    assert len(granted) == len(told)
+    assert all(
+        set(statement["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"} for statement in granted
+    )
+
+
+def test_a_key_that_is_not_a_kms_key_arn_is_refused_before_synth(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="encryption_key_arn"):
+        synthesize(tmp_path, **{"dynamo-queue:encryption_key_arn": "alias/my-key"})

@@ -135,3 +135,34 @@ def test_the_dq_local_consumer_option_pushes_to_a_function_in_the_working_direct
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
+
+
+def test_a_batch_whose_every_record_failed_logs_each_records_error(caplog: pytest.LogCaptureFixture) -> None:
+    """Powertools raises `BatchProcessingError` when every record failed, saying the individual errors are "logged
+    separately below": the local push log shows them, as Lambda's log would."""
+    from dq.consumers import in_process_invoke
+    from tests import powertools_consumers
+
+    record = {
+        "messageId": "m-1",
+        "receiptHandle": "h-1",
+        "body": "fail-always",
+        "attributes": {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": "1",
+            "SenderId": "000000000000",
+            "ApproximateFirstReceiveTimestamp": "1",
+        },
+        "messageAttributes": {},
+        "md5OfBody": "0" * 32,
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:orders",
+        "awsRegion": "us-east-1",
+    }
+    invoke = in_process_invoke(powertools_consumers.lambda_handler, "shop", timeout_seconds=10)
+    with caplog.at_level("WARNING", logger="dq.consumers"):
+        answer = invoke({"Records": [record]})
+    assert answer.function_error == "BatchProcessingError"
+    logged = "\n".join(entry.getMessage() for entry in caplog.records)
+    assert "All records failed processing" in logged
+    assert "ValueError: cannot process m-1" in logged, logged

@@ -293,3 +293,62 @@ def test_large_bodies_are_offloaded_to_the_embedded_s3_and_come_back_as_sent(ser
     handles = [message["receipt_handle"] for message in received["messages"]]
     call(server, "POST", "/queues/large/clients/c1/delete", {"receipt_handles": handles})
     assert s3.list_objects_v2(Bucket=local_server.LOCAL_BUCKET).get("Contents", []) == []
+
+
+def test_a_client_that_leaves_a_long_poll_is_one_quiet_log_line(
+    server: LocalServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A long-polling client that goes away (Ctrl-C, a timeout of its own) leaves a line in the log, not a
+    BrokenPipeError traceback on the console."""
+    import socket
+    import struct
+
+    assert call(server, "PUT", "/queues/leaving")[0] in (200, 201)
+    body = json.dumps({"wait_seconds": 1}).encode()
+    request = (
+        f"POST /queues/leaving/clients/c/receive HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    with socket.create_connection(("127.0.0.1", server.port)) as client:
+        client.sendall(request)
+        time.sleep(0.2)
+        # Closing with a reset, as a killed process's socket does: the server's answer meets a closed connection.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    log = server.log
+    deadline = time.monotonic() + 10
+    while "the client left before the answer" not in log.getvalue():  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, log.getvalue()  # type: ignore[union-attr]
+        time.sleep(0.05)
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_the_banners_export_line_points_boto3_at_the_servers_dynamodb(server: LocalServer) -> None:
+    """The line `make local` prints for another terminal: pasted as is, boto3 (and so the library) reaches the
+    embedded DynamoDB with no other setting."""
+    [line] = [line.strip() for line in server.banner().splitlines() if line.strip().startswith("export ")]
+    pasted = dict(pair.split("=", 1) for pair in line.removeprefix("export ").split())
+    assert set(pasted) == {
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_DEFAULT_REGION",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+    }
+    program = "import boto3; print(boto3.client('dynamodb').list_tables()['TableNames'])"
+    environment = {
+        **{name: value for name, value in os.environ.items() if not name.startswith("AWS_")},
+        **pasted,
+    }
+    answer = subprocess.run(
+        [sys.executable, "-c", program], env=environment, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "integration" in answer.stdout
+
+
+def test_the_embedded_dynamodbs_own_address_in_the_environment_means_the_embedded_one() -> None:
+    """After pasting the export line, `dq local` started again in that terminal serves its embedded DynamoDB on
+    the same stable port instead of trying to reach itself."""
+    assert local_server.DEFAULT_DYNAMODB_PORT == 8081
+    assert local_server.embedded_address("http://127.0.0.1:8081", 8081) is None
+    assert local_server.embedded_address("http://localhost:8081/", 8081) is None
+    assert local_server.embedded_address("http://localhost:8000", 8081) == "http://localhost:8000"
+    assert local_server.embedded_address(None, 8081) is None

@@ -8,7 +8,9 @@
 * SQS: boto3's SQS client answered in-process by the SQS handler on the run's core (its fake clock, its faults):
   receives, deletes (single and batch), visibility changes, DLQ reads, deletes by DLQ handle, and redrives by
   `StartMessageMoveTask`; after each redrive, the DLQ handles read before it are sent again, and must remove
-  nothing (a DLQ handle removes only the DLQ copy it was read from, never the live message).
+  nothing (a DLQ handle removes only the DLQ copy it was read from, never the live message). Each SQS queue names
+  a queue of its own type as its dead-letter target (as SQS code sets a shared DLQ up), and the DLQ operator reads,
+  deletes and redrives each time either at the queue's own DLQ URL (`{queue}.dlq`) or at that target's URL.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ if TYPE_CHECKING:
 
 PUSH_QUEUE, PUSH_CLIENT = "push", "a"
 SQS_QUEUES, SQS_CLIENT = ("sqs", "sqs.fifo"), "a"
+# Each SQS queue's dead-letter target: an ordinary queue that reads the SQS queue's dead letters besides its own
+# messages (it has none here).
+SQS_DEAD_LETTER_TARGETS = {"sqs": "sqs-dead-letters", "sqs.fifo": "sqs-dead-letters.fifo"}
 # The dispatchers' settings: a window, batches larger than one part of the (lowered) payload limit, a visibility
 # that covers the window and one invocation, and a timeout the consumer function sometimes runs into.
 PUSH_SPEC = ConsumerSpec(
@@ -105,8 +110,15 @@ class Paths:
         self._unsent: dict[str, int] = {}
         self._sqs = in_process_sqs(run.client, SQS_CLIENT)
         self._payload_limit = push.MAX_PAYLOAD_BYTES
+        self._looks: Counter = Counter()
         # Live deletes a DLQ handle may not have made: (label, token of the live item) seen by holders.
         self._tokens: dict[str, set[str]] = {}
+
+    def create_dead_letter_targets(self) -> None:
+        """The SQS queues' dead-letter targets, created and named by the queues' settings (the queues exist)."""
+        for queue, target in SQS_DEAD_LETTER_TARGETS.items():
+            self.run.client.create_queue(target)
+            self.run.client.update_queue(queue, dead_letter_target=target)
 
     def _add(self, path: str, name: str, amount: int = 1) -> None:
         with self._lock:
@@ -263,14 +275,21 @@ class Paths:
             while not run.stopping():
                 run.wait_if_paused()
                 before = run.now_ms()
+                request: dict[str, Any] = {
+                    "QueueUrl": url,
+                    "MaxNumberOfMessages": rng.randint(1, 4),
+                    "VisibilityTimeout": self.visibility,
+                    "AttributeNames": ["All"],
+                    "MessageAttributeNames": ["All"],
+                }
                 try:
-                    answer = self._sqs.receive_message(
-                        QueueUrl=url,
-                        MaxNumberOfMessages=rng.randint(1, 4),
-                        VisibilityTimeout=self.visibility,
-                        AttributeNames=["All"],
-                        MessageAttributeNames=["All"],
-                    )
+                    if queue.endswith(".fifo") and rng.random() < 0.25:
+                        # A FIFO receive whose answer is lost, sent again with its attempt id as the SDK does: the
+                        # repeat must answer the same messages, held by nobody else meanwhile.
+                        request["ReceiveRequestAttemptId"] = f"{number}-{rng.getrandbits(48):x}"
+                        self._sqs.receive_message(**request)
+                        self._add("sqs", "receives repeated with their attempt id")
+                    answer = self._sqs.receive_message(**request)
                 except (ClientError, BotoCoreError):
                     self._add("sqs", "receive errors")
                     time.sleep(0.01)
@@ -386,14 +405,18 @@ class Paths:
 
     def _tend_dlq(self, queue: str, rng: random.Random) -> None:
         run = self.run
-        dlq = self._url(queue.replace(".fifo", ".dlq.fifo") if queue.endswith(".fifo") else f"{queue}.dlq")
+        # In turn at the shared target (first) and at the queue's own DLQ.
+        own = queue.replace(".fifo", ".dlq.fifo") if queue.endswith(".fifo") else f"{queue}.dlq"
+        shared = self._looks[queue] % 2 == 0
+        self._looks[queue] += 1
+        dlq = self._url(SQS_DEAD_LETTER_TARGETS[queue] if shared else own)
         try:
             read = self._sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, AttributeNames=["All"],
                                              MessageAttributeNames=["All"]).get("Messages", [])  # fmt: skip
         except (ClientError, BotoCoreError):
             self._add("sqs", "DLQ read errors")
             return
-        self._add("sqs", "DLQ reads", len(read))
+        self._add("sqs", "DLQ reads at the shared target" if shared else "DLQ reads", len(read))
         kept = []
         for raw in read:
             if rng.random() < 0.4 or self.redrives >= run.scale.redrives:

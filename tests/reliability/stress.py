@@ -10,10 +10,12 @@ with the table and the ledger.
 
 An operator works beside them all: it changes the shard count of both queues again and again (up past eight and
 back down to one), and it deletes two queues of their own (standard and FIFO, with producers and consumers of
-their own) and creates them again under the same name. Each send to those records the *epoch* it returned in (the
-epoch moves on when a delete starts, when the creation after it starts and when that is done), each receive the
-epoch it started in: a message sent before a delete must never be delivered by a receive that started after the
-queue was created again.
+their own) and creates them again under the same name. Halfway through, it upgrades the table in place (`dq
+migrate`, `QueueClient.migrate`) after dropping its layout record, as a table of a release before records were
+kept has none: the migration puts every sub-queue's ready marker and records the layout while everyone works on.
+Each send to the churn queues records the *epoch* it returned in (the epoch moves on when a delete starts, when
+the creation after it starts and when that is done), each receive the epoch it started in: a message sent before
+a delete must never be delivered by a receive that started after the queue was created again.
 
 Beside the library's own calls, every other path that hands a message to someone has queues of its own, watched by
 the same ledger (`paths`): push dispatchers (two on one consumer, with a batching window, batches split for the
@@ -42,6 +44,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import boto3
@@ -56,6 +59,7 @@ from queue_core import (
     SubQueue,
     Throttled,
 )
+from queue_core.layout import CURRENT_LAYOUT, TableLayout
 
 from bench.messages import event_log, random_bytes
 from tests.conftest import FakeClock
@@ -100,6 +104,8 @@ RESHARDS: dict[str, tuple[int, ...]] = {
     FIFO: (2, 4, 1, 3, 5, 2, 1, 6, 9, 2, 12, 1, 16, 3),
 }
 RESHARD_ATTEMPTS = 40
+# The counts the churn queues take by themselves in turn (automatic changes, forced at moments of the run's choice).
+CHURN_RESHARDS = (4, 1, 8, 2)
 # The queues deleted and created again during the run, with a producer and a consumer each.
 CHURN_STANDARD, CHURN_FIFO = "churn", "churn.fifo"
 CHURN_QUEUES = (CHURN_STANDARD, CHURN_FIFO)
@@ -121,6 +127,8 @@ SWEEP_BUDGET_SECONDS = 1.0
 SETTLED_EVERY_SECONDS = 1.0
 # A run that makes no progress at all (nothing sent, settled, resharded or recreated) for this long has hung.
 STALL_SECONDS = 300.0
+# The table's layout record (`queue_core.keys.layout_key`), as the low-level client names it.
+RAW_LAYOUT_KEY = {"pk": {"S": "META"}, "sk": {"S": "LAYOUT"}}
 IDLE_FIRST_SECONDS = 0.01
 IDLE_MAX_SECONDS = 0.25
 
@@ -189,6 +197,7 @@ class Figures:
     checkpoints: int = 0
     reshards: int = 0
     recreations: int = 0
+    migrations: int = 0
     churn_sent: int = 0
     churn_refused: int = 0
     churn_deliveries: int = 0
@@ -353,6 +362,7 @@ class StressRun:
         for queue in ALL_QUEUES:
             if queue not in MAIN_QUEUES:
                 self.client.create_queue(queue, **_COMMON)
+        self.paths.create_dead_letter_targets()
         boto3.client("s3").create_bucket(Bucket=BUCKET)
         self.client.dynamodb.meta.events.register_first("before-call.dynamodb", self._work_done)
 
@@ -538,16 +548,20 @@ class StressRun:
         rng = random.Random(self.seed * 7919 + worker)
         queue, client = lane or SUB_QUEUES[worker % len(SUB_QUEUES)]
         # Some consumers of each main queue serve every client of it (a queue-wide worker pool) beside the
-        # per-client ones: two of the standard queue, two of the FIFO queue.
-        sub: SubQueue | QueueWide = (
-            self.client.queue_wide(queue) if lane is None and worker % 8 in (1, 6) else self.sub_queues[(queue, client)]
-        )
+        # per-client ones: two of the standard queue, two of the FIFO queue. The standard queue's pool starts
+        # mid-run, once a third of the messages are settled: its first receive switches the queue's ready
+        # markers on while sends go on (the FIFO queue's from the start), and the sweep builds the missing ones.
+        wide = lane is None and worker % 8 in (1, 6)
+        wide_after = self.scale.messages // 3 if queue == STANDARD else 0
+        sub: SubQueue | QueueWide = self.sub_queues[(queue, client)]
         self.serve(PATH_OF[(queue, client)])
         idle = IDLE_FIRST_SECONDS
         self._gate.enter()
         try:
             while not self._stop.is_set():
                 self._gate.wait_if_paused()
+                if wide and not isinstance(sub, QueueWide) and self._settled_count >= wide_after:
+                    sub = self.client.queue_wide(queue)
                 before = self.now_ms()
                 try:
                     messages = sub.receive(max_messages=rng.randint(1, 4), visibility_timeout=VISIBILITY)
@@ -678,8 +692,17 @@ class StressRun:
         for n in range(self.scale.reshards):
             for offset, queue in enumerate(MAIN_QUEUES):
                 at = (n + 0.5 * offset + 0.5) / (self.scale.reshards + 1)
-                plan.append((at, lambda queue=queue, shards=RESHARDS[queue][n]: self._reshard(queue, shards)))
+                # Every other change is the queue's own (an automatic decision), the others by hand.
+                step = partial(self._reshard, queue, RESHARDS[queue][n], automatic=n % 2 == 1)
+                plan.append((at, step))
         plan += [(0.1 + 0.8 * n / self.scale.recreations, self._recreate) for n in range(self.scale.recreations)]
+        # The churn queues are automatic (created without `shards`) and busy: they reshard by themselves too,
+        # between their deletes and creations.
+        plan += [
+            ((n + 0.25) / (self.scale.recreations + 1), partial(self._churn_reshard, CHURN_RESHARDS[n % 4]))
+            for n in range(self.scale.recreations + 1)
+        ]
+        plan.append((0.55, self._migrate))
         plan.sort(key=lambda step: step[0])
         try:
             for at, step in plan:
@@ -690,11 +713,15 @@ class StressRun:
         finally:
             self._operator_done.set()
 
-    def _reshard(self, queue: str, shards: int) -> None:
-        """A change of `shards`, tried again while the sweep changed the settings meanwhile or DynamoDB throttles."""
+    def _reshard(self, queue: str, shards: int, automatic: bool = False) -> None:
+        """A change of `shards`, tried again while the sweep changed the settings meanwhile or DynamoDB throttles.
+        `automatic`: the queue's own decision (switched back to automatic first when a change by hand fixed it)."""
         for _ in range(RESHARD_ATTEMPTS):
             try:
-                self.client.update_queue(queue, shards=shards)
+                if automatic:
+                    self._reshard_automatically(queue, shards)
+                else:
+                    self.client.update_queue(queue, shards=shards)
             except (QueueExists, Throttled):
                 time.sleep(0.01)
                 continue
@@ -704,6 +731,32 @@ class StressRun:
             self._count("reshards")
             return
         self.problems.append(f"{queue}: shards={shards} not applied in {RESHARD_ATTEMPTS} attempts")
+
+    def _reshard_automatically(self, queue: str, shards: int) -> None:
+        """Raises `QueueExists` while the change did not land (another writer of the settings won the race)."""
+        if not self.client.get_queue(queue).auto_shards:
+            self.client.update_queue(queue, shards="auto")
+        self.client.reshard_automatically(queue, shards)
+        if self.client.get_queue(queue).shards != shards:
+            raise QueueExists(f"{queue} changed meanwhile")
+        self._count_name("automatic reshards")
+
+    def _churn_reshard(self, shards: int) -> None:
+        """Both churn queues reshard by themselves; one deleted at that moment has nothing to change."""
+        for queue in CHURN_QUEUES:
+            for _ in range(RESHARD_ATTEMPTS):
+                try:
+                    self._reshard_automatically(queue, shards)
+                except QueueNotFound:
+                    break
+                except (QueueExists, Throttled):
+                    time.sleep(0.01)
+                    continue
+                break
+
+    def _count_name(self, name: str) -> None:
+        with self._lock:
+            self.figures.counts[name] += 1
 
     def _recreate(self) -> None:
         """Both churn queues deleted, then created again under their names, while their workers go on. Epochs
@@ -717,6 +770,32 @@ class StressRun:
             self._until_done(lambda queue=queue: self.client.create_queue(queue, **_COMMON), None)
         self._next_epoch()
         self._count("recreations")
+
+    def _migrate(self) -> None:
+        """The table upgraded under load: its layout record dropped (with the raw client, past the faults), then
+        migrated, again after any failure (a run stopped halfway is finished by the next)."""
+        for _ in range(RESHARD_ATTEMPTS):
+            try:
+                self.client.dynamodb.delete_item(TableName=self.client.table_name, Key=RAW_LAYOUT_KEY)
+                break
+            except Exception:  # an injected fault: the delete is tried again
+                time.sleep(0.01)
+        self._until_done(self.client.migrate, None)
+        found = self._table_layout()
+        if found is None or found.layout != CURRENT_LAYOUT or found.migrating_to is not None:
+            self.problems.append(f"the migration left the table at {found.describe() if found else 'unread'}")
+            return
+        # Completed migrations, not attempts: a run stopped halfway by a throttle and resumed by the next is one.
+        self._count("migrations")
+
+    def _table_layout(self) -> TableLayout | None:
+        """The layout record as stored, read again while the read is throttled."""
+        for _ in range(RESHARD_ATTEMPTS):
+            try:
+                return self.client.table_layout()
+            except Throttled:
+                time.sleep(0.01)
+        return None
 
     def _next_epoch(self) -> None:
         with self._lock:
@@ -954,6 +1033,8 @@ class StressRun:
     def verify(self) -> list[str]:
         """Every check of the run; an empty list means every invariant held."""
         problems = list(self.problems) + list(self.ledger.violations) + self.ledger.recheck()
+        if self.figures.migrations != 1:
+            problems.append(f"{self.figures.migrations} migrations, not the one the operator runs")
         labels = set(self.by_label)
         missing = labels - set(self.stored)
         if missing:
@@ -1072,11 +1153,14 @@ class StressRun:
             f"{figures.sweeps} sweeps ({figures.counts['sweep_errors']} failed: "
             f"{_named(figures.counts, 'sweep error ')}), "
             f"{figures.checkpoints} checkpoints, {figures.counts['expired_by_ttl']} items expired by TTL, "
-            f"{figures.reshards} shard changes, {figures.recreations} deletes and creations of the churn queues "
+            f"{figures.migrations} migrations, "
+            f"{figures.reshards} shard changes ({figures.counts['automatic reshards']} automatic, of the churn queues "
+            f"too), {figures.recreations} deletes and creations of the churn queues "
             f"({figures.churn_sent} sent, {figures.churn_refused} refused as not found, "
             f"{figures.churn_deliveries} delivered), "
             f"queue-wide deliveries {figures.counts['queue_wide:' + STANDARD]} standard, "
-            f"{figures.counts['queue_wide:' + FIFO]} FIFO, "
+            f"{figures.counts['queue_wide:' + FIFO]} FIFO (ready markers built: "
+            f"{', '.join(q for q in MAIN_QUEUES if self.client.get_queue(q).markers_built) or 'none'}), "
             f"{len(self.unconfirmed)} unconfirmed sends, {len(self.resent_after_window)} resent after the dedup "
             f"window, receive errors by code {_named(figures.counts, 'receive error ')}, "
             f"faults {sum(faults.values())} {faults}, {self.calls} DynamoDB calls, "
@@ -1123,3 +1207,5 @@ def assert_queue_wide_consumers_served_every_client(run: StressRun) -> None:
         assert counts[f"queue_wide:{queue}"], f"no queue-wide delivery from {queue}"
         for client in ("a", "b"):
             assert counts[f"queue_wide_clients:{queue}:{client}"], f"no queue-wide delivery from {queue}/{client}"
+        # Switched on by the first queue-wide receive (mid-run on the standard queue), never by its creation.
+        assert run.client.get_queue(queue).queue_wide, f"{queue}: ready markers never switched on"

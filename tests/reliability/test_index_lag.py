@@ -35,7 +35,7 @@ def test_a_send_just_before_a_drain_keeps_its_marker_when_the_index_lags(client:
     entry the index shows. A send committed a moment before (its marker the same "ready now" item) is not in the
     index yet: queue-wide receives must find it once the drain's grace has passed (the drop leaves a reminder for then),
     not wait for the claim of an earlier message to run out."""
-    client.create_queue("jobs", visibility_timeout=300)
+    client.create_queue("jobs", visibility_timeout=300, queue_wide=True)
     jobs, wide = client.queue("jobs", "a"), client.queue_wide("jobs")
     with IndexLag(LAG_SECONDS, clock):
         jobs.send("first")
@@ -78,7 +78,7 @@ def test_a_drain_whose_drop_lost_its_answer_still_comes_back_for_a_send_just_bef
 ) -> None:
     """As above, with the drop applied and its answer lost: the SDK's retry finds the marker gone, so the drain
     cannot read when it was put, and must come back as if it had been put just now."""
-    client.create_queue("jobs", visibility_timeout=300)
+    client.create_queue("jobs", visibility_timeout=300, queue_wide=True)
     jobs, wide = client.queue("jobs", "a"), client.queue_wide("jobs")
     marker_drop = LostAnswer("DeleteItem", lambda body: body["Key"]["pk"]["S"].startswith("R#"))
     with IndexLag(LAG_SECONDS, clock):
@@ -99,7 +99,7 @@ def test_an_idle_client_drained_by_two_consumers_at_once_is_left_without_reminde
 ) -> None:
     """The drain that removed the marker decides on a reminder; the one that found it gone leaves none, or two
     consumers racing would keep an idle client's reminders coming for ever."""
-    client.create_queue("jobs", visibility_timeout=30)
+    client.create_queue("jobs", visibility_timeout=30, queue_wide=True)
     client.queue("jobs", "a").send("hello")
     clock.advance(2 * limits.INDEX_LAG_GRACE_SECONDS)
     first, second = client.queue_wide("jobs"), client.queue_wide("jobs")

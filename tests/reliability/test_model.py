@@ -39,7 +39,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from queue_core import QueueClient, QueueError, SubQueue
+from queue_core import QueueClient, QueueError, QueueWide, SubQueue, limits
 from sqs_api.dead_letters import dlq_name
 
 from tests.conftest import FakeClock
@@ -131,6 +131,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.bodies = itertools.count()
         self.read_shards = 1
         self.reshards = 0
+        self.receives = 0
         self.faults = FaultInjector(retried_rate=1.0, operations=WRITES, budget=0).attach(client.dynamodb)
 
     def _create(self) -> None:
@@ -144,6 +145,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.faults.detach()
         exercised.update(self.faults.counts)
+        exercised["ready markers built"] += self.client.get_queue(self.name).markers_built
         self.client.delete_queue(self.name)
 
     def now(self) -> int:
@@ -256,32 +258,44 @@ class QueueAgainstReference(RuleBasedStateMachine):
     )
     @losing_an_answer
     def receive(
-        self, want: int, visibility: int | None, newest: bool, settle_now: bool, actions: tuple[str, ...]
+        self,
+        want: int,
+        visibility: int | None,
+        newest: bool,
+        settle_now: bool,
+        actions: tuple[str, ...],
     ) -> None:
-        """A receive, and half the time the consumer's work on what it got, at once."""
+        """A receive, and half the time the consumer's work on what it got, at once. Every third is queue-wide,
+        from the first: it switches the queue's ready markers on after sends, the sweep builds the missing ones,
+        and each must give what the client's own receive would."""
+        self.receives += 1
+        wide = self.receives % 3 == 1
         now = self.now()
         order = "newest" if newest and not self.fifo else "oldest"
+        source: SubQueue | QueueWide = self.client.queue_wide(self.name) if wide else self.sub
+        if wide:
+            exercised["queue-wide receives"] += 1
         if not self.fifo and self.read_shards == 1 and self.lag is None:
             expected, moved = self.reference.receive_standard(want, visibility, order, now)
-            received = self.sub.receive(max_messages=want, visibility_timeout=visibility, order=order)
+            received = source.receive(max_messages=want, visibility_timeout=visibility, order=order)
             assert [message.body for message in received] == expected
             self.reference.claimed_standard(received, moved, visibility, now)
         elif not self.fifo:
             dead_before = self._dead_bodies()
-            received = self.sub.receive(max_messages=want, visibility_timeout=visibility, order=order)
+            received = source.receive(max_messages=want, visibility_timeout=visibility, order=order)
             newly_dead = sorted(self._dead_bodies() - dead_before)
             self.reference.check_sharded_receive(received, newly_dead, want, order, now, exact=self.lag is None)
             self.reference.claimed_standard(received, newly_dead, visibility, now)
         else:
             dead_before = self._dead_bodies()
             must_find = self.reference.fifo_receivable(now) and self.lag is None
-            received = self.sub.receive(max_messages=want, visibility_timeout=visibility)
+            received = source.receive(max_messages=want, visibility_timeout=visibility)
             for _ in range(3):
                 if received or not must_find:
                     break
                 self.reference.claimed_fifo([], self._dead_bodies() - dead_before, visibility, now)
                 dead_before = self._dead_bodies()
-                received = self.sub.receive(max_messages=want, visibility_timeout=visibility)
+                received = source.receive(max_messages=want, visibility_timeout=visibility)
             assert len(received) <= want
             if must_find and not received:
                 raise Disagreement("every group is available with a deliverable head, yet receives find nothing")
@@ -395,6 +409,8 @@ class QueueAgainstReference(RuleBasedStateMachine):
     def operate(self, job: str) -> None:
         """What happens around the consumers: the sweep, a redrive, a purge, a change of the shard count, the queue
         deleted and created again."""
+        if job == "sweep":
+            self._until_markers_can_be_built()
         now = self.now()
         if job == "sweep" and self.lag is not None and not self.fifo:
             # What a lagging index shows the sweep decides what it moves: each must have been due to move.
@@ -424,12 +440,29 @@ class QueueAgainstReference(RuleBasedStateMachine):
             limit = 1 if job == "redrive one" else None
             assert self.sub.redrive(max_messages=limit) == len(self.reference.redrive(limit, now))
 
+    def _until_markers_can_be_built(self) -> None:
+        """A sweep after the first queue-wide receive comes once every sender puts ready markers and the index
+        has caught up, so that the sweep builds the missing ones and later queue-wide receives read markers only."""
+        settings = self.client.get_queue(self.name)
+        if settings.queue_wide and not settings.markers_built:
+            ready_at = settings.markers_from + limits.INDEX_LAG_GRACE_SECONDS * 1000
+            self.clock.advance(max(0, ready_at - self.now()) / 1000)
+
     def _reshard(self) -> None:
         """Messages stay where they are, and receivers visit every layout they may live under."""
         if self.reshards >= MAX_RESHARDS:
             return
         shards = RESHARDS[self.reshards % len(RESHARDS)]
-        self.client.update_queue(self.name, shards=shards)
+        if self.reshards % 2 == 0:
+            # By itself: the automatic decision (a queue created without `shards` has one), fenced as a change by
+            # hand is; a queue made fixed by an earlier change goes back to automatic first, keeping its count.
+            if not self.client.get_queue(self.name).auto_shards:
+                self.client.update_queue(self.name, shards="auto")
+            assert self.client.reshard_automatically(self.name, shards) in (shards, None)
+            assert self.client.get_queue(self.name).shards == shards
+            exercised["automatic shard changes"] += 1
+        else:
+            self.client.update_queue(self.name, shards=shards)
         self.reshards += 1
         self.read_shards = max(self.read_shards, shards)
         exercised["shard changes"] += 1
@@ -494,7 +527,9 @@ def _run(
     exercised.clear()
     run_state_machine_as_test(lambda: machine(client, clock, lag), settings=chosen)
     logger.info("steps exercised: %s", dict(exercised))
-    for step in ("shard changes", "deletes and creations", "move tasks", "DLQ handles used", Kind.ANSWER_LOST_RETRIED):
+    steps = ("shard changes", "automatic shard changes", "deletes and creations", "move tasks", "DLQ handles used")
+    steps = (*steps, "queue-wide receives", "ready markers built")
+    for step in (*steps, Kind.ANSWER_LOST_RETRIED):
         assert exercised[step], f"no {step} in any example: {dict(exercised)}"
 
 

@@ -38,3 +38,4 @@ def test_crashing_consumers_lose_nothing_and_never_share_a_message(
     assert_queue_wide_consumers_served_every_client(run)
     assert run.figures.checkpoints == scale.checkpoints
     assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations
+    assert run.figures.counts["automatic reshards"] >= scale.reshards, "half by the queues themselves, and churn"

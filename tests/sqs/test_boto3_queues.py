@@ -66,7 +66,7 @@ def test_attributes_read_and_set_as_sqs_names_them(sqs_admin: Any, sqs: Any) -> 
         ({"MaximumMessageSize": "1023"}, "InvalidAttributeValue"),
         ({"DelaySeconds": "ten"}, "InvalidAttributeValue"),
         ({"Colour": "blue"}, "InvalidAttributeName"),
-        ({"Policy": "{}"}, "InvalidAttributeName"),
+        ({"Policy": "{}"}, "InvalidAttributeValue"),
         ({"QueueArn": "x"}, "InvalidAttributeName"),
         ({"RedrivePolicy": '{"maxReceiveCount": 5, "deadLetterTargetArn": "arn:aws:sqs:us-east-1:1:x"}'},
          "InvalidAttributeValue"),

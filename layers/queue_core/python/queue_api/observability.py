@@ -4,7 +4,8 @@ Powertools shares state between instances of the same class, so creating them on
 everywhere is what keeps one JSON log format, one trace and one EMF namespace per function.
 
 The Tracer records through the X-Ray SDK as Powertools' default does, but imports it when the first traced call
-opens a subsegment instead of when the handler is imported: the SDK costs a cold start about as much as boto3.
+opens a subsegment instead of when the handler is imported, and never while tracing is off (the stack's default:
+`POWERTOOLS_TRACE_DISABLED`): the SDK costs a first answer about as much as boto3.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -25,12 +27,41 @@ NAMESPACE: Final = os.getenv("POWERTOOLS_METRICS_NAMESPACE") or "DynamoQueue"
 CORRELATION_ID_PATH: Final = correlation_paths.API_GATEWAY_REST
 
 
+class UnrecordedSubsegment:
+    """What a traced call gets while tracing is off: Powertools' Tracer still opens a subsegment around the
+    handler and annotates it (the cold start, the service), and this records none of it."""
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        return None
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        return None
+
+    def add_exception(self, exception: BaseException, stack: Any = None, remote: bool = False) -> None:
+        return None
+
+
+@contextmanager
+def _unrecorded() -> Any:
+    yield UnrecordedSubsegment()
+
+
+def tracing_disabled() -> bool:
+    """Whether the Tracer switched the X-Ray SDK off (it does when disabled); `aws_xray_sdk` alone is its small
+    configuration module, the recorder lives in `aws_xray_sdk.core`."""
+    from aws_xray_sdk import global_sdk_config
+
+    return not global_sdk_config.sdk_enabled()
+
+
 class LazyXRayProvider(BaseProvider):
-    """The X-Ray SDK's recorder, imported on first use.
+    """The X-Ray SDK's recorder, imported on first use, and not at all while tracing is off.
 
     It does what Powertools does with the recorder it imports itself: while tracing is on, subsegments are
     streamed one by one (`streaming_threshold=0`), and the modules the Tracer asks to patch (every supported one
     by default) are patched before the first subsegment opens, so every AWS call of an invocation is traced.
+    While tracing is off the SDK's own recorder would hand out subsegments that record nothing: so do these,
+    without importing it.
     """
 
     def __init__(self) -> None:
@@ -52,6 +83,8 @@ class LazyXRayProvider(BaseProvider):
         return self._recorder
 
     def in_subsegment(self, name: str | None = None, **kwargs: Any) -> Any:
+        if self._recorder is None and tracing_disabled():
+            return _unrecorded()
         return self._loaded().in_subsegment(name=name, **kwargs)
 
     def in_subsegment_async(self, name: str | None = None, **kwargs: Any) -> Any:

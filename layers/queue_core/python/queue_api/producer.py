@@ -40,7 +40,8 @@ def get_queue(address: QueueAddress, _request: NoAddress) -> QueueDescription:
     client = queue_client()
     settings = client.get_queue(address.queue)
     stats = QueueStatsAnswer.model_validate(client.queue_stats(address.queue).to_dict())
-    return QueueDescription.model_validate({**settings.to_dict(), "stats": stats})
+    clients = len(client.clients(address.queue))
+    return QueueDescription.model_validate({**settings.to_dict(), "stats": stats, "client_count": clients})
 
 
 @tracer.capture_method(capture_response=False)

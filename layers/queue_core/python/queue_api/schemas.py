@@ -41,6 +41,14 @@ StrictBool = Annotated[bool, Field(strict=True)]
 MaxMessageBytes = Annotated[
     int, _int(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES, "the largest body a send may carry, in bytes")
 ]
+Shards = Annotated[
+    Annotated[int, _int(1, limits.MAX_SHARDS)] | Literal["auto"],
+    Field(
+        description='"auto" (the default): the count follows the load between min_shards and max_shards; a number: '
+        "that many, fixed",
+    ),
+]
+ShardBound = Annotated[int, _int(1, limits.MAX_SHARDS, "a bound of an automatic shard count")]
 ReceiveWaitSeconds = Annotated[
     int, _int(0, limits.MAX_WAIT_SECONDS, "how long a receive that names no wait waits (the SQS protocol's default)")
 ]
@@ -84,9 +92,15 @@ class CreateQueueRequest(Request):
     delay_seconds: DelaySeconds = limits.DEFAULT_DELAY_SECONDS
     dedup_window_seconds: Annotated[int, _int(0, limits.MAX_DEDUP_WINDOW_SECONDS)] = limits.DEFAULT_DEDUP_WINDOW_SECONDS
     content_based_dedup: StrictBool = False
-    shards: Annotated[int, _int(1, limits.MAX_SHARDS)] = 1
+    shards: Shards = "auto"
+    min_shards: ShardBound = 1
+    max_shards: ShardBound = limits.MAX_SHARDS
     max_message_bytes: MaxMessageBytes = limits.MAX_BODY_BYTES
     receive_wait_seconds: ReceiveWaitSeconds = 0
+    queue_wide: StrictBool = Field(
+        False,
+        description="sends put ready markers (one write unit each) at once, not from the first queue-wide receive",
+    )
 
 
 # The settings a queue is created with and keeps for life: they decide its key layout and its dedup.
@@ -104,11 +118,14 @@ class UpdateQueueRequest(Request):
     retention_seconds: Annotated[int | None, _int(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS)] = None
     delay_seconds: Annotated[int | None, _int(0, limits.MAX_DELAY_SECONDS)] = None
     dedup_window_seconds: Annotated[int | None, _int(0, limits.MAX_DEDUP_WINDOW_SECONDS)] = None
-    shards: Annotated[int | None, _int(1, limits.MAX_SHARDS)] = None
+    shards: Shards | None = None
+    min_shards: ShardBound | None = None
+    max_shards: ShardBound | None = None
     max_message_bytes: Annotated[
         int | None, _int(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES, "the largest body a send may carry")
     ] = None
     receive_wait_seconds: Annotated[int | None, _int(0, limits.MAX_WAIT_SECONDS)] = None
+    queue_wide: StrictBool | None = Field(None, description="true switches ready markers on; never off once on")
 
     @model_validator(mode="before")
     @classmethod
@@ -144,14 +161,19 @@ class QueueSettingsAnswer(Answer):
     delay_seconds: int
     dedup_window_seconds: int
     content_based_dedup: bool
-    shards: int
+    shards: int = Field(description="the current count (of an automatic queue: where its load has taken it)")
+    auto_shards: bool = False
+    min_shards: int = 1
+    max_shards: int = limits.MAX_SHARDS
     max_message_bytes: int = limits.MAX_BODY_BYTES
     receive_wait_seconds: int = 0
+    queue_wide: bool = Field(False, description="whether sends put ready markers for queue-wide receives")
     created_at: int = Field(description="epoch milliseconds")
 
 
 class QueueDescription(QueueSettingsAnswer):
     stats: QueueStatsAnswer = Field(description="summed over the queue's clients")
+    client_count: int = Field(description="how many clients have sent to the queue")
 
 
 class QueueList(Answer):
@@ -337,6 +359,10 @@ class MessageAnswer(Answer):
     )
     priority: int = 0
     dedup_id: str | None = Field(None, description=_DEDUP_ID)
+    body_stored: Literal["item", "compressed", "s3"] = Field(
+        "item", description="where the body lives: in the item as sent, zlib-compressed in it, or in S3"
+    )
+    moved_at: int | None = Field(None, description="when it was moved to the DLQ (a DLQ message only)")
 
 
 class MessageList(Answer):
@@ -381,6 +407,12 @@ class QueueDepth(Answer):
     oldest_age_seconds: int | None
 
 
+class QueueShards(Answer):
+    queue: str
+    shards: int = Field(description="the count after this pass's decision")
+    auto: bool = Field(description="true when the count follows the load")
+
+
 class SweepAnswer(Answer):
     sub_queues: int
     moved_to_dlq: int
@@ -391,6 +423,10 @@ class SweepAnswer(Answer):
     cursor: str | None
     skipped: bool = Field(default=False, description="true when another sweep was running, so this one did nothing")
     depths: list[QueueDepth]
+    shards: list[QueueShards] = Field(default_factory=list, description="each queue swept whole")
+    failures: int = Field(
+        default=0, description="sub-queues and queue steps DynamoDB throttled: passed over, done by the next pass"
+    )
 
 
 # The API's own description.

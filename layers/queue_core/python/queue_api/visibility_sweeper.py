@@ -1,4 +1,5 @@
-"""The visibility sweeper's one operation: run the core's sweep inside the function's time and publish depths.
+"""The visibility sweeper's one operation: run the core's sweep inside the function's time and publish depths
+and shard counts.
 Its action (also what a schedule's event runs) is in `queue_api.operations`.
 
 The sweep stops between sub-queues when its budget is spent, so the budget is the function's remaining time less
@@ -17,6 +18,7 @@ from .dispatcher import wake_dispatchers
 from .observability import NAMESPACE, count, tracer
 from .schemas import NoAddress, SweepAnswer, SweepRequest
 
+SHARDS_METRIC: Final = "Shards"
 MIN_MARGIN_SECONDS: Final = 2.0
 MARGIN_SHARE: Final = 0.2
 MIN_BUDGET_SECONDS: Final = 1.0
@@ -51,6 +53,7 @@ def sweep(_address: NoAddress, request: SweepRequest, context: Any) -> SweepAnsw
     report = queue_client().sweep(budget_seconds=budget, lease_seconds=budget)
     count("MessagesMovedToDlq", report.moved_to_dlq)
     publish_depths(report.depths)
+    publish_shards(report.shards)
     wake_dispatchers(report.depths)
     return SweepAnswer.model_validate(report.to_dict())
 
@@ -76,6 +79,16 @@ def publish_depths(depths: Iterable[Mapping[str, Any]]) -> None:
     if oldest is not None:
         totals.add_metric(name="OldestMessageAgeSeconds", unit=MetricUnit.Seconds, value=oldest)
     totals.flush_metrics()
+
+
+def publish_shards(queues: Iterable[Mapping[str, Any]]) -> None:
+    """`Shards` per queue (dimension `queue`): the count each queue swept whole has after this pass, so a
+    dashboard shows an automatic queue's count follow its load."""
+    for queue in queues:
+        per_queue = _metrics()
+        per_queue.add_dimension(name="queue", value=str(queue["queue"]))
+        per_queue.add_metric(name=SHARDS_METRIC, unit=MetricUnit.Count, value=queue["shards"])
+        per_queue.flush_metrics()
 
 
 def _metrics() -> EphemeralMetrics:

@@ -5,17 +5,20 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from . import keys, leases, limits, validation
+from . import autoshard, keys, layout, leases, limits, migration, validation
 from .bodies import Bodies
 from .clock import Clock
 from .context import Context
+from .errors import QueueExists, QueueNotFound, ValidationError
+from .migration import MigrationReport
 from .models import QueueStats, SweepReport
 from .queuewide import QueueWide
 from .registry import Registry
-from .settings import QueueSettings
+from .settings import REDRIVE_FIELDS, QueueSettings
 from .store import Store
 from .store.objects import ObjectStore
 from .subqueue import SubQueue, remove_sub_queue
@@ -70,9 +73,13 @@ class QueueClient:
         self._ctx = Context(store=store, registry=Registry(store), clock=clock, bodies=bodies)
 
     def create_table(self) -> None:
-        """Idempotent: creates the table (the same keys, TTL and index as the CDK stack) if it is missing."""
+        """Idempotent: creates the table (the same keys, TTL and index as the CDK stack) if it is missing, and
+        records on a table it created the layout of items this release writes (`layout`). A table that exists
+        keeps its record, or its lack of one: only `migrate` upgrades it."""
+        created = False
         with contextlib.suppress(self.dynamodb.exceptions.ResourceInUseException):
             self.dynamodb.create_table(**table_definition(self.table_name))
+            created = True
         self.dynamodb.get_waiter("table_exists").wait(
             TableName=self.table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
         )
@@ -82,15 +89,39 @@ class QueueClient:
                 TableName=self.table_name,
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
             )
+        if created:
+            layout.record_new_table(self._ctx.store, self._ctx.now_ms())
+
+    def table_layout(self) -> layout.TableLayout:
+        """The table's layout record as stored now (not the process's cached check)."""
+        return layout.read(self._ctx.store)
+
+    def migrate(self, dry_run: bool = False, on_step: Callable[[str], None] | None = None) -> MigrationReport:
+        """Upgrades the table in place to the layout this release writes (`dq migrate`); idempotent and
+        resumable, safe beside running producers and consumers of this release. `dry_run` changes nothing and
+        reports what a run would change. See `migration`."""
+        report = migration.migrate(self._ctx, self.queue, dry_run=dry_run, on_step=on_step)
+        self._ctx.registry.layout.forget()
+        return report
 
     def create_queue(self, name: str, tags: dict[str, str] | None = None, **settings: Any) -> QueueSettings:
         """Returns the queue's settings; `.created` says whether this call created it. Creating an existing
         queue with the same settings is a no-op, with other settings raises `QueueExists`. `tags` label a new
         queue (an existing one keeps its own)."""
+        redrive = {field: settings.pop(field) for field in REDRIVE_FIELDS if field in settings}
         wanted = QueueSettings.validated(name, self._ctx.now_ms(), **settings)
+        if redrive.get("dead_letter_target"):
+            self.check_dead_letter_target(wanted.name, wanted.fifo, redrive["dead_letter_target"])
+        if redrive:
+            wanted = replace(wanted, **redrive)
         if tags:
             wanted = replace(wanted, tags=validation.tags(tags))
-        return self._ctx.registry.create(wanted)
+        created = self._ctx.registry.create(wanted)
+        # The dead-letter fields are compared only when asked for: a create that cannot name them (the REST API)
+        # finds an existing queue the same whatever its SQS RedrivePolicy or RedriveAllowPolicy say.
+        if not created.created and any(getattr(created, field) != getattr(wanted, field) for field in redrive):
+            raise QueueExists(f"queue {name!r} exists with another dead-letter target or redrive allow policy")
+        return created
 
     def tag_queue(self, name: str, tags: dict[str, str]) -> QueueSettings:
         return self._ctx.registry.tag(validation.queue_name(name), tags, [])
@@ -102,7 +133,52 @@ class QueueClient:
         """Changes a live queue's settings (not `fifo` nor `content_based_dedup`). A new `shards` loses nothing:
         receivers keep visiting the old layout's shards for as long as its messages may live, and FIFO groups
         move to their new shard only once empty, after every process has the new settings, so order holds."""
-        return self._ctx.registry.update(validation.queue_name(name), self._ctx.now_ms(), **changes)
+        name = validation.queue_name(name)
+        if changes.get("dead_letter_target"):
+            self.check_dead_letter_target(name, self.get_queue(name).fifo, changes["dead_letter_target"])
+        return self._ctx.registry.update(name, self._ctx.now_ms(), **changes)
+
+    def reshard_automatically(self, name: str, shards: int | None = None) -> int | None:
+        """The automatic shard decision of a queue with `shards: "auto"`, made now by this process (the sweep
+        and throttled senders make it by themselves; see `autoshard`): the new count, or None when it stays.
+        `shards` forces a count within the queue's bounds whatever the load, as a test or a drill would; either
+        way the change is fenced as `update_queue` is."""
+        name = validation.queue_name(name)
+        if shards is not None:
+            return autoshard.force(self._ctx, name, validation.integer("shards", shards, 1, limits.MAX_SHARDS))
+        settings = self._ctx.registry.get(name, fresh=True)
+        clients = self._ctx.registry.clients(name, settings.generation)
+        reports = autoshard.read_reports(self._ctx, settings, clients)
+        return autoshard.decide(self._ctx, name, reports=reports, settings=settings)
+
+    def check_dead_letter_target(self, source: str, fifo: bool, target: str) -> None:
+        """SQS's rules for a dead-letter target: another existing queue, of the same kind (FIFO or standard),
+        whose RedriveAllowPolicy lets `source` name it."""
+        if target == source:
+            raise ValidationError("a queue cannot be its own dead-letter target")
+        try:
+            settings = self._ctx.registry.get(validation.queue_name(target), fresh=True)
+        except QueueNotFound:
+            raise ValidationError(f"the dead-letter target {target!r} does not exist") from None
+        if settings.fifo != fifo:
+            raise ValidationError(
+                "the dead-letter target must be the same type of queue as the source (FIFO or standard)"
+            )
+        if not settings.permits_dead_letters_from(source):
+            raise ValidationError(f"the RedriveAllowPolicy of {target!r} does not allow {source!r} to name it")
+
+    def dead_letter_sources(self, name: str) -> list[QueueSettings]:
+        """The queues whose dead letters `name` reads besides its own messages (they name it as their dead-letter
+        target), each as its settings say now; a source deleted meanwhile is left out."""
+        found = []
+        for source in self._ctx.registry.dead_letter_sources(validation.queue_name(name)):
+            try:
+                settings = self._ctx.registry.get(source)
+            except QueueNotFound:
+                continue
+            if settings.dead_letter_target == name:
+                found.append(settings)
+        return found
 
     def get_queue(self, name: str) -> QueueSettings:
         return self._ctx.registry.get(validation.queue_name(name), fresh=True)

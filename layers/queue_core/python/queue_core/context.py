@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .autoshard import LoadMeter
 from .bodies import OFFLOADED, Bodies
 from .clock import Clock, SequenceSource, to_ms
 from .keys import Space
@@ -38,6 +39,8 @@ class Context:
         default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-mark")
     )
 
+    # This process's load per sub-queue, for automatic shard counts (memory only; see `autoshard`).
+    load: LoadMeter = field(default_factory=LoadMeter)
     traffic_by_sub_queue: dict[tuple[Space, int, int], Traffic] = field(default_factory=dict)
     traffic_lock: threading.Lock = field(default_factory=threading.Lock)
     shared_state: dict[tuple[Any, ...], Any] = field(default_factory=dict)

@@ -17,7 +17,7 @@ from .context import Context
 from .errors import ValidationError
 from .keys import MessageRef, Space
 from .models import Message
-from .receipts import signed, verified
+from .receipts import signed, unsigned, verified
 from .store import ConditionFailed, Item
 from .store import messages as writes
 
@@ -64,6 +64,20 @@ class DeadLetterReceipt:
         if version != _VERSION:
             raise ValidationError("receipt_handle has an unknown version")
         return cls(queue, client, message_id, int(moved_at), copy)
+
+    @staticmethod
+    def owner(handle: object) -> tuple[str, str] | None:
+        """The queue and client a dead letter's handle names, before its signature is checked (by that
+        sub-queue's `dlq_check_handle`); None when `handle` is not a dead letter's handle."""
+        if not isinstance(handle, str) or len(handle) > 2048 or handle.count(".") != 1:
+            return None
+        try:
+            fields = unsigned(handle).decode().split("|")
+        except (UnicodeDecodeError, ValueError):
+            return None
+        if len(fields) != 6 or fields[0] != _VERSION:
+            return None
+        return fields[1], fields[2]
 
     def check_owner(self, queue: str, client: str) -> None:
         if (self.queue, self.client) != (queue, client):

@@ -77,6 +77,9 @@ class Engine(Protocol):
     def next_visible(self, priority: int, now: int) -> int | None:
         """When the sub-queue next has a message of `priority` to give (its first index entry); None: none."""
 
+    def priorities(self) -> list[int]:
+        """The priorities the sub-queue may hold messages of, highest first (0 always among them)."""
+
     def delete(self, receipt: Receipt, now: int) -> None:
         """Idempotent for its own handle; `ReceiptHandleStale` once the message was received again."""
 

@@ -92,6 +92,16 @@ class Throttled(QueueError):
     status = 429
 
 
+class TableLayoutMismatch(QueueError):
+    """The table holds a layout of items this code does not serve (`layout` says which and why): nothing was
+    read or written. Not the caller's fault, and no internal failure either: the deployment's code and table
+    disagree until the table is migrated (`dq migrate`) or the code upgraded, so it is a 503 whose message says
+    both layouts and what to run."""
+
+    code = "TableLayoutMismatch"
+    status = 503
+
+
 class InternalError(QueueError):
     """An unexpected failure; its message never carries internals."""
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from . import keys, limits, ready
+from . import keys, limits, partial, ready
 from .bodies import stored_form
 from .context import Context
 from .dedup import dedup_put, duplicate_of
@@ -268,9 +268,16 @@ class FifoQueue:
         """The ready marker appended entries need (FIFO has one priority): when the first of them is visible."""
         return [(0, min(entry.visible_from(now) for entry in entries))]
 
+    def priorities(self) -> list[int]:
+        return [0]
+
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
-        return self.receive_priority(0, want, visibility, order, now, secret)[0]
+        """After a throttle: what the receive holds, the throttle only when it holds nothing (see `partial`)."""
+        try:
+            return self.receive_priority(0, want, visibility, order, now, secret)[0]
+        except Throttled as error:
+            return partial.answer(error, partial.received(error))
 
     def receive_priority(
         self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
@@ -304,31 +311,51 @@ class FifoQueue:
         partition = self._group_pk(shard)
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
-            entries, start, _ = self.ctx.store.due(partition, now, self.gauge.window(need), start=start)
+            try:
+                entries, start, _ = self.ctx.store.due(partition, now, self.gauge.window(need), start=start)
+            except Throttled as error:
+                raise partial.after(error, got) from error
             saw_candidates = saw_candidates or bool(entries)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
             groups = [entry for entry in entries if entry["pk"] == partition]
             if self.gauge.contended:
                 random.shuffle(groups)
             position = 0
-            while len(got) < want and position < len(groups):
+            throttle: Throttled | None = None
+            while len(got) < want and position < len(groups) and throttle is None:
                 need = want - len(got)
                 batch = groups[position : position + need]
                 budgets = [need // len(batch) + (1 if i < need % len(batch) else 0) for i in range(len(batch))]
                 conflicts = self.claim_conflicts
                 outcomes = list(
                     self.ctx.pool.map(
-                        lambda pair: self._claim_group(pair[0], pair[1], visibility, now, secret),
+                        lambda pair: self._claim_group_or_throttle(pair[0], pair[1], visibility, now, secret),
                         zip(batch, budgets, strict=True),
                     )
                 )
                 self.gauge.record(len(batch), self.claim_conflicts - conflicts)
                 for messages in outcomes:
-                    got += messages
+                    if isinstance(messages, Throttled):
+                        throttle = throttle or messages
+                    else:
+                        got += messages
                 position += len(batch)
+            if throttle is not None:
+                raise partial.after(throttle, got) from throttle
             if len(got) >= want or not start:
                 break
         return got, saw_candidates
+
+    def _claim_group_or_throttle(
+        self, entry: Item, budget: int, visibility: int, now: int, secret: str
+    ) -> list[ReceivedMessage] | Throttled:
+        """`_claim_group`, its throttle returned instead of raised, so that the other groups' claims are kept. A
+        lock whose answer was lost may have been applied: that group then waits for its lock to run out, as SQS
+        leaves a message whose receive answer was lost."""
+        try:
+            return self._claim_group(entry, budget, visibility, now, secret)
+        except Throttled as error:
+            return error
 
     def _claim_group(
         self, entry: Item, budget: int, visibility: int, now: int, secret: str = ""
@@ -347,7 +374,14 @@ class FifoQueue:
             group_item = failed.item  # our claim was applied and its answer lost: the SDK's retry found it locked
         assert group_item is not None
         group = group_item["group_id"]
-        heads, more, _ = self.ctx.store.query(self.space.group_messages_pk(group), limit=budget + 1, consistent=True)
+        try:
+            heads, more, _ = self.ctx.store.query(
+                self.space.group_messages_pk(group), limit=budget + 1, consistent=True
+            )
+        except Throttled:
+            with contextlib.suppress(QueueError):
+                self.finish_group(key, token, now)  # nothing marked: the group need not wait for the lock
+            raise
         taken, next_head, stuck = self._take_heads(key, token, heads, budget, now)
         if not taken:
             if stuck is not None:
@@ -360,6 +394,7 @@ class FifoQueue:
                 self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
             return []
         outcomes = list(self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken))
+        throttle = next((outcome for outcome in outcomes if isinstance(outcome, Throttled)), None)
         marked, stuck = _in_order(outcomes)
         marked, stuck_body = self._with_bodies(marked, key, token, now)
         stuck = stuck or stuck_body
@@ -369,6 +404,8 @@ class FifoQueue:
                 self._hold_stuck(key, token, stuck, now)
             else:
                 self.finish_group(key, token, now)
+            if throttle is not None:
+                raise throttle
             return []
         whole = len(marked) == len(taken)
         last_seq = "" if (next_head is not None or more or not whole) else str(group_item["last_seq"])
@@ -404,8 +441,16 @@ class FifoQueue:
                 )
                 return None if self._dead_letter(item, group_key, token, now) else _Stuck(item)
 
+        def resolve_or_stop(item: Item) -> Item | _Stuck | Throttled | None:
+            try:
+                return resolve(item)
+            except Throttled as error:  # the body store throttled: deliver those before it, give back the rest
+                return error
+
         resolved: list[Item] = []
-        for outcome in self.ctx.inner_pool.map(resolve, marked):
+        for outcome in self.ctx.inner_pool.map(resolve_or_stop, marked):
+            if isinstance(outcome, Throttled):
+                return resolved, None
             if isinstance(outcome, _Stuck):
                 return resolved, outcome.item
             if outcome is not None:
@@ -473,7 +518,9 @@ class FifoQueue:
                 taken.append(item)
         return taken, None, None
 
-    def _mark(self, item: Item, group_key: dict[str, str], token: str, now: int) -> Item | _Missed | _Stuck | None:
+    def _mark(
+        self, item: Item, group_key: dict[str, str], token: str, now: int
+    ) -> Item | _Missed | _Stuck | Throttled | None:
         """The message marked as ours; None when it went to the DLQ instead; `MISSED` when another receive
         marked it first or it is gone (a claim whose lock ran out while it read the head: nothing after it may be
         delivered, see `_in_order`); `_Stuck` when it can be neither marked nor moved to the DLQ."""
@@ -485,6 +532,10 @@ class FifoQueue:
             if failed.item is not None and failed.item.get("tok") == token:
                 return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
             return MISSED
+        except Throttled as error:
+            # Not delivered, and nothing after it (`_in_order`): the marks before it are. If its answer was lost
+            # (it may be marked), the group's next claim marks it again, as after a lost receive answer.
+            return error
         except MessageTooLarge:
             # Stored before sizes were checked, it cannot take a claim's attributes: to the DLQ, not in the way.
             return None if self._dead_letter(item, group_key, token, now) else _Stuck(item)
@@ -920,14 +971,14 @@ class _Stuck:
     item: Item
 
 
-def _in_order(outcomes: Iterable[Item | _Missed | _Stuck | None]) -> tuple[list[Item], Item | None]:
+def _in_order(outcomes: Iterable[Item | _Missed | _Stuck | Throttled | None]) -> tuple[list[Item], Item | None]:
     """The marked messages up to the first one missed or stuck (and that stuck one). Marks run in parallel: when
     a claim whose lock ran out races the next one for the same heads, each may mark some of them, and delivering
     a later message without an earlier one would break the group's order. The ones marked after the stop are
     given back uncounted (`_give_back_unseen`) and delivered by a later claim, in order."""
     marked: list[Item] = []
     for outcome in outcomes:
-        if isinstance(outcome, _Missed):
+        if isinstance(outcome, _Missed | Throttled):
             return marked, None
         if isinstance(outcome, _Stuck):
             return marked, outcome.item

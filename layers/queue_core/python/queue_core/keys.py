@@ -24,6 +24,7 @@ GROUP_SEQ_WIDTH = 20
 INDEX_UPPER = "\x7f"  # sorts after every character a sequence or a group id may hold
 _LISTING_PREFIX = "Q#"
 _TOMBSTONE_PREFIX = "T#"
+_LINK_PREFIX = "D#"
 
 
 def new_generation() -> str:
@@ -35,6 +36,11 @@ def new_generation() -> str:
 # client and generation (a tenant's own: it holds the sub-queue's receipt-signing secret).
 def settings_key(queue: str) -> dict[str, str]:
     return {"pk": f"Q#{queue}", "sk": SETTINGS_SK}
+
+
+def layout_key() -> dict[str, str]:
+    """The table's layout record (`layout`): a partition of its own, which every process may read, tenants too."""
+    return {"pk": "META", "sk": "LAYOUT"}
 
 
 def sweep_lease_key() -> dict[str, str]:
@@ -75,6 +81,16 @@ def listing_prefix() -> str:
 
 def tombstone_prefix() -> str:
     return _TOMBSTONE_PREFIX
+
+
+def dead_letter_link_key(target: str, source: str) -> dict[str, str]:
+    """The registry entry saying that `source` names `target` as its dead-letter target: one query of the prefix
+    (`dead_letter_links_prefix`) lists a target's sources."""
+    return {"pk": REGISTRY_PK, "sk": f"{_LINK_PREFIX}{target}#{source}"}
+
+
+def dead_letter_links_prefix(target: str) -> str:
+    return f"{_LINK_PREFIX}{target}#"
 
 
 def client_registration_key(queue: str, client: str, generation: str) -> dict[str, str]:
@@ -214,6 +230,13 @@ class Space:
     def group_messages_pk(self, group: str) -> str:
         return f"{self._prefix('G')}{group}"
 
+    def load_pk(self) -> str:
+        """The partition of the sub-queue's load reports: one item per process that carried load lately."""
+        return f"{self._prefix('L')}0"
+
+    def load_key(self, process: str) -> dict[str, str]:
+        return {"pk": self.load_pk(), "sk": process}
+
     def dedup_key(self, dedup_id: str) -> dict[str, str]:
         return {"pk": f"{self._prefix('X')}{stable_hash(dedup_id) % DEDUP_BUCKETS}", "sk": dedup_id}
 
@@ -222,6 +245,13 @@ class Space:
 
     def group_key(self, group: str, shard: int) -> dict[str, str]:
         return {"pk": self.group_item_pk(shard), "sk": group}
+
+    def attempt_key(self, attempt_id: str) -> dict[str, str]:
+        """A FIFO receive's answer kept under its ReceiveRequestAttemptId (SQS protocol), for its repeats."""
+        return {"pk": self.attempt_pk(), "sk": attempt_id}
+
+    def attempt_pk(self) -> str:
+        return f"A#{self.queue}#{self.client}#{self.generation}"
 
     def registration_key(self) -> dict[str, str]:
         return client_registration_key(self.queue, self.client, self.generation)

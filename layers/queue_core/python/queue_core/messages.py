@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bodies import FORMS, Bodies, item_size
+from .bodies import COMPRESSED, FORMS, OFFLOADED, Bodies, item_size
 from .keys import MessageRef, message_index_sk, object_prefix_of
 from .models import Message, ReceivedMessage
 from .store import Item
@@ -109,6 +109,8 @@ def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies, client: s
 
 def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Message:
     """`MessageBodyMissing` when the body was offloaded and its object is gone."""
+    stored = "s3" if OFFLOADED in item else "compressed" if COMPRESSED in item else "item"
+    moved_at = item.get("moved_at") if state == DLQ else None
     item = bodies.resolved(item)
     return Message(
         message_id=ref.message_id,
@@ -125,4 +127,6 @@ def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Messag
         attribute_types=dict(item.get("attr_types", {})),
         priority=int(item.get("priority", 0)),
         dedup_id=item.get("dedup_id"),
+        body_stored=stored,
+        moved_at=None if moved_at is None else int(moved_at),
     )

@@ -64,6 +64,10 @@ class Message(_Json):
     attribute_types: dict[str, str] = field(default_factory=dict)
     priority: int = 0
     dedup_id: str | None = None
+    # Where the body lives: in the item as sent ("item"), zlib-compressed in it ("compressed"), or in S3 ("s3").
+    body_stored: str = "item"
+    # When it was moved to the DLQ (a DLQ message only).
+    moved_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -123,3 +127,7 @@ class SweepReport(_Json):
     # True when another sweep held the lease, so this one did nothing.
     skipped: bool = False
     depths: list[dict[str, Any]] = field(default_factory=list)
+    # Each queue swept whole: {"queue", "shards", "auto"}, its shard count after this pass's decision.
+    shards: list[dict[str, Any]] = field(default_factory=list)
+    # Sub-queues and queue-wide steps DynamoDB throttled (or whose answer was lost): passed over, done next pass.
+    failures: int = 0

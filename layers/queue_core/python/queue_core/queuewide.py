@@ -7,6 +7,11 @@ served least lately, taking an even share of the messages wanted from each. A cl
 gets one share like any other, and a quiet client's few messages go out in the first round. Idle clients have no
 marker and are never read. The markers are read again when the list is older than `REFRESH_SECONDS` or used up.
 
+Sends put markers only on a queue received queue-wide: the first receive here switches them on (see `ready`).
+Until they can be trusted (every sender puts them and the sweep has put those of what was sent before), a
+receive serves every registered client instead, each priority it uses, as if each had a marker: slower on a
+queue of many idle clients, but it misses nothing meanwhile.
+
 Handles are the clients' own: a queue-wide handle also works on its client's routes, and the other way round.
 """
 
@@ -19,9 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from . import keys, limits, validation
+from . import keys, limits, partial, validation
 from .context import Context
-from .errors import QueueError, ValidationError
+from .errors import QueueError, Throttled, ValidationError
 from .models import BatchResult, QueueStats, ReceivedMessage
 from .ready import announce, drain
 from .store import ConditionFailed
@@ -93,7 +98,9 @@ class Rotation:
 
     def forget(self, marker: Marker) -> None:
         with self.lock:
-            self.markers = [m for m in self.markers if m.key != marker.key]
+            self.markers = [
+                m for m in self.markers if (m.client, m.priority, m.key) != (marker.client, marker.priority, marker.key)
+            ]
 
 
 class QueueWide:
@@ -142,6 +149,8 @@ class QueueWide:
             if visibility_timeout is None
             else validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
         )
+        if not settings.queue_wide:
+            self._ctx.registry.use_queue_wide(self.queue, self._ctx.now_ms())
         deadline = time.monotonic() + wait
         pause = _FIRST_POLL_SECONDS
         while True:
@@ -159,7 +168,9 @@ class QueueWide:
         if fresh:
             self._read_markers(rotation, now)
         got = self._serve(rotation, want, visibility, order, now)
-        if len(got) < want and not fresh:
+        # A claim for no time leaves its messages visible: a client is served once per receive, or this receive
+        # would hand them out twice.
+        if len(got) < want and not fresh and visibility:
             # The list was read earlier: clients that became ready since are on the next read.
             self._read_markers(rotation, now)
             got += self._serve(rotation, want - len(got), visibility, order, now)
@@ -168,8 +179,14 @@ class QueueWide:
     def _read_markers(self, rotation: Rotation, now: int) -> None:
         """Due markers: ready-now ones first (by priority, then client), then those whose time has come."""
         settings = self.settings
-        pk = keys.ready_index_pk(settings.name, settings.generation)
         found: list[Marker] = []
+        if not settings.markers_trusted:
+            found = self._every_client(settings.name, settings.generation)
+            with rotation.lock:
+                rotation.markers = found
+                rotation.read_at_ms = now
+            return
+        pk = keys.ready_index_pk(settings.name, settings.generation)
         start = None
         while len(found) < MARKERS_READ:
             items, start, _ = self._ctx.store.ready_markers(pk, keys.index_upper(now), MARKERS_READ - len(found), start)
@@ -182,6 +199,18 @@ class QueueWide:
         with rotation.lock:
             rotation.markers = found
             rotation.read_at_ms = now
+
+    def _every_client(self, queue: str, generation: str) -> list[Marker]:
+        """Until markers can be trusted: a stand-in marker (no key: nothing to drop) per registered client and
+        priority it uses, read from the clients' index as a marker would be from its own."""
+        found: list[Marker] = []
+        for client in self._ctx.registry.clients(queue, generation):
+            try:
+                priorities = self.sub_queue(client).engine().priorities()
+            except QueueError:
+                continue
+            found += [Marker(client, priority, 0, {}, "") for priority in priorities]
+        return found
 
     def _serve(self, rotation: Rotation, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
         """Priority by priority, an even share from each ready client of it, again until nothing more comes."""
@@ -199,7 +228,7 @@ class QueueWide:
                         break
                     taken = self._serve_client(rotation, marker, asked, visibility, order, now)
                     got += taken
-                    if len(taken) == asked:
+                    if len(taken) == asked and visibility:
                         more.append(marker)  # it may have more; a client that gave less is out of them
                 band = more
         return got
@@ -218,6 +247,10 @@ class QueueWide:
                 else ([], False)
             )
             self.claim_conflicts += engine.claim_conflicts - conflicts
+        except Throttled as error:
+            # Throttled in this client's partitions only: what it claimed first is served, not lost (see
+            # `partial`), and the other clients are still asked.
+            found, saw = partial.received(error), True
         except QueueError:
             return []
         if found:
@@ -227,7 +260,8 @@ class QueueWide:
                 self._promote(engine, marker, now)
         elif not saw:
             rotation.forget(marker)
-            drain(self._ctx, engine, marker.priority, marker.key, marker.gsi1sk, now)
+            if marker.key:
+                drain(self._ctx, engine, marker.priority, marker.key, marker.gsi1sk, now)
         return found
 
     def _promote(self, engine: Any, marker: Marker, now: int) -> None:

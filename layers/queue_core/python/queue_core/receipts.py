@@ -94,6 +94,11 @@ def signed(payload: bytes, secret: str, domain: bytes = b"") -> str:
     return _b64(payload) + "." + _b64(_mac(secret, domain + payload))
 
 
+def unsigned(handle: str) -> bytes:
+    """The payload of a signed handle, unchecked: only to learn whose handle it claims to be."""
+    return _unb64(handle.split(".")[0])
+
+
 def verified(handle: object, secret: str, *, malformed: str, forged: str, domain: bytes = b"") -> bytes:
     """The payload of a handle `signed` with `secret` under `domain`; ValidationError (`malformed`, `forged`) for
     anything else. Only the one canonical spelling is accepted: the decoder skips characters outside the alphabet

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import keys, leases, limits
 from .errors import QueueExists, QueueNotFound
 from .keys import Space
+from .layout import LayoutGuard
 from .receipts import new_secret
-from .settings import QueueSettings
-from .store import ConditionFailed, Store, TransactionCancelled
+from .settings import REDRIVE_FIELDS, QueueSettings
+from .store import ConditionFailed, Store, TransactionCancelled, Write
 from .store import registry as writes
 from .store.write import delete, put
 
@@ -43,17 +44,23 @@ class Tombstone:
 class Registry:
     def __init__(self, store: Store) -> None:
         self._store = store
+        # Every path to the items starts with settings (`get`, `list`, `create`): the table's layout is checked
+        # there, once per process.
+        self.layout = LayoutGuard(store)
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, QueueSettings]] = {}
         self._secrets: dict[Space, str] = {}
+        self._sources: dict[str, tuple[float, list[str]]] = {}
 
     def create(self, settings: QueueSettings) -> QueueSettings:
         """Idempotent for the same settings; other settings for an existing queue raise `QueueExists`."""
+        self.layout.ensure()
         try:
             self._store.transact_writes(
                 [
                     writes.create_settings(self._settings_item(settings)),
                     put({**keys.listing_key(settings.name), "name": settings.name}),
+                    *_links(None, settings),
                 ]
             )
         except TransactionCancelled as cancelled:
@@ -66,22 +73,42 @@ class Registry:
             self._remember(existing)
             return existing
         self._remember(settings)
+        with self._lock:
+            self._sources.pop(settings.dead_letter_target, None)
         return settings
 
     def update(self, name: str, now_ms: int, **changes: Any) -> QueueSettings:
-        """Applies changes if nobody changed the queue meanwhile (a condition on its version and generation)."""
+        """Applies changes if nobody changed the queue meanwhile (a condition on its version and generation).
+        The dead-letter fields (`REDRIVE_FIELDS`) change in the same write, with the target's list of sources."""
         current = self.get(name, fresh=True)
-        return self._replace(current, current.updated(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000), **changes))
+        redrive = {field: changes.pop(field) for field in REDRIVE_FIELDS if field in changes}
+        wanted = current
+        if changes:
+            wanted = current.updated(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000), **changes)
+        if redrive:
+            wanted = replace(wanted.redirected(now_ms, **redrive), version=current.version + 1)
+        return self._replace(current, wanted)
+
+    def dead_letter_sources(self, target: str, fresh: bool = False) -> list[str]:
+        """The queues that name `target` as their dead-letter target, cached as settings are."""
+        with self._lock:
+            cached = self._sources.get(target)
+        if cached and not fresh and time.monotonic() - cached[0] < limits.SETTINGS_CACHE_SECONDS:
+            return cached[1]
+        found = sorted(str(item["source"]) for item in self._listing(keys.dead_letter_links_prefix(target)))
+        with self._lock:
+            self._sources[target] = (time.monotonic(), found)
+        return found
 
     def tag(self, name: str, tags: dict[str, str], removed: list[str]) -> QueueSettings:
         """Adds or changes `tags` and removes the `removed` keys, conditional on the queue's version."""
         current = self.get(name, fresh=True)
         return self._replace(current, current.tagged(tags, removed))
 
-    def prune_layouts(self, current: QueueSettings, now_ms: int, fifo_groups_moved: bool) -> bool:
+    def prune_layouts(self, current: QueueSettings, now_ms: int, old_places_empty: bool) -> bool:
         """Drops the shard layouts nothing can live under any more; False when there was none or the queue
         changed meanwhile (the next sweep tries again)."""
-        pruned = current.without_old_layouts(now_ms, fifo_groups_moved)
+        pruned = current.without_old_layouts(now_ms, old_places_empty)
         if pruned is None:
             return False
         try:
@@ -90,14 +117,56 @@ class Registry:
             return False
         return True
 
-    def _replace(self, current: QueueSettings, wanted: QueueSettings) -> QueueSettings:
+    def reshard(self, current: QueueSettings, shards: int, now_ms: int) -> QueueSettings | None:
+        """An automatic change of the shard count, fenced as a change by hand is (`update`); None when the queue
+        changed meanwhile (the decision is made again on fresh settings next time)."""
+        wanted = current.resharded(shards, now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000))
         try:
-            self._store.write(writes.replace_settings(self._settings_item(wanted), current.version, current.generation))
+            return self._replace(current, wanted)
+        except QueueExists:
+            return None
+
+    def use_queue_wide(self, name: str, now_ms: int) -> QueueSettings:
+        """The first queue-wide receive switches sends' ready markers on (see `QueueSettings.marking`), fenced like
+        a `PATCH`; a change that raced it is read again. Whatever the outcome, the settings as they now are."""
+        for _ in range(3):
+            current = self.get(name, fresh=True)
+            if current.queue_wide:
+                return current
+            try:
+                return self._replace(current, current.marking(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000)))
+            except QueueExists:
+                continue
+        return self.get(name, fresh=True)
+
+    def markers_built(self, current: QueueSettings) -> bool:
+        """Records that the sweep put every missing marker; False when the queue changed meanwhile (the next
+        sweep tries again)."""
+        try:
+            self._replace(current, current.with_markers_built())
+        except QueueExists:
+            return False
+        return True
+
+    def _replace(self, current: QueueSettings, wanted: QueueSettings) -> QueueSettings:
+        replace_write = writes.replace_settings(self._settings_item(wanted), current.version, current.generation)
+        links = _links(current, wanted)
+        try:
+            if links:
+                try:
+                    self._store.transact_writes([replace_write, *links])
+                except TransactionCancelled as cancelled:
+                    raise ConditionFailed(cancelled.reasons[0][1]) from None
+            else:
+                self._store.write(replace_write)
         except ConditionFailed as failed:
             stored = QueueSettings.from_item(failed.item) if failed.item else None
             if stored is None or stored.to_item() != wanted.to_item():  # the same: our write, its answer lost
                 raise QueueExists(f"queue {current.name!r} changed meanwhile; read it again and retry") from None
         self._remember(wanted)
+        with self._lock:
+            for target in {current.dead_letter_target, wanted.dead_letter_target} - {""}:
+                self._sources.pop(target, None)
         return wanted
 
     def get(self, name: str, fresh: bool = False) -> QueueSettings:
@@ -105,6 +174,7 @@ class Registry:
             cached = self._cache.get(name)
         if cached and not fresh and time.monotonic() - cached[0] < limits.SETTINGS_CACHE_SECONDS:
             return cached[1]
+        self.layout.ensure()
         item = self._store.get(keys.settings_key(name))
         if item is None:
             self.forget(name)
@@ -114,8 +184,12 @@ class Registry:
         return settings
 
     def list(self) -> list[QueueSettings]:
+        self.layout.ensure()
         names = [item["name"] for item in self._listing(keys.listing_prefix())]
-        found = self._store.batch_get([keys.settings_key(name) for name in names]) if names else []
+        wanted = [keys.settings_key(name) for name in names]
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(wanted), _MAX_BATCH_GET):
+            found += self._store.batch_get(wanted[start : start + _MAX_BATCH_GET])
         return sorted((QueueSettings.from_item(item) for item in found), key=lambda settings: settings.name)
 
     def delete(self, name: str, now_ms: int) -> QueueSettings:
@@ -133,6 +207,7 @@ class Registry:
                     writes.remove_settings(keys.settings_key(name), settings.generation),
                     delete(keys.listing_key(name)),
                     put(tombstone),
+                    *_links(settings, None),
                 ]
             )
         except TransactionCancelled:
@@ -142,6 +217,7 @@ class Registry:
         return settings
 
     def tombstones(self) -> list[Tombstone]:
+        self.layout.ensure()
         return [
             Tombstone(QueueSettings.from_item(item), int(item["deleted_at"]))
             for item in self._listing(keys.tombstone_prefix())
@@ -152,6 +228,7 @@ class Registry:
 
     def take_sweep_lease(self, now_ms: int, seconds: float) -> str | None:
         """The lease's holder token when this sweep may run (no other sweep's lease is running), else None."""
+        self.layout.ensure()
         return leases.take(self._store, keys.sweep_lease_key(), now_ms, now_ms + int(seconds * 1000))
 
     def release_sweep_lease(self, holder: str) -> None:
@@ -228,3 +305,19 @@ class Registry:
     def _remember(self, settings: QueueSettings) -> None:
         with self._lock:
             self._cache[settings.name] = (time.monotonic(), settings)
+
+
+def _links(before: QueueSettings | None, after: QueueSettings | None) -> list[Write]:
+    """The registry writes that keep the targets' lists of dead-letter sources in step with a queue's change
+    (created: `before` None; deleted: `after` None), in the same transaction as the change."""
+    old = before.dead_letter_target if before is not None else ""
+    new = after.dead_letter_target if after is not None else ""
+    if old == new:
+        return []
+    name = (after or before).name  # type: ignore[union-attr]
+    changes: list[Write] = []
+    if old:
+        changes.append(writes.unlink_dead_letters(keys.dead_letter_link_key(old, name)))
+    if new:
+        changes.append(writes.link_dead_letters(keys.dead_letter_link_key(new, name), new, name))
+    return changes

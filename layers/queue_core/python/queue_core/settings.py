@@ -8,6 +8,9 @@ from typing import Any
 from . import keys, limits, validation
 from .errors import ValidationError
 
+# `shards` of a queue whose count follows its load.
+AUTO = "auto"
+
 
 @dataclass(frozen=True)
 class QueueSettings:
@@ -19,11 +22,22 @@ class QueueSettings:
     delay_seconds: int = limits.DEFAULT_DELAY_SECONDS
     dedup_window_seconds: int = limits.DEFAULT_DEDUP_WINDOW_SECONDS
     content_based_dedup: bool = False
+    # The current shard count. With `auto_shards` it follows the load between `min_shards` and `max_shards`
+    # (see `autoshard`); otherwise it is what the queue was given.
     shards: int = 1
+    auto_shards: bool = False
+    min_shards: int = 1
+    max_shards: int = limits.MAX_SHARDS
     # The largest body a send may carry (SQS's MaximumMessageSize); larger ones are refused with MessageTooLarge.
     max_message_bytes: int = limits.MAX_BODY_BYTES
     # How long a receive that names no wait waits (SQS's ReceiveMessageWaitTimeSeconds).
     receive_wait_seconds: int = 0
+    # Whether sends put ready markers for queue-wide receives (see `ready`): on from creation when asked for,
+    # else from the first queue-wide receive (`marking`). `markers_from`: from when every process's sends put them
+    # (ms); `markers_built`: the sweep has put those of what was sent before, so receives may trust them alone.
+    queue_wide: bool = field(default=False, compare=False)
+    markers_from: int = field(default=0, compare=False)
+    markers_built: bool = field(default=False, compare=False)
     created_at: int = 0
     # When the settings last changed (ms); tags label the queue. Neither decides whether a create is a repeat.
     modified_at: int = field(default=0, compare=False)
@@ -38,6 +52,16 @@ class QueueSettings:
     # have caught up). A FIFO layout stays until the sweep finds no group item left at its places.
     shard_history: tuple[tuple[int, int], ...] = field(default=(), compare=False)
     placement_from: int = field(default=0, compare=False)
+    # When `shards` last changed (ms), by hand or by itself: automatic changes wait a while after it.
+    shards_changed_at: int = field(default=0, compare=False)
+    # Where the queue's dead letters are read besides its own DLQ: another queue of the same kind that names this
+    # one among its dead-letter sources ("": none). The dead letters stay in this queue's own DLQ partitions (the
+    # REST DLQ routes see them as ever); the target's SQS receive reads them there. Kept for the SQS protocol.
+    dead_letter_target: str = field(default="", compare=False)
+    # Which queues may name this one as their dead-letter target: "" (never set) or "allowAll", "denyAll",
+    # "byQueue" with `redrive_sources`, as SQS's RedriveAllowPolicy.
+    redrive_permission: str = field(default="", compare=False)
+    redrive_sources: tuple[str, ...] = field(default=(), compare=False)
     created: bool = field(default=False, compare=False)
 
     SETTING_NAMES = (
@@ -49,8 +73,11 @@ class QueueSettings:
         "dedup_window_seconds",
         "content_based_dedup",
         "shards",
+        "min_shards",
+        "max_shards",
         "max_message_bytes",
         "receive_wait_seconds",
+        "queue_wide",
     )
 
     @classmethod
@@ -80,9 +107,10 @@ class QueueSettings:
             delay_seconds=_int(options, "delay_seconds", 0, limits.MAX_DELAY_SECONDS),
             dedup_window_seconds=_int(options, "dedup_window_seconds", 0, limits.MAX_DEDUP_WINDOW_SECONDS),
             content_based_dedup=content_based,
-            shards=_int(options, "shards", 1, limits.MAX_SHARDS),
+            **_shard_options(options),
             max_message_bytes=_int(options, "max_message_bytes", limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
             receive_wait_seconds=_int(options, "receive_wait_seconds", 0, limits.MAX_WAIT_SECONDS),
+            **_marking_from_creation(options, created_at),
             created_at=created_at,
             modified_at=created_at,
             generation=keys.new_generation(),
@@ -90,7 +118,8 @@ class QueueSettings:
         )
 
     UPDATABLE = ("visibility_timeout", "max_receive_count", "retention_seconds", "delay_seconds",
-                 "dedup_window_seconds", "shards", "max_message_bytes", "receive_wait_seconds")  # fmt: skip
+                 "dedup_window_seconds", "shards", "min_shards", "max_shards", "max_message_bytes",
+                 "receive_wait_seconds", "queue_wide")  # fmt: skip
 
     @property
     def read_shards(self) -> int:
@@ -129,8 +158,26 @@ class QueueSettings:
         if fixed:
             raise ValidationError(f"these settings cannot change on a live queue: {', '.join(sorted(fixed))}")
         options = {key: getattr(self, key) for key in self.SETTING_NAMES} | changes
+        if self.auto_shards and "shards" not in changes:
+            options["shards"] = AUTO
+        if options["shards"] != AUTO and not {"min_shards", "max_shards"} & set(changes):
+            options.pop("min_shards")
+            options.pop("max_shards")
         fresh = QueueSettings.validated(self.name, self.created_at, **options)
+        if fresh.auto_shards:
+            # Switched to automatic, or its bounds moved: it goes on from the current count, within the bounds.
+            fresh = replace(fresh, shards=min(max(self.shards, fresh.min_shards), fresh.max_shards))
+        fresh = replace(fresh, **self._marking(fresh.queue_wide, now_ms, cache_ms))
+        return self._with_shards(fresh, now_ms, cache_ms)
+
+    def resharded(self, shards: int, now_ms: int, cache_ms: int) -> QueueSettings:
+        """These settings with the shard count an automatic decision chose: the same history and fencing as a
+        change by hand (`updated`)."""
+        return self._with_shards(replace(self, shards=shards), now_ms, cache_ms)
+
+    def _with_shards(self, fresh: QueueSettings, now_ms: int, cache_ms: int) -> QueueSettings:
         history, placement_from = self.live_history(now_ms), self.placement_from
+        changed_at = self.shards_changed_at
         lifetime = self._lifetime_ms(max(self.retention_seconds, fresh.retention_seconds))
         if fresh.retention_seconds > self.retention_seconds:
             history = tuple((shards, max(until, now_ms + lifetime)) for shards, until in history)
@@ -140,18 +187,37 @@ class QueueSettings:
                     f"shards changed {len(history)} times within the queue's retention; each earlier layout is kept "
                     "while messages may live under it: try again once the oldest one has expired"
                 )
-            history = (*history, (self.shards, now_ms + lifetime))
+            history = _compacted((*history, (self.shards, now_ms + lifetime)), self.fifo)
             placement_from = now_ms + 2 * cache_ms + 20_000
+            changed_at = now_ms
         return replace(
             fresh,
             generation=self.generation,
             version=self.version + 1,
             shard_history=history,
             placement_from=placement_from,
+            shards_changed_at=changed_at,
             created=False,
             modified_at=now_ms,
             tags=self.tags,
+            dead_letter_target=self.dead_letter_target,
+            redrive_permission=self.redrive_permission,
+            redrive_sources=self.redrive_sources,
         )
+
+    def redirected(self, now_ms: int, **redrive: Any) -> QueueSettings:
+        """These settings with the dead-letter fields in `redrive` (`dead_letter_target`, `redrive_permission`,
+        `redrive_sources`) changed, as a new version."""
+        unknown = set(redrive) - set(REDRIVE_FIELDS)
+        if unknown:
+            raise ValidationError(f"unknown redrive settings: {', '.join(sorted(unknown))}")
+        return replace(self, **redrive, version=self.version + 1, created=False, modified_at=now_ms)
+
+    def permits_dead_letters_from(self, source: str) -> bool:
+        """Whether a queue named `source` may name this one as its dead-letter target (its RedriveAllowPolicy)."""
+        if self.redrive_permission == "denyAll":
+            return False
+        return self.redrive_permission != "byQueue" or source in self.redrive_sources
 
     def tagged(self, tags: dict[str, str], removed: list[str]) -> QueueSettings:
         """These settings with `tags` added (or changed) and the keys in `removed` taken off."""
@@ -160,37 +226,80 @@ class QueueSettings:
             raise ValidationError(f"a queue has at most {limits.MAX_TAGS} tags")
         return replace(self, tags=kept, version=self.version + 1, created=False)
 
-    def without_old_layouts(self, now_ms: int, fifo_groups_moved: bool) -> QueueSettings | None:
+    @property
+    def settled_from(self) -> int:
+        """From when every process sends (and places FIFO groups) by the current count, with the index's lag."""
+        return self.placement_from + limits.INDEX_LAG_GRACE_SECONDS * 1000
+
+    def without_old_layouts(self, now_ms: int, old_places_empty: bool) -> QueueSettings | None:
         """The settings with the layouts that can hold nothing any more dropped (None when none can be): a
-        standard layout once its time is up; FIFO layouts once groups are placed by the current count and the
-        sweep found no group item left at an old place (`fifo_groups_moved`) in a list of the queue's clients read
-        at `now_ms`. That list comes from the index: a client registered just before groups left the old places
-        shows in it only after the index's lag, so FIFO layouts wait that long more."""
-        if self.fifo:
-            settled_from = self.placement_from + limits.INDEX_LAG_GRACE_SECONDS * 1000
-            if not self.shard_history or now_ms < settled_from or not fifo_groups_moved:
+        standard layout once its time is up; every layout once every process sends and places groups by the
+        current count and the sweep found nothing left at an old place (`old_places_empty`: no FIFO group item
+        at an old layout's place, no standard message or DLQ item in a shard past the current count) in a list
+        of the queue's clients read at `now_ms`. That list comes from the index: a client registered just before
+        shows in it only after the index's lag, so the layouts wait that long more."""
+        history: tuple[tuple[int, int], ...] = ()
+        if not self.shard_history:
+            return None
+        if now_ms < self.settled_from or not old_places_empty:
+            if self.fifo:
                 return None
-            history: tuple[tuple[int, int], ...] = ()
-        else:
             history = self.live_history(now_ms)
             if history == self.shard_history:
                 return None
         return replace(self, shard_history=history, version=self.version + 1, created=False)
 
+    def _marking(self, queue_wide: bool, now_ms: int, cache_ms: int) -> dict[str, Any]:
+        """The ready-marker fields for `queue_wide`: kept as they are, or switched on now. Every process's sends
+        put markers once their cached settings show it, with a margin for a slow send (as for `placement_from`);
+        until the sweep has built the markers of what was sent before, queue-wide receives visit every client.
+        Never switched off: a receiver trusting markers would miss what an unmarked send left."""
+        if queue_wide == self.queue_wide:
+            return {
+                "queue_wide": self.queue_wide,
+                "markers_from": self.markers_from,
+                "markers_built": self.markers_built,
+            }
+        if not queue_wide:
+            raise ValidationError("queue_wide cannot be switched off once on: queue-wide receives rely on it")
+        return {"queue_wide": True, "markers_from": now_ms + 2 * cache_ms + 20_000, "markers_built": False}
+
+    def marking(self, now_ms: int, cache_ms: int) -> QueueSettings:
+        """These settings with `queue_wide` switched on (by the first queue-wide receive), as a new version."""
+        return replace(self, **self._marking(True, now_ms, cache_ms), version=self.version + 1, created=False)
+
+    def with_markers_built(self) -> QueueSettings:
+        """These settings once the sweep has put the markers of every client with messages."""
+        return replace(self, markers_built=True, version=self.version + 1, created=False)
+
+    @property
+    def markers_trusted(self) -> bool:
+        """Whether every message has its client's ready marker: queue-wide receives then read markers only."""
+        return self.queue_wide and self.markers_built
+
     def same_settings(self, other: QueueSettings) -> bool:
-        return all(getattr(self, key) == getattr(other, key) for key in self.SETTING_NAMES)
+        """Whether a create asked for these settings: of an automatic queue, its bounds, not the count it is at."""
+        names = [key for key in self.SETTING_NAMES if key != "shards" or not self.auto_shards]
+        names.remove("queue_wide")  # what a queue costs, not how it behaves: any queue may be received queue-wide
+        return self.auto_shards == other.auto_shards and all(getattr(self, k) == getattr(other, k) for k in names)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         # Internal, or kept for the SQS protocol's attributes and tags (which it reads from the settings).
-        for internal in ("generation", "version", "created", "shard_history", "placement_from", "modified_at", "tags"):
+        internals = ("generation", "version", "created", "shard_history", "placement_from", "modified_at", "tags")
+        for internal in (*internals, "shards_changed_at"):
             data.pop(internal)
+        for internal in ("markers_from", "markers_built"):
+            data.pop(internal)
+        for kept_for_sqs in REDRIVE_FIELDS:
+            data.pop(kept_for_sqs)
         return data
 
     def to_item(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("created")
         data["shard_history"] = [list(entry) for entry in self.shard_history]
+        data["redrive_sources"] = list(self.redrive_sources)
         return data
 
     @classmethod
@@ -205,8 +314,14 @@ class QueueSettings:
             dedup_window_seconds=int(item["dedup_window_seconds"]),
             content_based_dedup=bool(item["content_based_dedup"]),
             shards=int(item["shards"]),
+            auto_shards=bool(item.get("auto_shards", False)),
+            min_shards=int(item.get("min_shards", 1)),
+            max_shards=int(item.get("max_shards", limits.MAX_SHARDS)),
             max_message_bytes=int(item.get("max_message_bytes", limits.MAX_BODY_BYTES)),
             receive_wait_seconds=int(item.get("receive_wait_seconds", 0)),
+            queue_wide=bool(item.get("queue_wide", False)),
+            markers_from=int(item.get("markers_from", 0)),
+            markers_built=bool(item.get("markers_built", False)),
             created_at=int(item["created_at"]),
             modified_at=int(item.get("modified_at", item["created_at"])),
             tags=dict(item.get("tags", {})),
@@ -214,7 +329,58 @@ class QueueSettings:
             version=int(item.get("version", 1)),
             shard_history=tuple((int(shards), int(until)) for shards, until in item.get("shard_history", [])),
             placement_from=int(item.get("placement_from", 0)),
+            shards_changed_at=int(item.get("shards_changed_at", 0)),
+            dead_letter_target=str(item.get("dead_letter_target", "")),
+            redrive_permission=str(item.get("redrive_permission", "")),
+            redrive_sources=tuple(str(name) for name in item.get("redrive_sources", [])),
         )
+
+
+def _shard_options(options: dict[str, Any]) -> dict[str, Any]:
+    """`shards` left out or "auto": automatic, from `min_shards`; a number: that many, fixed (no bounds)."""
+    shards = options.get("shards", AUTO)
+    if shards != AUTO:
+        bounds = sorted({"min_shards", "max_shards"} & set(options))
+        if bounds:
+            raise ValidationError(f'{" and ".join(bounds)} bound automatic shards: give shards "auto" or leave it out')
+        fixed = validation.integer("shards", shards, 1, limits.MAX_SHARDS) if isinstance(shards, int) else None
+        if fixed is None:
+            raise ValidationError(f'shards must be "auto" or an integer from 1 to {limits.MAX_SHARDS}')
+        return {"shards": fixed}
+    low = _int(options, "min_shards", 1, limits.MAX_SHARDS)
+    high = _int(options, "max_shards", 1, limits.MAX_SHARDS)
+    if low > high:
+        raise ValidationError(f"min_shards ({low}) must be at most max_shards ({high})")
+    return {"shards": low, "auto_shards": True, "min_shards": low, "max_shards": high}
+
+
+def _compacted(history: tuple[tuple[int, int], ...], fifo: bool) -> tuple[tuple[int, int], ...]:
+    """The layouts worth keeping, oldest first. A standard layout is only how many shards receivers visit and
+    until when: one covered by another (as many shards or more, kept as long or longer) adds nothing. A FIFO
+    layout is where groups are placed: one entry per count, the latest. Either way a queue whose count goes up
+    and down by itself keeps a few layouts, not one per change."""
+    kept: list[tuple[int, int]] = []
+    for position, (shards, until) in enumerate(history):
+        later = history[position + 1 :]
+        if fifo and any(other == shards for other, _ in later):
+            continue
+        if not fifo and any(
+            other >= shards and other_until >= until
+            for index, (other, other_until) in enumerate(history)
+            if index != position and (index > position or (other, other_until) != (shards, until))
+        ):
+            continue
+        kept.append((shards, until))
+    return tuple(kept)
+
+
+REDRIVE_FIELDS = ("dead_letter_target", "redrive_permission", "redrive_sources")
+
+
+def _marking_from_creation(options: dict[str, Any], created_at: int) -> dict[str, Any]:
+    """A queue created `queue_wide` marks from its first send: nothing was sent before to build markers for."""
+    on = validation.boolean("queue_wide", options.get("queue_wide", False))
+    return {"queue_wide": on, "markers_from": created_at if on else 0, "markers_built": on}
 
 
 def _int(options: dict[str, Any], name: str, low: int, high: int) -> int:

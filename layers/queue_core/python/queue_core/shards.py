@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from . import partial
+from .errors import Throttled
+
 EMPTY_SHARD_SECONDS: Final = 5.0
 # How long a process trusts what it knows of a sub-queue's priorities before it reads its ready markers again: a
 # priority first used by another process is received in its order at most this late.
@@ -72,8 +75,11 @@ ShardReceive = Callable[[int, int], tuple[list[Any], bool]]
 def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[Any]:
     """Receives shard by shard until `want` are found, or a shard gave some but fewer than asked (the queue is
     shallow: more shards would mostly cost empty queries); the quiet shards only when nothing was found elsewhere.
-    `receive_shard(shard, need)` returns what it claimed and whether the shard had any candidate at all."""
+    `receive_shard(shard, need)` returns what it claimed and whether the shard had any candidate at all. A shard
+    that throttled is asked nothing more and not marked empty; what it claimed first is kept, the other shards are
+    still asked (a throttle is per partition), and the throttle is raised with all of it (see `partial`)."""
     got: list[Any] = []
+    throttle: Throttled | None = None
     first, quiet = picker.order()
     for shards in (first, quiet):
         if got:
@@ -82,11 +88,18 @@ def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[A
             if len(got) >= want:
                 break
             need = want - len(got)
-            found, saw_candidates = receive_shard(shard, need)
+            try:
+                found, saw_candidates = receive_shard(shard, need)
+            except Throttled as error:
+                throttle = throttle or error
+                got += partial.received(error)
+                continue
             picker.found(shard, saw_candidates)
             got += found
             if found and len(found) < need:
                 break
+    if throttle is not None:
+        raise partial.after(throttle, got) from partial.original(throttle)
     return got
 
 

@@ -13,7 +13,7 @@ import logging
 import random
 from typing import Any
 
-from . import keys, limits, ready
+from . import keys, limits, partial, ready
 from .clock import sequence_ms
 from .context import Context
 from .dedup import dedup_put, duplicate_of
@@ -162,10 +162,15 @@ class StandardQueue:
 
     # Receive.
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
-        """The highest priority with visible messages first; a lower one only for what is still wanted."""
+        """The highest priority with visible messages first; a lower one only for what is still wanted. After a
+        throttle it stops (the lower priorities share the throttled shards' partitions) and answers what it holds
+        (see `partial`)."""
         got: list[ReceivedMessage] = []
         for priority in self.traffic.bands(self._read_bands):
-            found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret)
+            try:
+                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret)
+            except Throttled as error:
+                return partial.answer(error, got + partial.received(error))
             got += found
             if len(got) >= want:
                 break
@@ -184,6 +189,9 @@ class StandardQueue:
 
         got = visit(self.traffic.picker_for(priority), want, shard_receive)
         return got, any(seen)
+
+    def priorities(self) -> list[int]:
+        return self.traffic.bands(self._read_bands)
 
     def _read_bands(self) -> set[int]:
         """The priorities above 0 that this client's ready markers name (cached for a moment). One single-item
@@ -230,16 +238,25 @@ class StandardQueue:
         partition = self.partition_key(shard)
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
-            items, start, _ = self.ctx.store.due(
-                partition, now, self.gauge.window(need), forward=order == "oldest", start=start, priority=priority
-            )
+            try:
+                items, start, _ = self.ctx.store.due(
+                    partition, now, self.gauge.window(need), forward=order == "oldest", start=start, priority=priority
+                )
+            except Throttled as error:
+                raise partial.after(error, got) from error
             saw_candidates = saw_candidates or bool(items)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
             own = [item for item in items if item["pk"] == partition]
-            candidates = [item for item in own if not self._housekeep_candidate(item, now)]
+            try:
+                candidates = [item for item in own if not self._housekeep_candidate(item, now)]
+            except Throttled as error:
+                raise partial.after(error, got) from error
             if self.gauge.contended:
                 random.shuffle(candidates)
-            got += self._claim_candidates(candidates, need, visibility, now, secret)
+            try:
+                got += self._claim_candidates(candidates, need, visibility, now, secret)
+            except Throttled as error:  # with what the earlier rounds claimed
+                raise partial.after(error, got + partial.received(error)) from partial.original(error)
             if len(got) >= want or not start:
                 break
         return got, saw_candidates
@@ -256,17 +273,39 @@ class StandardQueue:
         return False
 
     def _claim_candidates(self, candidates: list[Item], need: int, visibility: int, now: int, secret: str) -> list:
-        """Claims the first `need` candidates in parallel, then the spare ones for each claim lost."""
+        """Claims the first `need` candidates in parallel, then the spare ones for each claim lost. A throttled
+        claim does not cost the others: they are kept and raised with it (`partial.Interrupted`), and no spare is
+        tried in the throttled partition."""
         claimed: list[tuple[int, ReceivedMessage]] = []
         position = 0
-        while len(claimed) < need and position < len(candidates):
+        throttle: Throttled | None = None
+        while len(claimed) < need and position < len(candidates) and throttle is None:
             batch = candidates[position : position + need - len(claimed)]
             conflicts = self.claim_conflicts
-            outcomes = list(self.ctx.pool.map(lambda item: self._claim(item, visibility, now, secret), batch))
+            outcomes = list(
+                self.ctx.pool.map(lambda item: self._claim_or_throttle(item, visibility, now, secret), batch)
+            )
             self.gauge.record(len(batch), self.claim_conflicts - conflicts)
-            claimed += [(position + i, message) for i, message in enumerate(outcomes) if message]
+            throttle = next((outcome for outcome in outcomes if isinstance(outcome, Throttled)), None)
+            claimed += [
+                (position + i, message) for i, message in enumerate(outcomes) if isinstance(message, ReceivedMessage)
+            ]
             position += len(batch)
-        return [message for _, message in sorted(claimed, key=lambda pair: pair[0])]
+        got = [message for _, message in sorted(claimed, key=lambda pair: pair[0])]
+        if throttle is not None:
+            raise partial.after(throttle, got) from throttle
+        return got
+
+    def _claim_or_throttle(
+        self, entry: Item, visibility: int, now: int, secret: str
+    ) -> ReceivedMessage | Throttled | None:
+        """`_claim`, its throttle returned instead of raised. A claim whose answer was lost (`OutcomeUnknown`, or
+        an outage after the SDK's retries) may have been applied: that one message is then left to its
+        visibility timeout, as SQS leaves a message whose receive answer was lost."""
+        try:
+            return self._claim(entry, visibility, now, secret)
+        except Throttled as error:
+            return error
 
     def _claim(self, entry: Item, visibility: int, now: int, secret: str) -> ReceivedMessage | None:
         key = {"pk": entry["pk"], "sk": entry["sk"]}
@@ -510,7 +549,8 @@ class StandardQueue:
 
     def sweep(self, now: int, report: SweepReport) -> bool:
         """Deletes expired messages and moves visible ones past the receive limit to the DLQ, from the index
-        entries (bounded per shard). A standard layout needs no check: its time in the history bounds it."""
+        entries (bounded per shard). Whether shards past the current count still hold items is the sweep's to
+        check (`sweep.old_shards_in_use`), against the very settings it prunes."""
         limit = self.settings.max_receive_count
         visible: list[Item] = []
         for shard in range(self.settings.read_shards):

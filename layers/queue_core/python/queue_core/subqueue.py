@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from . import dead_letters, keys, limits, validation
+from . import autoshard, dead_letter_moves, dead_letters, keys, limits, receive_attempts, validation
 from .context import Context
 from .dead_letters import DeadLetter
 from .engine import Engine
@@ -129,7 +129,12 @@ class SubQueue:
             if entry.dedup_id is not None:
                 firsts[entry.dedup_id] = entry.index
             unique.append(entry)
-        results = {entry.index: result for entry, result in zip(unique, engine.send(unique, now), strict=True)}
+        throttles = self._ctx.store.throttles
+        try:
+            sent = engine.send(unique, now)
+        finally:
+            self._note_load(engine, unique, now, throttles)
+        results = {entry.index: result for entry, result in zip(unique, sent, strict=True)}
         for index, first in repeats.items():
             outcome = results[first]
             results[index] = replace(outcome, duplicate=True) if isinstance(outcome, SendResult) else outcome
@@ -197,6 +202,21 @@ class SubQueue:
         )
 
     # Receive.
+    def _note_load(self, engine: Engine, sent: list[Entry], now: int, throttles_before: int) -> None:
+        """What this call put on the queue's shard keys, for an automatic shard count (memory, and at most one
+        report every few seconds; see `autoshard`)."""
+        settings = engine.settings
+        if not settings.auto_shards:
+            return
+        load = self._ctx.load
+        shards = settings.placement_shards(now)
+        for entry in sent:
+            shard = keys.group_shard(entry.group_id, shards) if entry.group_id is not None else random.randrange(shards)
+            load.record(engine.space, shard, autoshard.message_units(entry.body, entry.attributes), now)
+        if self._ctx.store.throttles > throttles_before:
+            load.throttled(engine.space, now, self._ctx.store.throttles - throttles_before)
+        autoshard.after_traffic(self._ctx, settings, engine.space)
+
     def receive(
         self,
         max_messages: int = 1,
@@ -224,13 +244,30 @@ class SubQueue:
             conflicts = engine.claim_conflicts
             # No secret: nothing was ever sent to this sub-queue in this generation, so there is nothing to claim.
             secret = engine.secret()
-            got = engine.receive(want, visibility, order, self._now(), secret) if secret else []
+            throttles = self._ctx.store.throttles
+            try:
+                got = engine.receive(want, visibility, order, self._now(), secret) if secret else []
+            finally:
+                self._note_load(engine, [], self._now(), throttles)
             self.claim_conflicts += engine.claim_conflicts - conflicts
             left = deadline - time.monotonic()
             if got or left <= 0:
                 return got
             time.sleep(min(pause, left))
             pause = min(pause * 2, _MAX_POLL_SECONDS)
+
+    def receive_attempt(
+        self,
+        attempt_id: str,
+        max_messages: int = 1,
+        visibility_timeout: int | None = None,
+        wait_seconds: int | None = 0,
+    ) -> list[ReceivedMessage]:
+        """`receive` under an attempt id (SQS's ReceiveRequestAttemptId): repeated within five minutes, it answers
+        the same messages with the same handles while they are still held by them (see `receive_attempts`)."""
+        return receive_attempts.receive_once(
+            self._ctx, self, attempt_id, max_messages, visibility_timeout, wait_seconds
+        )
 
     # Claimed messages.
     def _receipt(self, handle: Any) -> Receipt:
@@ -416,6 +453,12 @@ class SubQueue:
         self._ctx.bodies.renew(items, now, self.settings.retention_seconds)
         return self.engine().redrive(items, now)
 
+    def move_dead_letters(self, destination: SubQueue, max_messages: int | None = None) -> int:
+        """Moves this sub-queue's dead letters into `destination` as new messages there (see `dead_letter_moves`);
+        the number moved."""
+        limit = None if max_messages is None else validation.integer("max_messages", max_messages, 1, 1_000_000)
+        return dead_letter_moves.move(self._ctx, self, destination, self.dlq_items(self._now(), max_items=limit))
+
     def move_to_dlq(self, message_id: str) -> bool:
         """An operator marks a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
         return self.engine().move_to_dlq(self._ref(message_id), self._now())
@@ -474,6 +517,7 @@ def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_re
         for shard in range(settings.read_shards):
             ctx.store.delete_partition(engine.space.group_item_pk(shard))
     ctx.store.delete_partition(engine.space.ready_pk())
+    ctx.store.delete_partition(engine.space.attempt_pk())
     # No item of this generation can name an object any more, nor can a send add one: whatever is left under
     # its prefix (a send cut short) goes too.
     ctx.bodies.discard_prefix(engine.space.object_prefix())

@@ -3,21 +3,31 @@
 Visibility needs no sweep (an expired claim is visible by itself). The sweep does what nothing else would do
 soon: moves messages past their receive limit to the DLQ while no receive touches them, frees FIFO groups a
 crashed consumer left locked, deletes messages past retention before TTL does, drops shard layouts nothing lives
-under any more, finishes the removal of deleted queues, and reports each sub-queue's depth. Every write it makes
-is conditional, so it is safe beside receives and beside another sweep.
+under any more, sizes automatic shard counts by their load (see `autoshard`), finishes the removal of deleted
+queues, puts the ready markers of what was sent to a queue before its first queue-wide receive (see `ready`), and
+reports each sub-queue's depth. Every write it makes is conditional, so it is safe beside receives and beside
+another sweep.
+
+A throttle or a lost answer (`Throttled`) stops only the step it hit: that sub-queue, or that queue-wide step, is
+counted in the report's `failures` and the pass goes on with the rest; the next pass does it again. A pass that
+stopped at the first one would, under steady throttling, almost never reach the queues after it, and what only
+the sweep restores (a ready marker whose write failed) would stay missing.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
-from . import limits
+from . import autoshard, limits, ready
 from .context import Context
-from .errors import QueueNotFound
+from .errors import QueueNotFound, Throttled
+from .keys import Space
 from .messages import is_expired
 from .models import SweepReport
 from .registry import Tombstone
+from .settings import QueueSettings
 from .store import ConditionFailed
 from .store import messages as writes
 from .subqueue import SubQueue, remove_sub_queue
@@ -25,6 +35,14 @@ from .subqueue import SubQueue, remove_sub_queue
 # A deleted queue's tombstone is passed over again once every process's cached settings have expired (so no
 # send can land under it any more), with a margin for a slow request.
 TOMBSTONE_SECONDS = 2 * limits.SETTINGS_CACHE_SECONDS + 60
+
+logger = logging.getLogger("queue_core")
+
+
+def _failed(report: SweepReport, what: str) -> None:
+    """A step DynamoDB throttled (or whose answer was lost): counted and logged; the next pass does it again."""
+    report.failures += 1
+    logger.warning("sweep of %s throttled; the next pass tries again", what, exc_info=True)
 
 
 class Sweeper:
@@ -48,19 +66,35 @@ class Sweeper:
         try:
             return self._run(budget_seconds, max_items, cursor)
         finally:
-            self._ctx.registry.release_sweep_lease(holder)
+            try:
+                self._ctx.registry.release_sweep_lease(holder)
+            except Throttled:
+                logger.warning("sweep lease not given back; it ends by itself", exc_info=True)
 
     def _run(self, budget_seconds: float | None, max_items: int | None, cursor: str | None) -> SweepReport:
         report = SweepReport()
         deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
         if not cursor:
-            self._finish_deleted_queues()
+            self._finish_deleted_queues(report)
         for settings in self._ctx.registry.list():
             listed_at = self._ctx.now_ms()
-            clients = self._ctx.registry.clients(settings.name, settings.generation)
+            try:
+                clients = self._ctx.registry.clients(settings.name, settings.generation)
+            except Throttled:
+                _failed(report, settings.name)
+                continue
             # Shard layouts belong to the whole queue: dropped only when this pass saw every one of its clients.
             whole_queue = not cursor or f"{settings.name}/" > cursor
             old_place_in_use = False
+            # A sub-queue this pass could not sweep: its old places and its markers are unknown.
+            missed = False
+            # Markers are built once every sender puts them and the index shows what was sent before, from a
+            # list of clients read after that (a client registered just before shows after the index's lag).
+            building = (
+                settings.queue_wide
+                and not settings.markers_built
+                and listed_at >= settings.markers_from + limits.INDEX_LAG_GRACE_SECONDS * 1000
+            )
             try:
                 for client in clients:
                     position = f"{settings.name}/{client}"
@@ -70,24 +104,93 @@ class Sweeper:
                     if out_of_time or (max_items is not None and report.items_read >= max_items):
                         report.complete = False
                         return report
-                    old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report)
+                    try:
+                        old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report, building)
+                    except Throttled:
+                        _failed(report, position)
+                        missed = True
                     report.cursor = position
             except QueueNotFound:
                 # Deleted since the listing: what it left is its deletion's to remove (see the tombstones), and the
                 # queues after it are still swept in this pass.
                 continue
             if whole_queue:
-                # As of the listing: a client registered within the index's lag before it may be missing from it.
-                self._ctx.registry.prune_layouts(settings, listed_at, not old_place_in_use)
+                self._whole_queue(
+                    settings, clients, listed_at, report, old_place_in_use or missed, building and not missed
+                )
         report.cursor = None
         return report
 
-    def _finish_deleted_queues(self) -> None:
+    def _whole_queue(
+        self,
+        settings: QueueSettings,
+        clients: list[str],
+        listed_at: int,
+        report: SweepReport,
+        old_place_in_use: bool,
+        built: bool,
+    ) -> None:
+        """The steps of a queue swept whole, each on its own: a throttled one leaves the others done. A FIFO
+        queue's old places count as in use when a sub-queue was missed (its group items were not looked at); a
+        standard queue's are looked at here, for every client. The markers count as built only when every
+        sub-queue's were (`built`)."""
+        try:
+            # As of the listing: a client registered within the index's lag before it may be missing from it.
+            if not settings.fifo:
+                old_place_in_use = old_shards_in_use(self._ctx, settings, clients, listed_at)
+            self._ctx.registry.prune_layouts(settings, listed_at, not old_place_in_use)
+        except Throttled:
+            _failed(report, f"{settings.name} (layouts)")
+        try:
+            self._decide_shards(settings, clients, report)
+        except Throttled:
+            _failed(report, f"{settings.name} (shards)")
+        if built:
+            try:
+                self._markers_built(settings)
+            except Throttled:
+                _failed(report, f"{settings.name} (markers built)")
+
+    def _markers_built(self, listed: QueueSettings) -> None:
+        """Read again, as pruning may have made a new version (the fence of this update); only the incarnation
+        whose clients were just marked."""
+        try:
+            current = self._ctx.registry.get(listed.name, fresh=True)
+        except QueueNotFound:
+            return
+        if current.generation == listed.generation and current.queue_wide and not current.markers_built:
+            self._ctx.registry.markers_built(current)
+
+    def _decide_shards(self, listed: QueueSettings, clients: list[str], report: SweepReport) -> None:
+        """An automatic queue's count, sized by its clients' load reports (see `autoshard`); every queue's count
+        goes in the report, for the `Shards` metric. Read again first: pruning may have made a new version (the
+        fence of this change)."""
+        shards = listed.shards
+        if listed.auto_shards:
+            reports = autoshard.read_reports(self._ctx, listed, clients)
+            try:
+                current = self._ctx.registry.get(listed.name, fresh=True)
+            except QueueNotFound:
+                return
+            if current.generation != listed.generation:
+                return
+            shards = autoshard.decide(self._ctx, current.name, reports=reports, settings=current) or current.shards
+        report.shards.append({"queue": listed.name, "shards": shards, "auto": listed.auto_shards})
+
+    def _finish_deleted_queues(self, report: SweepReport) -> None:
         """A tombstone old enough that nothing can be sent under it any more: one last removal, then it goes."""
         now = self._ctx.now_ms()
-        for tombstone in self._ctx.registry.tombstones():
+        try:
+            tombstones = self._ctx.registry.tombstones()
+        except Throttled:
+            _failed(report, "deleted queues")
+            return
+        for tombstone in tombstones:
             if now - tombstone.deleted_at >= TOMBSTONE_SECONDS * 1000:
-                self._remove_generation(tombstone)
+                try:
+                    self._remove_generation(tombstone)
+                except Throttled:
+                    _failed(report, f"deleted queue {tombstone.settings.name}")
 
     def _remove_generation(self, tombstone: Tombstone) -> None:
         settings = tombstone.settings
@@ -95,11 +198,14 @@ class Sweeper:
             remove_sub_queue(self._ctx, settings, client, keep_registration=False)
         self._ctx.registry.drop_tombstone(settings)
 
-    def _sweep_one(self, sub: SubQueue, report: SweepReport) -> bool:
+    def _sweep_one(self, sub: SubQueue, report: SweepReport, build_markers: bool = False) -> bool:
         """Returns whether a FIFO group item of this sub-queue still lives at an earlier layout's place."""
         now = self._ctx.now_ms()
         report.sub_queues += 1
-        old_place_in_use = sub.engine().sweep(now, report)
+        engine = sub.engine()
+        old_place_in_use = engine.sweep(now, report)
+        if build_markers:
+            ready.build(self._ctx, engine, engine.priorities(), now)
         for item in list(sub.dlq_items(now, max_items=limits.STATS_SCAN_LIMIT, include_expired=True)):
             report.items_read += 1
             if is_expired(item, now) and self._delete_expired(item, now):
@@ -116,3 +222,23 @@ class Sweeper:
             return old is not None
         except ConditionFailed:
             return False
+
+
+def old_shards_in_use(ctx: Context, settings: QueueSettings, clients: list[str], now: int) -> bool:
+    """Whether a standard queue's shards past its current count may still hold anything (a message, in flight,
+    delayed or in the DLQ) for any of `clients`. Looked at only once every process sends by the current count (a
+    send with settings cached from before may land there until then), with one strongly consistent read of at most
+    one item per partition. Until none does, receivers keep visiting those shards; once none does, the layout a
+    shrink kept goes long before its time is up."""
+    old = range(settings.shards, settings.read_shards)
+    if not old:
+        return False
+    if now < settings.settled_from:
+        return True
+    for client in clients:
+        space = Space(settings.name, client, settings.generation)
+        for shard in old:
+            for pk in (space.message_pk(shard), space.dlq_pk(shard)):
+                if ctx.store.query(pk, limit=1, consistent=True, projection="pk")[0]:
+                    return True
+    return False

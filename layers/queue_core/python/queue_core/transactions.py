@@ -232,7 +232,7 @@ def commit(store: Store, items: Iterable[Any], token: str | None = None) -> None
     for part in parts:
         part.check_uncommitted()
     for attempt in range(_COMMIT_ATTEMPTS):
-        request = [item for item, _, _ in slots]
+        request = [dict(item) for item, _, _ in slots]  # plain dicts to the SDK: the owners stay here
         fingerprint = _fingerprint(request)
         sent_token, first_sent = _token_for(parts, fingerprint, token if attempt == 0 else None)
         try:

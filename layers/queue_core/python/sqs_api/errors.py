@@ -80,6 +80,8 @@ def from_core(error: QueueError, **codes: str) -> SqsError:
 
 def from_code(code: str, message: str, **codes: str) -> SqsError:
     """The SQS error for a core error's code (a batch entry's failure carries the code only)."""
+    if code == "TableLayoutMismatch":  # the deployment's code and table disagree: says which, and what to run
+        return SqsError("ServiceUnavailable", message, 503)
     if code not in _FROM_CORE:
         return SqsError("InternalFailure", "The request processing has failed because of an internal error.", 500)
     return SqsError(codes.get(code) or _FROM_CORE[code], message)

@@ -5,6 +5,12 @@ sub-queue's DLQ: a receive answers its oldest messages without hiding them (a lo
 signed handle of that DLQ copy; a delete with it removes that copy from the DLQ and nothing else (never the message
 in the queue, which a redrive may have put back under the same id), and a change of visibility with it changes
 nothing, since nothing read from a DLQ is hidden.
+
+A queue that other queues name as their dead-letter target (`RedrivePolicy`) answers its own messages first, then
+the dead letters of each of those sources (the client's sub-queue of each), read as a source's DLQ URL reads them,
+with the same handles: a delete or a change of visibility at the target's URL with such a handle acts on that
+source's DLQ copy. A FIFO receive with a `ReceiveRequestAttemptId` repeated within five minutes answers the same
+messages with the same handles (`queue_core.receive_attempts`).
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from typing import Any, Final
 
 from queue_api.payloads import answered_size, within_budget
 from queue_core import Message, QueueError, QueueSettings, ReceivedMessage, SubQueue, limits
+from queue_core import ValidationError as QueueValidationError
 from queue_core.attribute_digest import md5_of_attributes, md5_of_body
-from queue_core.dead_letters import DeadLetter
+from queue_core.dead_letters import DeadLetter, DeadLetterReceipt
 
 from . import message_attributes
 from .calls import Call, Target
@@ -190,12 +197,20 @@ def receive_message(call: Call) -> dict[str, Any]:
     settings = call.settings(target.queue)
     try:
         if target.dlq:
-            found: list[DeadLetter | ReceivedMessage] = list(sub_queue.dlq_read(want))
+            found: list[tuple[DeadLetter | ReceivedMessage, str | None]] = [
+                (dead, target.queue) for dead in sub_queue.dlq_read(want)
+            ]
         else:
-            found = list(sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=wait))
+            dead = _dead_letters_of_sources(call, target, want)
+            waited = 0 if dead else wait
+            if attempt is not None and settings.fifo:
+                own = sub_queue.receive_attempt(attempt, want, visibility_timeout=visibility, wait_seconds=waited)
+            else:
+                own = sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=waited)
+            found = [(message, None) for message in own] + dead[: want - len(own)]
     except QueueError as error:
         raise from_core(error) from None
-    answers = [(message, _message(call, target, settings, message, system_wanted, names)) for message in found]
+    answers = [(message, _message(call, settings, message, source, system_wanted, names)) for message, source in found]
     kept, surplus = within_budget(answers, size_of=lambda answer: answered_size(answer[1]) + 1)
     for message, _ in surplus:
         if isinstance(message, ReceivedMessage):
@@ -206,11 +221,23 @@ def receive_message(call: Call) -> dict[str, Any]:
     return {"Messages": [answer for _, answer in kept]} if kept else {}
 
 
+def _dead_letters_of_sources(call: Call, target: Target, want: int) -> list[tuple[DeadLetter | ReceivedMessage, str]]:
+    """The oldest dead letters of the queues that name `target` as their dead-letter target, up to `want`, each
+    with its source's name (looks, as a DLQ read is)."""
+    found: list[tuple[DeadLetter | ReceivedMessage, str]] = []
+    for source in call.core.dead_letter_sources(target.queue):
+        if len(found) >= want:
+            break
+        read = call.core.queue(source.name, call.endpoint.client).dlq_read(want - len(found))
+        found += [(dead, source.name) for dead in read]
+    return found
+
+
 def _message(
     call: Call,
-    target: Target,
     settings: QueueSettings,
     read: DeadLetter | ReceivedMessage,
+    source: str | None,
     system: set[str],
     names: list[str] | None,
 ) -> dict[str, Any]:
@@ -234,8 +261,8 @@ def _message(
             values["MessageGroupId"] = message.group_id
         if message.dedup_id is not None:
             values["MessageDeduplicationId"] = message.dedup_id
-    if target.dlq:
-        values["DeadLetterQueueSourceArn"] = call.endpoint.queue_arn(target.queue)
+    if source is not None:
+        values["DeadLetterQueueSourceArn"] = call.endpoint.queue_arn(source)
     chosen_system = {name: value for name, value in values.items() if name in system}
     if chosen_system:
         answer["Attributes"] = chosen_system
@@ -251,17 +278,16 @@ def _message(
 
 def delete_message(call: Call) -> dict[str, Any]:
     target = call.target()
-    _delete(call.sub_queue(target), target, require(call.params, "ReceiptHandle"))
+    _delete(call, target, require(call.params, "ReceiptHandle"))
     return {}
 
 
 def delete_message_batch(call: Call) -> dict[str, Any]:
     target = call.target()
-    sub_queue = call.sub_queue(target)
     successful, failed = [], []
     for entry in _batch(call.params):
         try:
-            _delete(sub_queue, target, require(entry, "ReceiptHandle"))
+            _delete(call, target, require(entry, "ReceiptHandle"))
         except SqsError as error:
             failed.append(_failure(entry["Id"], error))
         else:
@@ -269,14 +295,15 @@ def delete_message_batch(call: Call) -> dict[str, Any]:
     return {"Successful": successful, "Failed": failed}
 
 
-def _delete(sub_queue: SubQueue, target: Target, handle: str) -> None:
+def _delete(call: Call, target: Target, handle: str) -> None:
     """As in SQS, a handle of a message already deleted, or received again since, deletes nothing and is no
     error; a handle that was never valid here is `ReceiptHandleIsInvalid`."""
     try:
-        if target.dlq:
-            sub_queue.dlq_delete(handle)
+        dead_letters_of = _dead_letters_of(call, target, handle)
+        if dead_letters_of is not None:
+            dead_letters_of.dlq_delete(handle)
         else:
-            sub_queue.delete(handle)
+            call.sub_queue(target).delete(handle)
     except QueueError as error:
         if error.code in ("ReceiptHandleStale", "MessageNotFound"):
             return
@@ -308,14 +335,29 @@ def _change(call: Call, target: Target, params: dict[str, Any]) -> None:
     if seconds is None:
         raise missing("VisibilityTimeout")
     try:
-        if target.dlq:
-            call.sub_queue(target).dlq_check_handle(handle)
+        dead_letters_of = _dead_letters_of(call, target, handle)
+        if dead_letters_of is not None:
+            dead_letters_of.dlq_check_handle(handle)
         else:
             call.sub_queue(target).change_visibility(handle, seconds)
     except QueueError as error:
         if error.code in ("ReceiptHandleStale", "MessageNotFound"):
             raise SqsError("MessageNotInflight", "The message referred to isn't in flight.") from None
         raise _handle_error(error) from None
+
+
+def _dead_letters_of(call: Call, target: Target, handle: str) -> SubQueue | None:
+    """The sub-queue whose DLQ a handle sent to `target`'s URL acts on: the queue's own at a DLQ's URL; a
+    source's, for a dead letter's handle at the URL of a queue that source names as its target; None for a live
+    handle of the queue. The handle's signature is checked by that sub-queue."""
+    if target.dlq:
+        return call.sub_queue(target)
+    owner = DeadLetterReceipt.owner(handle)
+    if owner is None:
+        return None
+    if owner[0] not in {source.name for source in call.core.dead_letter_sources(target.queue)}:
+        raise QueueValidationError("receipt_handle is a dead letter's handle of a queue that does not name this one")
+    return call.core.queue(owner[0], call.endpoint.client)
 
 
 def _handle_error(error: QueueError) -> SqsError:

@@ -39,12 +39,13 @@ def create_queue(call: Call) -> dict[str, Any]:
         if attributes:
             raise invalid("A dead-letter queue here takes its settings from its queue; create it without attributes.")
         return {"QueueUrl": call.endpoint.queue_url(name)}
-    asked = queue_attributes.settings_of(name, attributes, call.endpoint, creating=True)
+    asked = queue_attributes.settings_of(name, attributes, call.endpoint, creating=True, fifo=name.endswith(".fifo"))
     if not call.endpoint.manages_queues:
         return _existing(call, name, asked)
     fifo = asked.get("fifo", False)
     if fifo != name.endswith(".fifo"):
         raise invalid("A FIFO queue's name must end with .fifo and it must have the attribute FifoQueue=true.")
+    _check_target(call, name, fifo, asked)
     if asked.get("content_based_dedup") and not fifo:
         raise SqsError("InvalidAttributeName", "ContentBasedDeduplication is only for FIFO queues.")
     settings = {"max_receive_count": 0, **asked}
@@ -129,7 +130,9 @@ def get_queue_attributes(call: Call) -> dict[str, Any]:
         stats = call.core.queue_stats(target.queue) if call.endpoint.manages_queues else sub_queue.stats()
     if target.dlq:
         stats = QueueStats(visible=stats.dlq) if stats is not None else None
-        values = queue_attributes.attributes_of(settings, call.endpoint, names - {"RedrivePolicy"}, stats)
+        values = queue_attributes.attributes_of(
+            settings, call.endpoint, names - {"RedrivePolicy", "RedriveAllowPolicy"}, stats
+        )
         values["QueueArn"] = call.endpoint.queue_arn(target.name)
         values = {name: value for name, value in values.items() if name in names}
     else:
@@ -141,9 +144,11 @@ def set_queue_attributes(call: Call) -> dict[str, Any]:
     call.endpoint.refuse_unless_managing("SetQueueAttributes")
     target = _not_a_dlq(call, "SetQueueAttributes")
     attributes = require(call.params, "Attributes")
-    changes = queue_attributes.settings_of(target.queue, attributes, call.endpoint, creating=False)
+    fifo = call.settings(target.queue).fifo
+    changes = queue_attributes.settings_of(target.queue, attributes, call.endpoint, creating=False, fifo=fifo)
     if not changes:
         return {}
+    _check_target(call, target.queue, fifo, changes)
     return _changed(lambda: call.core.update_queue(target.queue, **changes))
 
 
@@ -198,12 +203,30 @@ def list_queue_tags(call: Call) -> dict[str, Any]:
 
 
 def list_dead_letter_source_queues(call: Call) -> dict[str, Any]:
-    """A DLQ here has exactly one source: its own queue."""
+    """A queue's own DLQ (`{queue}.dlq`) has one source, its queue; any other queue has every queue that names it
+    as its dead-letter target. Paged by `MaxResults`/`NextToken` in name order, as `ListQueues`."""
     target = call.target()
-    integer(call.params, "MaxResults", 1, MAX_LIST)
-    if not target.dlq:
-        return {"queueUrls": []}
-    return {"queueUrls": [call.endpoint.queue_url(target.queue)]}
+    limit = integer(call.params, "MaxResults", 1, MAX_LIST)
+    after = _token(call.params.get("NextToken"))
+    names = [target.queue] if target.dlq else [source.name for source in call.core.dead_letter_sources(target.queue)]
+    chosen = sorted(name for name in names if after is None or name > after)
+    page = chosen[: limit or MAX_LIST]
+    answer: dict[str, Any] = {"queueUrls": [call.endpoint.queue_url(name) for name in page]}
+    if limit is not None and len(chosen) > limit:
+        answer["NextToken"] = base64.urlsafe_b64encode((_TOKEN_MARKER + page[-1]).encode()).decode()
+    return answer
+
+
+def _check_target(call: Call, name: str, fifo: bool, asked: dict[str, Any]) -> None:
+    """SQS's rules for a RedrivePolicy naming another queue (it exists, it is of the same type, its
+    RedriveAllowPolicy lets this queue name it), as `InvalidAttributeValue`."""
+    target = asked.get("dead_letter_target")
+    if not target:
+        return
+    try:
+        call.core.check_dead_letter_target(name, fifo, target)
+    except QueueError as error:
+        raise queue_attributes.bad_value(queue_attributes.REDRIVE_POLICY, error.message) from None
 
 
 def _tags(value: Any) -> dict[str, str]:

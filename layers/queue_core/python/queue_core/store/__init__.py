@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
@@ -48,6 +50,8 @@ logger = logging.getLogger("queue_core")
 
 Item = dict[str, Any]
 
+# The answers that say a key or the table is past its throughput (not an outage).
+_KEY_THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 _THROTTLES = frozenset(
     {
         "ProvisionedThroughputExceededException",
@@ -158,6 +162,19 @@ def _no_blind_put_retry(caught_exception: Exception | None = None, request_dict:
     return None
 
 
+def _throttle_counter(store: weakref.ref[Store]) -> Callable[..., None]:
+    """A `needs-retry` handler that counts the throttles of each attempt, the SDK's retried ones included; it
+    holds the store weakly, so a client outliving many stores keeps none of them alive."""
+
+    def count(response: Any = None, **_: Any) -> None:
+        parsed = response[1] if isinstance(response, tuple) and len(response) > 1 else None
+        counted = store()
+        if counted is not None and isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in _KEY_THROTTLES:
+            counted.note_throttle()
+
+    return count
+
+
 class Store:
     """Thin, typed access to one table."""
 
@@ -167,15 +184,32 @@ class Store:
         dynamodb.meta.events.register(
             "needs-retry.dynamodb.BatchWriteItem", _no_blind_put_retry, unique_id=_NO_BLIND_PUT_RETRY
         )
+        # Every throttle DynamoDB answered to this thread, those the SDK retried included: what tells an automatic
+        # shard count that a key is past its limit (read as a difference around a call; see `autoshard`). Per
+        # thread, so that a call is not charged with the throttles of other threads' calls on other queues.
+        self._seen = threading.local()
+        dynamodb.meta.events.register_first("needs-retry.dynamodb", _throttle_counter(weakref.ref(self)))
+
+    @property
+    def throttles(self) -> int:
+        """Throttles answered to this thread so far."""
+        return getattr(self._seen, "count", 0)
+
+    def note_throttle(self) -> None:
+        self._seen.count = self.throttles + 1
 
     def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
+            if code in _KEY_THROTTLES:
+                self.note_throttle()
             if caller_input and code in _REFUSED_INPUT:
                 message = error.response.get("Error", {}).get("Message", "") or code
                 raise ValidationError(f"DynamoDB refused the transaction: {message}") from None
+            if caller_input and code == "ResourceNotFoundException":
+                raise ValidationError(self._missing_tables(kwargs.get("TransactItems") or [])) from None
             if code == "ConditionalCheckFailedException":
                 repeated = error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
                 raise ConditionFailed(deserialize(error.response.get("Item")), repeated) from None
@@ -185,6 +219,33 @@ class Store:
         except BotoCoreError as error:
             _raise_mapped(error)
         raise AssertionError("unreachable")
+
+    def _missing_tables(self, items: Sequence[dict[str, Any]]) -> str:
+        """Which of a transaction's tables do not exist (DynamoDB's answer names none): usually a caller's own
+        table not created yet, or one in another region or account than the queue's. Nothing was written."""
+        names = sorted({part.get("TableName", "") for entry in items for part in entry.values()} - {""})
+        missing = []
+        for name in names:
+            try:
+                self.client.describe_table(TableName=name)
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                    missing.append(name)
+            except BotoCoreError:
+                continue
+        if not missing:
+            # DescribeTable refused (a function granted only its items' actions) or unreachable: name the candidates.
+            listed = ", ".join(repr(name) for name in names)
+            return (
+                f"a table of the transaction ({listed}) does not exist (in this account and region); "
+                "nothing was written"
+            )
+        listed = ", ".join(repr(name) for name in missing)
+        return (
+            f"table {listed} does not exist (in this account and region); nothing was written"
+            if len(missing) == 1
+            else f"tables {listed} do not exist (in this account and region); nothing was written"
+        )
 
     @staticmethod
     def _raise_cancelled(error: ClientError) -> None:

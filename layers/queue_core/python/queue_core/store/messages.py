@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import keys
-from .write import Key, Write, delete, put_new, update
+from .write import Key, Write, delete, put, put_new, update
 
 _CLAIM = (
     "SET visible_at = :vis, gsi1sk = :gsk, tok = :tok, in_flight = :one, "
@@ -141,3 +141,14 @@ def store_new(item: dict[str, Any]) -> Write:
 def dedup(item: dict[str, Any], now: int) -> Write:
     """A dedup item, written only if no live one exists: a duplicate cancels the send's transaction."""
     return Write("Put", item=item, condition="attribute_not_exists(pk) OR dedup_until <= :now", values={":now": now})
+
+
+def keep_attempt(item: dict[str, Any], now: int, spent_token: str | None = None) -> Write:
+    """A receive's answer under its attempt id: only where none is kept, the kept one has run out, or it is the
+    spent one (`spent_token`) this receive replaces. A repeat of our own put finds our token in the item."""
+    condition = "attribute_not_exists(pk) OR kept_until <= :now"
+    values: dict[str, Any] = {":now": now}
+    if spent_token is not None:
+        condition += " OR tok = :spent"
+        values[":spent"] = spent_token
+    return put(item, condition=condition, values=values)

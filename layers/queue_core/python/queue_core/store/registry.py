@@ -38,3 +38,13 @@ def release_lease(key: Key, holder: str) -> Write:
 def register(item: dict[str, Any]) -> Write:
     """A client's registration in a generation, once: a repeat tells the secret the first one drew."""
     return put_new(item)
+
+
+def link_dead_letters(key: Key, target: str, source: str) -> Write:
+    """The registry entry that lists `source` among `target`'s dead-letter sources; a repeat writes the same."""
+    return put({**key, "target": target, "source": source})
+
+
+def unlink_dead_letters(key: Key) -> Write:
+    """Removes a source from a target's list; removing one already gone is no error (a repeat)."""
+    return delete(key)

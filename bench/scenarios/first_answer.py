@@ -1,0 +1,533 @@
+"""Cold start to first answer: a fresh interpreter imports a function's handler and answers one event, against a
+bare Powertools handler doing the same kind of first answer in the same run.
+
+A handler's import time alone says little: work left for the first request (the resolver and its validation, the
+models, the core, the tracing SDK, the boto3 client) is paid before the first caller gets an answer. So each run
+is a new `python -c` that starts a clock, imports the handler, answers one event and stops the clock; DynamoDB is
+moto's server on this machine (reached over HTTP, as Lambda reaches DynamoDB), and a push consumer's Lambda invoke
+goes to a small local HTTP endpoint that accepts every batch. The interpreter's own start is not in the figure (it
+is the same for every handler), nor is the Lambda runtime's.
+
+The floor is what any Powertools handler on boto3 pays for the same kind of answer: for an API Gateway event,
+boto3, `APIGatewayRestResolver`, a `Logger`, one route and one DynamoDB `Query`; for the other events (schedule,
+stream), boto3, a `Logger` and one `Query`. Floors and functions run in turns, repeat after repeat, so the load
+of the machine weighs on both alike; the ratio of medians is the figure. The ratio of the median CPU times (the
+interpreter's own, so not moto's) is given beside it: it moves less when other work shares the machine. Each
+function runs with the environment the stack gives it by default (`infra/function_environment.py`), in Lambda's
+`LAMBDA_TASK_ROOT`, and once more with tracing on, for what that costs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Final
+
+from infra.function_environment import DEFAULT_TRACING, function_environment
+
+NAME: Final = "first_answer"
+ROOT: Final = Path(__file__).resolve().parents[2]
+LAYER: Final = ROOT / "layers" / "queue_core" / "python"
+TABLE: Final = "first-answer"
+QUEUE: Final = "orders"
+READER: Final = "reader"
+PUSHED: Final = "pushed"
+ACCOUNT: Final = "123456789012"
+TARGET_RATIO: Final = 1.3
+REPEATS: Final = 7
+BYTECODE_REPEATS: Final = 3
+# What the figures replaced and what remains (recorded on 2026-11-25 on 2 cores shared with other work, where the
+# wall-clock floor took 2.6 s for 0.3 s of CPU: the CPU ratios are the steadier figures of that run).
+NOTES: Final = (
+    "Before, at the previous commit and with tracing on as it was then deployed (the X-Ray SDK was also loaded "
+    "with tracing off), the same run measured ÷ floor (CPU ÷ floor's CPU): producer 2.20 (1.67), poller 2.19 "
+    "(1.65), dlq_redriver 1.93 (1.60), visibility_sweeper 2.64 (1.85), sqs 1.41 (1.14), dispatcher 2.00 (1.44). "
+    "What keeps the HTTP functions above 1.3 is request validation: pydantic, Powertools' OpenAPI parameters and "
+    "the request and answer models, about 75 ms of CPU here, which keep every 400 answer and `/openapi.json` as "
+    "they are; then `queue_core`'s import, about 45 ms, most of it Python 3.11 creating dataclasses (3.13 and "
+    "later do that faster; the functions run 3.14). The sweeper's first answer is a whole sweep (a lease, every "
+    "queue's sub-queues, metrics) where its floor makes one query; the dispatcher also builds a Lambda client "
+    "and invokes the consumer."
+)
+# A trace header as Lambda sets it for a sampled invocation with active tracing.
+TRACE_HEADER: Final = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+
+_CHILD = """\
+import time
+_start, _cpu = time.perf_counter(), time.process_time()
+import json, sys
+event, kind = json.loads(sys.argv[1]), sys.argv[2]
+
+
+class Context:
+    function_name = "first-answer"
+    memory_limit_in_mb = 512
+    function_version = "$LATEST"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:first-answer"
+    aws_request_id = "11111111-2222-3333-4444-555555555555"
+    log_group_name = "/aws/lambda/first-answer"
+    log_stream_name = "2026/01/01/[$LATEST]0"
+
+    def get_remaining_time_in_millis(self):
+        return 30_000
+
+
+if kind == "function":
+    import importlib
+
+    handler = importlib.import_module(sys.argv[3]).lambda_handler
+else:
+    import boto3
+    from aws_lambda_powertools import Logger
+
+    logger = Logger(service="floor")
+    dynamodb = boto3.client("dynamodb")
+
+    def first_query():
+        return dynamodb.query(
+            TableName=sys.argv[3],
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "floor"}},
+            Limit=10,
+        )["Items"]
+
+    if kind == "floor-http":
+        from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+        from aws_lambda_powertools.logging import correlation_paths
+
+        app = APIGatewayRestResolver()
+        rule = event["resource"].replace("{", "<").replace("}", ">")
+
+        @app.route(rule, event["httpMethod"])
+        def route(**parameters):
+            return {"items": len(first_query())}
+
+        @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+        def handler(event, context):
+            return app.resolve(event, context)
+
+    else:
+
+        @logger.inject_lambda_context
+        def handler(event, context):
+            return {"items": len(first_query())}
+
+answer = handler(event, Context())
+seconds, cpu = time.perf_counter() - _start, time.process_time() - _cpu
+status = answer.get("statusCode", 200) if isinstance(answer, dict) else 200
+loaded = [name for name in ("aws_xray_sdk.core", "pydantic", "queue_core") if name in sys.modules]
+print(json.dumps({"seconds": seconds, "cpu": cpu, "status": status, "loaded": loaded}))
+"""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One function and the first event it answers; `prepare` puts in place what the event finds."""
+
+    name: str
+    event: Callable[[], dict[str, Any]]
+    floor: str  # "floor-http" or "floor-event"
+    prepare: Callable[[Any], None] = lambda core: None
+    expected_status: int = 200
+
+
+@dataclass
+class Samples:
+    """Wall-clock and CPU seconds of each fresh interpreter, and the modules any of them loaded."""
+
+    seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    loaded: set[str] = field(default_factory=set)
+
+    def add(self, answer: dict[str, Any]) -> None:
+        self.seconds.append(float(answer["seconds"]))
+        self.cpu.append(float(answer["cpu"]))
+        self.loaded.update(answer["loaded"])
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
+
+
+def api_event(method: str, path: str, resource: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+    """An API Gateway REST proxy event as the stage sends it."""
+    names = [part.strip("{}") for part in resource.split("/") if part.startswith("{")]
+    values = [part for part, template in zip(path.split("/"), resource.split("/"), strict=True) if template[:1] == "{"]
+    all_headers = {"Host": "abc123.execute-api.us-east-1.amazonaws.com", "Content-Type": "application/json"}
+    all_headers.update(headers or {})
+    return {
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": all_headers,
+        "multiValueHeaders": {name: [value] for name, value in all_headers.items()},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": dict(zip(names, values, strict=True)) or None,
+        "stageVariables": None,
+        "requestContext": {
+            "accountId": ACCOUNT,
+            "apiId": "abc123",
+            "httpMethod": method,
+            "identity": {"sourceIp": "203.0.113.7"},
+            "path": f"/v1{path}",
+            "protocol": "HTTP/1.1",
+            "requestId": str(uuid.uuid4()),
+            "requestTimeEpoch": int(time.time() * 1000),
+            "resourcePath": resource,
+            "stage": "v1",
+        },
+        "body": json.dumps(body) if body is not None else None,
+        "isBase64Encoded": False,
+    }
+
+
+def _sub_queue(client: str) -> str:
+    return f"/queues/{QUEUE}/clients/{client}"
+
+
+def _stream_event() -> dict[str, Any]:
+    from queue_core import keys
+
+    prefix = keys.message_partition_prefixes(QUEUE, PUSHED)[0]
+    return {
+        "Records": [
+            {"eventName": "INSERT", "eventSource": "aws:dynamodb", "dynamodb": {"Keys": {"pk": {"S": f"{prefix}0"}}}}
+        ]
+    }
+
+
+def _send_one(client: str) -> Callable[[Any], None]:
+    return lambda core: core.queue(QUEUE, client).send("a first message")
+
+
+SUBJECTS: Final = (
+    Subject(
+        "producer",
+        lambda: api_event(
+            "POST",
+            f"{_sub_queue(READER)}/messages",
+            "/queues/{q}/clients/{c}/messages",
+            {"body": "hello"},
+        ),
+        "floor-http",
+    ),
+    Subject(
+        "poller",
+        lambda: api_event("POST", f"{_sub_queue(READER)}/receive", "/queues/{q}/clients/{c}/receive", {}),
+        "floor-http",
+        prepare=_send_one(READER),
+    ),
+    Subject(
+        "dlq_redriver",
+        lambda: api_event("GET", f"{_sub_queue(READER)}/dlq", "/queues/{q}/clients/{c}/dlq"),
+        "floor-http",
+    ),
+    Subject("visibility_sweeper", lambda: {"action": "sweep"}, "floor-event"),
+    Subject(
+        "sqs",
+        lambda: api_event(
+            "POST",
+            "/",
+            "/",
+            {
+                "QueueUrl": f"https://abc123.execute-api.us-east-1.amazonaws.com/v1/{ACCOUNT}/{QUEUE}",
+                "MessageBody": "x",
+            },
+            {"X-Amz-Target": "AmazonSQS.SendMessage", "Content-Type": "application/x-amz-json-1.0"},
+        ),
+        "floor-http",
+    ),
+    Subject("dispatcher", _stream_event, "floor-event", prepare=_send_one(PUSHED)),
+)
+
+
+class _AcceptingLambda(BaseHTTPRequestHandler):
+    """Lambda's Invoke API, answering every push batch as fully processed."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b'{"batchItemFailures": []}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+@contextmanager
+def _local_lambda() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _AcceptingLambda)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _environment(dynamodb: str, lambda_endpoint: str, traced: bool) -> dict[str, str]:
+    """A deployed function's environment (the stack's settings, Lambda's own variables), local endpoints."""
+    from queue_core.push import ConsumerSpec
+
+    environment = dict(os.environ)
+    for name in ("PYTHONDONTWRITEBYTECODE", "AWS_PROFILE", "_X_AMZN_TRACE_ID"):
+        environment.pop(name, None)
+    consumer = ConsumerSpec(queue=QUEUE, client=PUSHED, function="consumer", batch_size=1)
+    environment.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(LAYER), str(ROOT)]),
+            "LAMBDA_TASK_ROOT": str(ROOT),
+            "AWS_LAMBDA_FUNCTION_NAME": "first-answer",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_ENDPOINT_URL_DYNAMODB": dynamodb,
+            "AWS_ENDPOINT_URL_LAMBDA": lambda_endpoint,
+            "TABLE_NAME": TABLE,
+            "POWERTOOLS_SERVICE_NAME": "dynamo-queue",
+            "POWERTOOLS_METRICS_NAMESPACE": "DynamoQueue",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+            "LOG_LEVEL": "WARNING",
+            "PUSH_CONSUMERS": json.dumps([consumer.to_dict()]),
+            **function_environment(traced),
+        }
+    )
+    if traced:
+        # What Lambda sets for a traced invocation; the daemon address takes UDP datagrams nobody reads.
+        environment.update({"_X_AMZN_TRACE_ID": TRACE_HEADER, "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000"})
+    return environment
+
+
+def _answer(environment: dict[str, str], event: dict[str, Any], kind: str, target: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(event), kind, target],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith('{"seconds"')]
+    if done.returncode or not lines:
+        raise RuntimeError(f"{kind} {target} failed: {done.stderr[-2000:]}")
+    return json.loads(lines[-1])
+
+
+@contextmanager
+def _backend() -> Iterator[tuple[str, Any]]:
+    from dq.embedded_dynamodb import EmbeddedDynamoDB
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench")):
+        os.environ.setdefault(name, value)
+    with EmbeddedDynamoDB() as server:
+        import boto3
+        from queue_core import QueueClient
+
+        dynamodb = boto3.client("dynamodb", endpoint_url=server.endpoint_url, region_name="us-east-1")
+        core = QueueClient(TABLE, dynamodb=dynamodb)
+        core.create_table()
+        core.create_queue(QUEUE)
+        for client in (READER, PUSHED):
+            core.queue(QUEUE, client).send("registers the client")
+        yield server.endpoint_url, core
+
+
+def measure(subjects: tuple[Subject, ...], repeats: int, traced_too: bool = True) -> dict[str, Any]:
+    """Medians of `repeats` fresh interpreters per subject and per floor, run in turns; ratios to the floor.
+
+    Each subject runs with the stack's default environment ("deployed") and, with `traced_too`, with tracing on.
+    """
+    floors = sorted({subject.floor for subject in subjects})
+    by_floor: dict[str, Samples] = {floor: Samples() for floor in floors}
+    variants = {"deployed": DEFAULT_TRACING, **({"traced": True} if traced_too else {})}
+    samples = {(variant, subject.name): Samples() for variant in variants for subject in subjects}
+    with _backend() as (endpoint, core), _local_lambda() as lambda_endpoint:
+        environments = {variant: _environment(endpoint, lambda_endpoint, on) for variant, on in variants.items()}
+        floor_events = {
+            "floor-http": api_event("GET", f"{_sub_queue(READER)}/stats", "/queues/{q}/clients/{c}/stats"),
+            "floor-event": {"action": "sweep"},
+        }
+        for _ in range(repeats):
+            for floor in floors:
+                by_floor[floor].add(_answer(environments["deployed"], floor_events[floor], floor, TABLE))
+            for subject in subjects:
+                for variant in variants:
+                    subject.prepare(core)
+                    module = f"functions.{subject.name}.handler"
+                    answer = _answer(environments[variant], subject.event(), "function", module)
+                    if answer["status"] != subject.expected_status:
+                        raise RuntimeError(f"{subject.name} answered {answer['status']}, not {subject.expected_status}")
+                    samples[(variant, subject.name)].add(answer)
+    rows = []
+    for subject in subjects:
+        floor = by_floor[subject.floor]
+        row: dict[str, Any] = {"function": subject.name, "floor": subject.floor}
+        for variant in variants:
+            measured = samples[(variant, subject.name)]
+            prefix = "" if variant == "deployed" else f"{variant}_"
+            row[f"{prefix}seconds"] = measured.median
+            row[f"{prefix}ratio"] = measured.median / floor.median
+            row[f"{prefix}cpu_ratio"] = measured.cpu_median / floor.cpu_median
+            row[f"{prefix}loaded"] = sorted(measured.loaded)
+        rows.append(row)
+    return {
+        "repeats": repeats,
+        "python": sys.version.split()[0],
+        "tracing_default": DEFAULT_TRACING,
+        "floors": {floor: samples.median for floor, samples in by_floor.items()},
+        "floors_cpu": {floor: samples.cpu_median for floor, samples in by_floor.items()},
+        "rows": rows,
+        "target_ratio": TARGET_RATIO,
+    }
+
+
+def _layer_without_bytecode(into: Path) -> Path:
+    """The layer's packages (`layers/requirements.txt` and ours) as a layer built without byte-code holds them."""
+    from importlib import metadata
+
+    for line in (ROOT / "layers" / "requirements.txt").read_text().splitlines():
+        name = line.split("#", 1)[0].split("==")[0].strip()
+        for file in (metadata.distribution(name).files or []) if name else []:
+            source = Path(str(file.locate()))
+            if "__pycache__" in file.parts or file.suffix == ".pyc" or ".." in file.parts or not source.is_file():
+                continue
+            (into / file).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, into / file)
+    shutil.copytree(LAYER, into, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
+    return into
+
+
+def without_bytecode(repeats: int) -> dict[str, Any]:
+    """The poller and the HTTP floor once more, their packages loaded from a layer without byte-code (each cold
+    start then compiles every module it imports from the layer; the runtime's own boto3 keeps its byte-code)."""
+    (poller,) = [subject for subject in SUBJECTS if subject.name == "poller"]
+    with_code, without = Samples(), Samples()
+    floor_with, floor_without = Samples(), Samples()
+    with tempfile.TemporaryDirectory() as folder, _backend() as (endpoint, core), _local_lambda() as lambda_endpoint:
+        layer = _layer_without_bytecode(Path(folder))
+        compiled = _environment(endpoint, lambda_endpoint, DEFAULT_TRACING)
+        source_only = {
+            **compiled,
+            "PYTHONPATH": os.pathsep.join([str(layer), str(ROOT)]),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        floor_event = api_event("GET", f"{_sub_queue(READER)}/stats", "/queues/{q}/clients/{c}/stats")
+        for _ in range(repeats):
+            for environment, floor, samples in (
+                (compiled, floor_with, with_code),
+                (source_only, floor_without, without),
+            ):
+                floor.add(_answer(environment, floor_event, "floor-http", TABLE))
+                poller.prepare(core)
+                samples.add(_answer(environment, poller.event(), "function", "functions.poller.handler"))
+    return {
+        "floor_seconds": floor_with.median,
+        "floor_cpu": floor_with.cpu_median,
+        "floor_without_seconds": floor_without.median,
+        "floor_without_cpu": floor_without.cpu_median,
+        "poller_seconds": with_code.median,
+        "poller_cpu": with_code.cpu_median,
+        "poller_without_seconds": without.median,
+        "poller_without_cpu": without.cpu_median,
+    }
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    figures = measure(SUBJECTS, repeats=1 if quick else REPEATS)
+    figures["bytecode"] = without_bytecode(repeats=1 if quick else BYTECODE_REPEATS)
+    code = figures["bytecode"]
+    print(
+        f"  layer without byte-code: poller CPU {code['poller_cpu'] * 1000:.0f} -> "
+        f"{code['poller_without_cpu'] * 1000:.0f} ms, floor CPU {code['floor_cpu'] * 1000:.0f} -> "
+        f"{code['floor_without_cpu'] * 1000:.0f} ms"
+    )
+    for floor, seconds in figures["floors"].items():
+        print(f"  {floor:<20}: {seconds * 1000:6.0f} ms")
+    for row in figures["rows"]:
+        traced = f"; tracing on {row['traced_seconds'] * 1000:5.0f} ms ({row['traced_ratio']:.2f}x)"
+        print(
+            f"  {row['function']:<20}: {row['seconds'] * 1000:6.0f} ms ({row['ratio']:.2f}x, "
+            f"CPU {row['cpu_ratio']:.2f}x){traced if 'traced_seconds' in row else ''}"
+        )
+    return figures
+
+
+def summary_rows(figures: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """The summary table's rows: the slowest function against its floor, with tracing as deployed."""
+    slowest = max(figures["rows"], key=lambda row: row["ratio"])
+    everything = ", ".join(
+        f"{row['function']} {row['ratio']:.2f} (CPU {row['cpu_ratio']:.2f})" for row in figures["rows"]
+    )
+    met = all(row["ratio"] <= figures["target_ratio"] for row in figures["rows"])
+    return [
+        (
+            "cold start to first answer ÷ a bare Powertools handler's, every function, tracing as deployed "
+            f"({'on' if figures['tracing_default'] else 'off'})",
+            f"≤ {figures['target_ratio']}",
+            f"slowest {slowest['function']} {slowest['ratio']:.2f} ({everything})",
+            "yes" if met else "**no**",
+        )
+    ]
+
+
+def section(figures: dict[str, Any]) -> list[str]:
+    """This scenario's part of docs/benchmarks.md."""
+    paragraphs = [" ".join(part.split()) for part in (__doc__ or "").strip().split("\n\n")]
+    lines = [
+        "\n## Cold start to first answer\n",
+        f"Backend: moto's server on this machine (Python {figures['python']}, median of {figures['repeats']} fresh "
+        f"interpreters each). {paragraphs[0]}\n",
+        *(paragraph + "\n" for paragraph in paragraphs[1:]),
+        "| function | floor (ms) | first answer (ms) | ÷ floor | CPU ÷ floor's CPU | met (≤ "
+        f"{figures['target_ratio']}) | tracing on (ms) | ÷ floor |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in figures["rows"]:
+        floor_ms = figures["floors"][row["floor"]] * 1000
+        met = "yes" if row["ratio"] <= figures["target_ratio"] else "**no**"
+        traced = f"{row['traced_seconds'] * 1000:.0f} | {row['traced_ratio']:.2f}" if "traced_seconds" in row else "| "
+        lines.append(
+            f"| {row['function']} | {row['floor'].removeprefix('floor-')} {floor_ms:.0f} | {row['seconds'] * 1000:.0f} "
+            f"| {row['ratio']:.2f} | {row['cpu_ratio']:.2f} | {met} | {traced} |"
+        )
+    code = figures.get("bytecode")
+    if code:
+        lines.append(
+            "\nByte-code. A Lambda layer is read-only: modules it ships without byte-code are compiled again by "
+            "every cold start. The same poller first answer with its layer's packages (pydantic, Powertools, ours) "
+            f"without byte-code took {code['poller_without_cpu'] * 1000:.0f} ms of CPU instead of "
+            f"{code['poller_cpu'] * 1000:.0f} ms ({code['poller_without_seconds'] * 1000:.0f} ms instead of "
+            f"{code['poller_seconds'] * 1000:.0f} ms wall); the floor, its Powertools in such a layer too, "
+            f"{code['floor_without_cpu'] * 1000:.0f} ms instead of {code['floor_cpu'] * 1000:.0f} ms. `infra/layer.py` "
+            "ships byte-code when the machine that synthesizes has a Python of the functions' runtime version "
+            "(`python3.14`); without one, the layer is built as before and each cold start pays this."
+        )
+    lines.append(
+        f"\nTracing as deployed: {'on' if figures['tracing_default'] else 'off'} (the stack's `tracing` setting; "
+        'see the README\'s "Tracing"). ' + NOTES + " Rerun: `.venv/bin/python -m bench.run --only first_answer`.\n"
+    )
+    return lines

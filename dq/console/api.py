@@ -1,0 +1,222 @@
+"""The console's JSON routes: each is one or a few calls of the `dq` target, with the target's answer passed on.
+
+The browser reads with GET and changes with POST or DELETE only (the server checks their origin). Nothing here
+reads the table: the figures of many queues are the API's own `GET /queues/{q}` for each, asked in parallel and
+only for the queues the page shows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import unquote
+
+from ..targets import Target, TargetError
+
+Json = dict[str, Any]
+Handler = Callable[[Target, Mapping[str, str], Mapping[str, list[str]], Json], Json]
+
+# The most queues one figures request may name: a page of the queues table.
+MAX_FIGURES: Final = 100
+# Parallel calls to the target for one console request; the API answers each on its own.
+FAN_OUT: Final = 8
+MAX_LIMIT: Final = 100
+
+
+class ConsoleError(Exception):
+    """A request the console refuses before asking the API (400)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    pattern: re.Pattern[str]
+    handler: Handler
+
+
+def _int(query: Mapping[str, list[str]], name: str, default: int, low: int, high: int) -> int:
+    raw = (query.get(name) or [str(default)])[0]
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+        raise ConsoleError(f"{name} must be a whole number from {low} to {high}")
+    return int(raw)
+
+
+def _fan_out(calls: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Each call's answer, or its error as the API's error shape: one queue's failure never hides the others."""
+
+    def run(call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except TargetError as error:
+            return {"error": {"code": error.code, "message": error.message}}
+
+    with ThreadPoolExecutor(max_workers=FAN_OUT) as pool:
+        answers = pool.map(run, calls.values())
+        return dict(zip(calls, answers, strict=True))
+
+
+def info(target: Target, _p: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return {"target": target.name}
+
+
+def list_queues(target: Target, _p: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.list_queues()
+
+
+def figures(target: Target, _p: Mapping[str, str], query: Mapping[str, list[str]], _b: Json) -> Json:
+    """The figures of the named queues (`?q=a&q=b`): each queue's description, its stats summed over its clients
+    and its number of clients (asked separately of an API that does not count them)."""
+    names = list(dict.fromkeys(query.get("q", [])))
+    if len(names) > MAX_FIGURES:
+        raise ConsoleError(f"at most {MAX_FIGURES} queues at a time")
+
+    def one(name: str) -> Json:
+        described = target.get_queue(name)
+        count = described.get("client_count")
+        return {"stats": described.get("stats", {}), "clients": len(target.clients(name)) if count is None else count}
+
+    return {"figures": _fan_out({name: (lambda name=name: one(name)) for name in names})}
+
+
+def get_queue(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    """The queue, its clients and each client's figures."""
+    queue = params["q"]
+    described = target.get_queue(queue)
+    clients = target.clients(queue)
+    stats = _fan_out({client: (lambda client=client: target.stats(queue, client)) for client in clients})
+    return {"queue": described, "clients": [{"client": client, "stats": stats[client]} for client in clients]}
+
+
+def create_queue(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    settings, created = target.create_queue(params["q"], body)
+    return {"queue": settings, "created": created}
+
+
+def update_queue(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    return target.update_queue(params["q"], body)
+
+
+def delete_queue(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.delete_queue(params["q"])
+
+
+def stats(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.stats(params["q"], params["c"])
+
+
+def peek(target: Target, params: Mapping[str, str], query: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.peek(params["q"], params["c"], _int(query, "limit", 10, 1, MAX_LIMIT))
+
+
+def get_message(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.get(params["q"], params["c"], params["id"])
+
+
+def cancel(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.cancel(params["q"], params["c"], params["id"])
+
+
+def move_to_dlq(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.move_to_dlq(params["q"], params["c"], params["id"])
+
+
+def send(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    return target.send(params["q"], params["c"], body)
+
+
+def receive(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    return target.receive(params["q"], params["c"], body)
+
+
+def delete(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    handles = body.get("receipt_handles")
+    if not isinstance(handles, list):
+        raise ConsoleError("receipt_handles must be a list of receipt handles")
+    return target.delete(params["q"], params["c"], handles)
+
+
+def release(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    return target.release(params["q"], params["c"], str(body.get("receipt_handle", "")), body.get("delay_seconds"))
+
+
+def purge(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.purge(params["q"], params["c"])
+
+
+def dlq_list(target: Target, params: Mapping[str, str], query: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.dlq_list(params["q"], params["c"], _int(query, "limit", 10, 1, MAX_LIMIT))
+
+
+def redrive(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    return target.redrive(params["q"], params["c"], body.get("max_messages"), body.get("message_ids"))
+
+
+_NAME: Final = r"[^/]+"
+_SUB: Final = rf"/api/queues/(?P<q>{_NAME})/clients/(?P<c>{_NAME})"
+ROUTES: Final = tuple(
+    Route(method, re.compile(f"^{path}$"), handler)
+    for method, path, handler in (
+        ("GET", "/api/info", info),
+        ("GET", "/api/queues", list_queues),
+        ("GET", "/api/figures", figures),
+        ("GET", rf"/api/queues/(?P<q>{_NAME})", get_queue),
+        ("POST", rf"/api/queues/(?P<q>{_NAME})", create_queue),
+        ("POST", rf"/api/queues/(?P<q>{_NAME})/settings", update_queue),
+        ("DELETE", rf"/api/queues/(?P<q>{_NAME})", delete_queue),
+        ("GET", f"{_SUB}/stats", stats),
+        ("GET", f"{_SUB}/messages", peek),
+        ("POST", f"{_SUB}/messages", send),
+        ("DELETE", f"{_SUB}/messages", purge),
+        ("GET", rf"{_SUB}/messages/(?P<id>{_NAME})", get_message),
+        ("DELETE", rf"{_SUB}/messages/(?P<id>{_NAME})", cancel),
+        ("POST", rf"{_SUB}/messages/(?P<id>{_NAME})/dlq", move_to_dlq),
+        ("POST", f"{_SUB}/receive", receive),
+        ("POST", f"{_SUB}/delete", delete),
+        ("POST", f"{_SUB}/release", release),
+        ("GET", f"{_SUB}/dlq", dlq_list),
+        ("POST", f"{_SUB}/dlq/redrive", redrive),
+    )
+)
+
+
+def answer(target: Target, method: str, path: str, query: Mapping[str, list[str]], raw: bytes) -> tuple[int, Json]:
+    """The status and JSON answer of one console request; the API's errors keep their status, code and message."""
+    allowed = False
+    for route in ROUTES:
+        found = route.pattern.match(path)
+        if found is None:
+            continue
+        allowed = True
+        if route.method != method:
+            continue
+        params = {name: unquote(value) for name, value in found.groupdict().items()}
+        try:
+            body = _body(raw)
+            return 200, route.handler(target, params, query, body)
+        except ConsoleError as error:
+            return 400, _error("ValidationError", str(error))
+        except TargetError as error:
+            return error.status or 502, _error(error.code, error.message)
+    if allowed:
+        return 405, _error("MethodNotAllowed", f"{method} is not allowed on {path}")
+    return 404, _error("NotFound", f"no console route {path}")
+
+
+def _body(raw: bytes) -> Json:
+    if not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise ConsoleError("the request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise ConsoleError("the request body must be a JSON object")
+    return body
+
+
+def _error(code: str, message: str) -> Json:
+    return {"error": {"code": code, "message": message}}

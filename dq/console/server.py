@@ -1,0 +1,246 @@
+"""The console's local web server: the page, its script and style, and the JSON routes of `api`, on 127.0.0.1.
+
+What keeps another site, another local user's browser tab or a rebinding DNS name from using it:
+- a secret drawn at start, given once in the printed URL and then kept in a `SameSite=Strict`, `HttpOnly` cookie;
+  every request without it is refused (403), the page included;
+- the `Host` header must be the bound address (`127.0.0.1:PORT`), so a DNS name rebound to 127.0.0.1 gets 421;
+- a change is a POST or DELETE whose `Origin` (or, without one, `Referer`) is this server, with a JSON body;
+- a Content-Security-Policy that allows only this server's own script and style (no inline script, no eval), and
+  the script renders every name and message as text.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import mimetypes
+import secrets
+import sys
+import threading
+import time
+import webbrowser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+from ..targets import Target
+from . import api
+
+HOST: Final = "127.0.0.1"
+COOKIE: Final = "dq_console"  # + the port: browsers keep cookies per host, not per port
+MAX_BODY_BYTES: Final = 2 * 1024 * 1024
+CHANGES: Final = frozenset({"POST", "DELETE"})
+_REFUSALS: Final = frozenset({400, 403, 405, 411, 413, 415, 421})
+ASSETS: Final = ("index.html", "console.css", "console.js")
+CSP: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS: Final = (
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+    ("Cache-Control", "no-store"),
+)
+
+
+class ConsoleError(Exception):
+    """The console cannot start; the message is one line meant for the user."""
+
+
+def _assets() -> dict[str, tuple[str, bytes]]:
+    """The static files by path, read once: the content type and the bytes."""
+    folder = resources.files(__package__).joinpath("static")
+    found = {}
+    for name in ASSETS:
+        kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        found[f"/{name}"] = (f"{kind}; charset=utf-8", folder.joinpath(name).read_bytes())
+    found["/"] = found["/index.html"]
+    return found
+
+
+class ConsoleServer:
+    """`start()`, then the console is served until `stop()`; `url` carries the secret for the first visit."""
+
+    def __init__(self, target: Target, port: int = 0, token: str | None = None) -> None:
+        self.target = target
+        self.port = port
+        self.token = token or secrets.token_urlsafe(32)
+        self._assets = _assets()
+        self._http: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def origin(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def cookie_name(self) -> str:
+        """One name per console: two consoles side by side would otherwise replace each other's secret."""
+        return f"{COOKIE}_{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.origin}/?token={self.token}"
+
+    def start(self) -> ConsoleServer:
+        try:
+            self._http = ThreadingHTTPServer((HOST, self.port), _handler_class(self))
+        except OSError as error:
+            raise ConsoleError(f"cannot listen on {HOST}:{self.port}: {error.strerror}") from None
+        self._http.daemon_threads = True
+        self.port = self._http.server_address[1]
+        self._thread = threading.Thread(target=self._http.serve_forever, name="dq-console", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ConsoleServer:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def has_secret(self, cookie_header: str | None, query: dict[str, list[str]]) -> tuple[bool, bool]:
+        """(allowed, from the URL): the cookie, or the URL's `token` on a first visit."""
+        for part in (cookie_header or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == self.cookie_name and _same(value, self.token):
+                return True, False
+        given = (query.get("token") or [""])[0]
+        if given and _same(given, self.token):
+            return True, True
+        return False, False
+
+
+def _handler_class(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "dq-console"
+
+        def _serve(self) -> None:
+            split = urlsplit(self.path)
+            query = parse_qs(split.query)
+            text = "text/plain; charset=utf-8"
+            if self.headers.get_all("Host") != [f"{HOST}:{console.port}"]:
+                self._send(421, text, f"this console answers only to http://{HOST}:{console.port}\n".encode())
+                return
+            allowed, from_url = console.has_secret(self.headers.get("Cookie"), query)
+            if not allowed:
+                self._send(403, text, b"open the URL that `dq console` printed: this console needs its secret\n")
+                return
+            if from_url:
+                self._redirect_with_cookie()
+                return
+            refusal = self._refusal()
+            if refusal is not None:
+                self._send(*refusal)
+                return
+            if split.path.startswith("/api/"):
+                raw = self._read_body()
+                if raw is not None:
+                    status, answer = api.answer(console.target, self.command, split.path, query, raw)
+                    self._send(status, "application/json", json.dumps(answer).encode())
+                return
+            asset = console._assets.get(split.path)
+            if asset is None:
+                self._send(404, text, b"not found\n")
+                return
+            self._send(200, *asset)
+
+        def _refusal(self) -> tuple[int, str, bytes] | None:
+            """Why a request that carries the secret is still refused: a change from another origin (CSRF), or
+            without a JSON body, or a method the console does not take."""
+            text = "text/plain; charset=utf-8"
+            if self.command in CHANGES:
+                if "Transfer-Encoding" in self.headers:  # never read: it would be taken for the next request
+                    return 411, text, b"a change carries a Content-Length\n"
+                source = self.headers.get("Origin") or _origin_of(self.headers.get("Referer"))
+                if source != console.origin:
+                    return 403, text, b"a change must come from the console's own page\n"
+                if self.headers.get("Content-Length", "0") != "0" and not self._is_json():
+                    return 415, text, b"a change carries a JSON body\n"
+            elif self.command not in ("GET", "HEAD"):
+                return 405, text, b"the console reads with GET and changes with POST or DELETE\n"
+            return None
+
+        def _is_json(self) -> bool:
+            return (self.headers.get("Content-Type") or "").split(";")[0].strip() == "application/json"
+
+        def _redirect_with_cookie(self) -> None:
+            """The secret leaves the address bar and the history: from now on it is the cookie. The page is at `/`
+            (its views are in the fragment, which the browser keeps); a path from the link is never a target."""
+            self.send_response(303)
+            self.send_header(
+                "Set-Cookie", f"{console.cookie_name}={console.token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=86400"
+            )
+            self.send_header("Location", "/")
+            for name, value in SECURITY_HEADERS:
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def _read_body(self) -> bytes | None:
+            length = self.headers.get("Content-Length") or "0"
+            if not (length.isascii() and length.isdigit()) or int(length) > MAX_BODY_BYTES:
+                self.close_connection = True
+                self._send(413, "text/plain; charset=utf-8", b"request body too large\n")
+                return None
+            return self.rfile.read(int(length)) if int(length) else b""
+
+        def _send(self, status: int, kind: str, body: bytes) -> None:
+            self.send_response(status)
+            if status in _REFUSALS:  # its body may be unread: the connection cannot carry another request
+                self.close_connection = True
+                self.send_header("Connection", "close")
+            self.send_header("Content-Type", kind)
+            for name, value in SECURITY_HEADERS:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silent: the operator's terminal shows the URL, not every request."""
+
+    return Handler
+
+
+def _same(given: str, secret: str) -> bool:
+    """In constant time; any text compares (`compare_digest` refuses a `str` out of ASCII)."""
+    return hmac.compare_digest(given.encode(), secret.encode())
+
+
+def _origin_of(referer: str | None) -> str | None:
+    if not referer:
+        return None
+    parts = urlsplit(referer)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+
+
+def serve(target: Target, port: int = 0, open_browser: bool = False) -> None:
+    """Serves until Ctrl-C, after printing the URL (with its secret) once."""
+    console = ConsoleServer(target, port).start()
+    sys.stdout.write(f"dq console: {target.name}\nOpen {console.url}\nCtrl-C stops.\n")
+    sys.stdout.flush()
+    if open_browser:
+        webbrowser.open(console.url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        sys.stdout.write("stopping\n")
+    finally:
+        console.stop()

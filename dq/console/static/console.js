@@ -1,0 +1,1156 @@
+// The dq console's page: a hash router over views of queues, clients, messages and dead letters.
+// Every name and message is put on the page as text (textContent, text nodes, attribute values): nothing that the
+// API returns is ever parsed as HTML. The console server signs and forwards the API calls; this script holds no
+// credentials.
+"use strict";
+
+const REFRESH_MS = 5000;
+const PAGE_SIZE = 50;
+const FIGURES_AT_ONCE = 10;
+const MAX_SAMPLES = 720;
+const SERIES = ["visible", "in_flight", "delayed", "dlq"];
+const SERIES_NAMES = { visible: "Visible", in_flight: "In flight", delayed: "Delayed", dlq: "DLQ" };
+
+const state = { paused: false, view: null, timer: null, samples: new Map(), received: new Map() };
+
+// ---- DOM, text only -------------------------------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const child of [children].flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, String(value));
+  return node;
+}
+
+function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+  return node;
+}
+
+function notice(text, kind) {
+  state.noticed = Date.now();
+  const box = document.getElementById("notice");
+  box.textContent = text || "";
+  box.className = "notice " + (kind || "");
+}
+
+// ---- API ------------------------------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const options = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch("/api" + path, options);
+  } catch (error) {
+    throw new ApiError(0, "ConnectionError", "the console server does not answer: is `dq console` running?");
+  }
+  let answer = null;
+  try {
+    answer = await response.json();
+  } catch (error) {
+    answer = null;
+  }
+  if (!response.ok) {
+    const failure = (answer && answer.error) || {};
+    throw new ApiError(response.status, failure.code || "HTTP" + response.status, failure.message || "refused");
+  }
+  return answer;
+}
+
+const enc = encodeURIComponent;
+const sub = (queue, client) => `/queues/${enc(queue)}/clients/${enc(client)}`;
+const link = {
+  queues: () => "#/",
+  queue: (q) => `#/q/${enc(q)}`,
+  queueCharts: (q) => `#/q/${enc(q)}/charts`,
+  client: (q, c) => `#/q/${enc(q)}/c/${enc(c)}`,
+  clientCharts: (q, c) => `#/q/${enc(q)}/c/${enc(c)}/charts`,
+  dlq: (q, c) => `#/q/${enc(q)}/c/${enc(c)}/dlq`,
+  message: (q, c, id) => `#/q/${enc(q)}/c/${enc(c)}/m/${enc(id)}`,
+};
+
+function failure(error) {
+  return `${error.code || "Error"}: ${error.message}`;
+}
+
+// ---- formatting -----------------------------------------------------------------------------------------------
+
+function when(ms) {
+  if (ms === null || ms === undefined) return "—";
+  return new Date(ms).toLocaleString();
+}
+
+function age(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.floor(seconds / 60)} min`;
+  if (seconds < 172800) return `${Math.floor(seconds / 3600)} h`;
+  return `${Math.floor(seconds / 86400)} d`;
+}
+
+function preview(text, length) {
+  const flat = String(text).replace(/\s+/g, " ");
+  return flat.length > length ? flat.slice(0, length) + "…" : flat;
+}
+
+function stateText(message) {
+  if (message.state === "in_flight") return `in flight until ${when(message.visible_at)}`;
+  if (message.state === "delayed") return `delayed until ${when(message.visible_at)}`;
+  if (message.state === "dlq") return "in the DLQ";
+  return "visible";
+}
+
+function prettyBody(body) {
+  try {
+    const parsed = JSON.parse(body);
+    if (parsed !== null && typeof parsed === "object") return { text: JSON.stringify(parsed, null, 2), json: true };
+  } catch (error) {
+    // not JSON: shown as it is
+  }
+  return { text: body, json: false };
+}
+
+// ---- samples and charts ---------------------------------------------------------------------------------------
+
+function sample(key, stats) {
+  if (!stats || stats.error) return;
+  const list = state.samples.get(key) || [];
+  list.push({
+    t: Date.now(),
+    visible: stats.visible || 0,
+    in_flight: stats.in_flight || 0,
+    delayed: stats.delayed || 0,
+    dlq: stats.dlq || 0,
+    oldest: stats.oldest_age_seconds || 0,
+  });
+  if (list.length > MAX_SAMPLES) list.shift();
+  state.samples.set(key, list);
+}
+
+function sparkline(key) {
+  const points = state.samples.get(key) || [];
+  const box = svg("svg", { class: "spark", viewBox: "0 0 120 24", role: "img" });
+  const latest = points.length ? points[points.length - 1] : null;
+  box.setAttribute(
+    "aria-label",
+    latest ? `backlog over ${points.length} samples, now ${latest.visible + latest.delayed + latest.in_flight}` : "no samples yet",
+  );
+  if (points.length < 1) return box;
+  const values = points.map((p) => p.visible + p.in_flight + p.delayed);
+  const top = Math.max(1, ...values);
+  const step = values.length > 1 ? 118 / (values.length - 1) : 0;
+  const coords = values.map((v, i) => `${(1 + i * step).toFixed(1)},${(22 - (v / top) * 20).toFixed(1)}`);
+  if (coords.length === 1) coords.push(`119,${coords[0].split(",")[1]}`);
+  box.append(svg("polyline", { class: "series s-visible", points: coords.join(" ") }));
+  return box;
+}
+
+function lineChart(title, points, names) {
+  const width = 760;
+  const height = 220;
+  const left = 48;
+  const bottom = 24;
+  const box = svg("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img" });
+  const latest = points.length ? points[points.length - 1] : null;
+  const summary = latest ? names.map((name) => `${SERIES_NAMES[name] || name} ${latest[name]}`).join(", ") : "no samples";
+  box.setAttribute("aria-label", `${title}: ${points.length} samples; latest ${summary}`);
+  const top = Math.max(1, ...points.flatMap((p) => names.map((name) => p[name])));
+  box.append(svg("line", { class: "axis", x1: left, y1: 8, x2: left, y2: height - bottom }));
+  box.append(svg("line", { class: "axis", x1: left, y1: height - bottom, x2: width - 8, y2: height - bottom }));
+  const topLabel = svg("text", { class: "label", x: 4, y: 14 });
+  topLabel.textContent = String(top);
+  const zero = svg("text", { class: "label", x: 4, y: height - bottom });
+  zero.textContent = "0";
+  box.append(topLabel, zero);
+  if (points.length) {
+    const first = points[0].t;
+    const span = Math.max(1, points[points.length - 1].t - first);
+    const since = svg("text", { class: "label", x: left, y: height - 6 });
+    since.textContent = new Date(first).toLocaleTimeString();
+    const until = svg("text", { class: "label", x: width - 90, y: height - 6 });
+    until.textContent = new Date(points[points.length - 1].t).toLocaleTimeString();
+    box.append(since, until);
+    for (const name of names) {
+      const coords = points.map((p) => {
+        const x = points.length > 1 ? left + ((p.t - first) / span) * (width - left - 10) : left;
+        const y = height - bottom - (p[name] / top) * (height - bottom - 12);
+        return `${x.toFixed(1)},${y.toFixed(1)}`;
+      });
+      if (coords.length === 1) coords.push(`${width - 10},${coords[0].split(",")[1]}`);
+      box.append(svg("polyline", { class: `series s-${name}`, points: coords.join(" ") }));
+    }
+  }
+  return box;
+}
+
+function legend(names) {
+  return h("ul", { class: "legend" }, names.map((name) => h("li", { class: `s-${name}` }, SERIES_NAMES[name] || "Oldest age (s)")));
+}
+
+// ---- shared pieces --------------------------------------------------------------------------------------------
+
+function crumbs(...parts) {
+  return h(
+    "nav",
+    { class: "crumbs", "aria-label": "Breadcrumb" },
+    parts.map(([text, href]) => (href ? h("a", { href }, text) : h("span", { "aria-current": "page" }, text))),
+  );
+}
+
+function figuresList(stats) {
+  if (!stats || stats.error) return h("p", { class: "error" }, stats ? failure(stats.error) : "no figures");
+  return h(
+    "ul",
+    { class: "figures", "aria-label": "Figures" },
+    h("li", {}, h("strong", {}, stats.visible), "visible"),
+    h("li", {}, h("strong", {}, stats.in_flight), "in flight"),
+    h("li", {}, h("strong", {}, stats.delayed), "delayed"),
+    h("li", {}, h("strong", {}, stats.dlq), "in the DLQ"),
+    h("li", {}, h("strong", {}, age(stats.oldest_age_seconds)), "oldest"),
+    stats.approximate ? h("li", {}, "at least (counting stopped at its limit)") : null,
+  );
+}
+
+function input(id, labelText, attrs) {
+  return h("div", {}, h("label", { for: id }, labelText), h("input", { id, name: id, ...attrs }));
+}
+
+function confirmBox(question, yes, onYes) {
+  const box = h("div", { class: "confirm", role: "group", "aria-label": question });
+  append(
+    box,
+    [h("p", {}, question),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", class: "danger", onclick: () => { box.remove(); onYes(); } }, yes),
+      h("button", { type: "button", class: "secondary", onclick: () => box.remove() }, "Cancel"),
+    )],
+  );
+  return box;
+}
+
+function statsRow(stats) {
+  if (!stats) return [1, 2, 3, 4, 5].map(() => h("td", { class: "num muted" }, "…"));
+  if (stats.error) return [h("td", { class: "error", colspan: 5 }, failure(stats.error))];
+  return [
+    h("td", { class: "num" }, stats.visible),
+    h("td", { class: "num" }, stats.in_flight),
+    h("td", { class: "num" }, stats.delayed),
+    h("td", { class: "num" }, stats.dlq),
+    h("td", { class: "num" }, age(stats.oldest_age_seconds)),
+  ];
+}
+
+// ---- views ----------------------------------------------------------------------------------------------------
+
+const COLUMNS = [
+  ["name", "Name", false],
+  ["kind", "Kind", false],
+  ["shards", "Shards", true],
+  ["visible", "Visible", true],
+  ["in_flight", "In flight", true],
+  ["delayed", "Delayed", true],
+  ["dlq", "DLQ", true],
+  ["oldest", "Oldest age", true],
+  ["clients", "Clients", true],
+];
+
+function queuesView(root, params) {
+  const figures = new Map();
+  let queues = [];
+  let page = Math.max(1, parseInt(params.get("page") || "1", 10) || 1);
+  let sort = params.get("sort") || "name";
+  let descending = params.get("dir") === "desc";
+  const filter = h("input", { id: "filter", type: "search", value: params.get("filter") || "", autocomplete: "off" });
+  const count = h("p", { class: "muted", id: "count" });
+  const table = h("table", { id: "queues" });
+  const pager = h("div", { class: "pager" });
+  append(
+    root,
+    [h("h1", {}, "Queues"),
+    h(
+      "div",
+      { class: "toolbar" },
+      h("div", {}, h("label", { for: "filter" }, "Filter by name"), filter),
+      h("a", { href: "#/create" }, "Create a queue"),
+    ),
+    count,
+    table,
+    pager],
+  );
+
+  function keepInUrl() {
+    const query = new URLSearchParams();
+    if (filter.value) query.set("filter", filter.value);
+    if (sort !== "name") query.set("sort", sort);
+    if (descending) query.set("dir", "desc");
+    if (page > 1) query.set("page", String(page));
+    const hash = "#/" + (query.toString() ? "?" + query.toString() : "");
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
+
+  function value(queue, key) {
+    if (key === "name") return queue.name;
+    if (key === "kind") return queue.fifo ? "FIFO" : "standard";
+    if (key === "shards") return typeof queue.shards === "number" ? queue.shards : -1;
+    const known = figures.get(queue.name);
+    if (!known || known.error) return null;
+    if (key === "clients") return known.clients;
+    if (key === "oldest") return known.stats.oldest_age_seconds || 0;
+    return known.stats[key];
+  }
+
+  function shown() {
+    const wanted = filter.value.trim().toLowerCase();
+    const rows = queues.filter((queue) => queue.name.toLowerCase().includes(wanted));
+    rows.sort((a, b) => {
+      const x = value(a, sort);
+      const y = value(b, sort);
+      if (x === y) return a.name < b.name ? -1 : 1;
+      if (x === null) return 1;
+      if (y === null) return -1;
+      const order = x < y ? -1 : 1;
+      return descending ? -order : order;
+    });
+    return rows;
+  }
+
+  function render() {
+    const rows = shown();
+    const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+    page = Math.min(page, pages);
+    const visible = rows.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
+    count.textContent = `${rows.length} of ${queues.length} queues`;
+    clear(table);
+    const head = h("tr", {});
+    for (const [key, title, numeric] of COLUMNS) {
+      const sorted = key === sort ? (descending ? "descending" : "ascending") : null;
+      head.append(
+        h(
+          "th",
+          { scope: "col", class: numeric ? "num" : null, "aria-sort": sorted },
+          h("button", { type: "button", class: "sort", "data-sort": key, onclick: () => sortBy(key) }, title),
+        ),
+      );
+    }
+    head.append(h("th", { scope: "col" }, "Backlog while open"));
+    table.append(h("caption", {}, "Every queue, with its figures summed over its clients"), h("thead", {}, head));
+    const body = h("tbody", {});
+    for (const queue of visible) body.append(queueRow(queue));
+    table.append(body);
+    clear(pager);
+    if (pages > 1) {
+      append(
+        pager,
+        [h("button", { type: "button", class: "secondary", disabled: page <= 1, onclick: () => go(page - 1) }, "Previous page"),
+        h("span", {}, `Page ${page} of ${pages}`),
+        h("button", { type: "button", class: "secondary", disabled: page >= pages, onclick: () => go(page + 1) }, "Next page")],
+      );
+    }
+    keepInUrl();
+    return visible;
+  }
+
+  function queueRow(queue) {
+    const known = figures.get(queue.name);
+    const stats = known ? (known.error ? known : known.stats) : null;
+    return h(
+      "tr",
+      { "data-queue": queue.name },
+      h("th", { scope: "row" }, h("a", { href: link.queue(queue.name) }, queue.name)),
+      h("td", {}, queue.fifo ? "FIFO" : "standard"),
+      h("td", { class: "num" }, queue.shards),
+      statsRow(stats),
+      h("td", { class: "num" }, known && !known.error ? known.clients : "…"),
+      h("td", {}, sparkline(queue.name)),
+    );
+  }
+
+  function sortBy(key) {
+    descending = key === sort ? !descending : key !== "name" && key !== "kind";
+    sort = key;
+    render();
+  }
+
+  function go(next) {
+    page = next;
+    loadFigures(render());
+  }
+
+  async function loadFigures(rows) {
+    // The list answers at once; the figures follow a few queues at a time, each row filled in as they come.
+    root.removeAttribute("data-figures");
+    for (let start = 0; start < rows.length; start += FIGURES_AT_ONCE) {
+      const part = rows.slice(start, start + FIGURES_AT_ONCE);
+      const answer = await api("GET", "/figures?" + part.map((queue) => "q=" + enc(queue.name)).join("&"));
+      if (!state.view || state.view.root !== root) return;
+      for (const [name, known] of Object.entries(answer.figures)) {
+        figures.set(name, known);
+        if (!known.error) sample(name, known.stats);
+      }
+      for (const queue of part) fillRow(queue);
+    }
+    root.setAttribute("data-figures", "complete");
+  }
+
+  function fillRow(queue) {
+    const row = [...table.querySelectorAll("tbody tr")].find((tr) => tr.getAttribute("data-queue") === queue.name);
+    if (row) row.replaceWith(queueRow(queue));
+  }
+
+  async function refresh() {
+    const answer = await api("GET", "/queues");
+    queues = answer.queues;
+    const rows = render();
+    root.setAttribute("data-loaded", "true");
+    await loadFigures(rows);
+  }
+
+  filter.addEventListener("input", () => {
+    page = 1;
+    loadFigures(render()).catch((error) => notice(failure(error), "error"));
+  });
+  return { refresh };
+}
+
+function createView(root) {
+  const errors = h("p", { id: "create-error", class: "error", role: "alert" });
+  const fifo = h("input", { id: "fifo", type: "checkbox" });
+  const form = h(
+    "form",
+    { id: "create", class: "stack" },
+    input("name", "Name (1-80 of A-Z a-z 0-9 _ -; a FIFO queue's ends in .fifo)", { required: true, autocomplete: "off" }),
+    h("div", {}, fifo, h("label", { for: "fifo" }, "FIFO queue: ordered per group, exactly-once within the dedup window")),
+    h(
+      "div",
+      { class: "grid" },
+      input("visibility_timeout", "Visibility timeout (s)", { type: "number", min: 0, placeholder: "30" }),
+      input("max_receive_count", "Receives before the DLQ (0: never)", { type: "number", min: 0, placeholder: "5" }),
+      input("retention_seconds", "Retention (s)", { type: "number", min: 60, placeholder: "345600" }),
+      input("delay_seconds", "Default delay (s)", { type: "number", min: 0, placeholder: "0" }),
+      input("shards", "Shards (a number, or empty for the default)", { type: "text", placeholder: "default" }),
+    ),
+    h("button", { type: "submit" }, "Create the queue"),
+    errors,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const name = form.querySelector("#name").value.trim();
+    const settings = {};
+    if (fifo.checked) settings.fifo = true;
+    for (const key of ["visibility_timeout", "max_receive_count", "retention_seconds", "delay_seconds"]) {
+      const raw = form.querySelector("#" + key).value.trim();
+      if (raw !== "") settings[key] = Number(raw);
+    }
+    const shards = form.querySelector("#shards").value.trim();
+    if (shards !== "") settings.shards = /^\d+$/.test(shards) ? Number(shards) : shards;
+    errors.textContent = "";
+    try {
+      const answer = await api("POST", `/queues/${enc(name)}`, settings);
+      notice(answer.created ? `Created queue ${name}` : `Queue ${name} exists with these settings`, "ok");
+      location.hash = link.queue(name);
+    } catch (error) {
+      errors.textContent = failure(error);
+    }
+  });
+  append(root, [crumbs(["Queues", link.queues()], ["Create a queue"]), h("h1", {}, "Create a queue"), form]);
+  root.setAttribute("data-loaded", "true");
+  return { refresh: null };
+}
+
+const EDITABLE = [
+  ["visibility_timeout", "Visibility timeout (s)"],
+  ["max_receive_count", "Receives before the DLQ (0: never)"],
+  ["retention_seconds", "Retention (s)"],
+  ["delay_seconds", "Default delay (s)"],
+  ["dedup_window_seconds", "Dedup window (s)"],
+  ["shards", "Shards (a number, or auto)"],
+  ["min_shards", "Fewest shards when auto"],
+  ["max_shards", "Most shards when auto"],
+  ["receive_wait_seconds", "Default long poll (s)"],
+  ["max_message_bytes", "Largest body (bytes)"],
+];
+
+function queueView(root, queue) {
+  const figures = h("div", {});
+  const priorities = h("div", {});
+  const clients = h("div", {});
+  const settings = h("form", { id: "settings", class: "stack", "aria-label": "Settings" });
+  let built = false;
+  const openClient = h("form", { class: "toolbar", id: "open-client" });
+  append(
+    openClient,
+    [input("client-id", "A client's sub-queue (also one that has not sent yet)", { required: true, autocomplete: "off" }),
+    h("button", { type: "submit" }, "Open")],
+  );
+  openClient.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = link.client(queue, openClient.querySelector("#client-id").value.trim());
+  });
+  const confirmName = h("input", { id: "confirm-name", autocomplete: "off" });
+  const deleteButton = h("button", { type: "submit", class: "danger", disabled: true }, "Delete the queue");
+  const deleteError = h("p", { class: "error", role: "alert" });
+  confirmName.addEventListener("input", () => {
+    deleteButton.disabled = confirmName.value !== queue;
+  });
+  const deleteForm = h(
+    "form",
+    { id: "delete-queue", class: "stack" },
+    h("label", { for: "confirm-name" }, `Type the queue's name (${queue}) to delete it with every message of every client`),
+    confirmName,
+    deleteButton,
+    deleteError,
+  );
+  deleteForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (confirmName.value !== queue) return;
+    try {
+      await api("DELETE", `/queues/${enc(queue)}`);
+      notice(`Deleted queue ${queue} and its messages`, "ok");
+      location.hash = link.queues();
+    } catch (error) {
+      deleteError.textContent = failure(error);
+    }
+  });
+  append(
+    root,
+    [crumbs(["Queues", link.queues()], [queue]),
+    h("h1", {}, `Queue ${queue}`),
+    h("p", {}, h("a", { href: link.queueCharts(queue) }, "Charts of this queue")),
+    figures,
+    h("h2", {}, "By priority, every client together"),
+    priorities,
+    h("h2", {}, "Clients"),
+    clients,
+    openClient,
+    h("h2", {}, "Settings"),
+    settings,
+    h("h2", {}, "Delete"),
+    deleteForm],
+  );
+
+  function buildSettings(described) {
+    clear(settings);
+    append(
+      settings,
+      [h("p", { class: "muted" }, `${described.fifo ? "FIFO" : "Standard"} queue` + (described.content_based_dedup ? ", content-based dedup" : "") + ": fixed when it was created."),
+      EDITABLE.filter(([key]) => key in described).map(([key, title]) => {
+        const id = "setting-" + key;
+        const field = h("input", { id, name: key, type: key === "shards" ? "text" : "number", value: described[key] });
+        const message = h("span", { class: "message", id: id + "-message", role: "status" });
+        const save = h("button", { type: "button", class: "secondary", "aria-describedby": id + "-message" }, "Save");
+        save.addEventListener("click", async () => {
+          const raw = field.value.trim();
+          message.className = "message";
+          message.textContent = "";
+          try {
+            const changed = await api("POST", `/queues/${enc(queue)}/settings`, {
+              [key]: /^-?\d+$/.test(raw) ? Number(raw) : raw,
+            });
+            field.value = changed[key];
+            message.className = "message ok";
+            message.textContent = "saved";
+          } catch (error) {
+            message.className = "message error";
+            message.textContent = failure(error);
+          }
+        });
+        return h("div", { class: "field" }, h("label", { for: id }, title), field, save, message);
+      })],
+    );
+  }
+
+  async function refresh() {
+    const answer = await api("GET", `/queues/${enc(queue)}`);
+    const described = answer.queue;
+    sample(queue, described.stats);
+    clear(figures).append(figuresList(described.stats));
+    const bands = described.stats.by_priority || {};
+    const rows = Object.keys(bands).length
+      ? Object.entries(bands).sort((a, b) => Number(b[0]) - Number(a[0]))
+      : [["0", { visible: described.stats.visible, in_flight: described.stats.in_flight, delayed: described.stats.delayed }]];
+    clear(priorities).append(
+      h(
+        "table",
+        { id: "priorities" },
+        h("caption", {}, "Received highest priority first, then the clients in a fair rotation"),
+        h("thead", {}, h("tr", {}, ["Priority", "Visible", "In flight", "Delayed"].map((t, i) => h("th", { scope: "col", class: i ? "num" : null }, t)))),
+        h(
+          "tbody",
+          {},
+          rows.map(([priority, counts]) =>
+            h("tr", {}, h("th", { scope: "row" }, priority), ["visible", "in_flight", "delayed"].map((k) => h("td", { class: "num" }, counts[k] || 0))),
+          ),
+        ),
+      ),
+    );
+    for (const entry of answer.clients) sample(`${queue}/${entry.client}`, entry.stats);
+    clear(clients).append(
+      answer.clients.length
+        ? h(
+            "table",
+            { id: "clients" },
+            h("caption", {}, "Each client's sub-queue"),
+            h("thead", {}, h("tr", {}, ["Client", "Visible", "In flight", "Delayed", "DLQ", "Oldest age", "Backlog while open"].map((t, i) => h("th", { scope: "col", class: i && i < 6 ? "num" : null }, t)))),
+            h(
+              "tbody",
+              {},
+              answer.clients.map((entry) =>
+                h(
+                  "tr",
+                  { "data-client": entry.client },
+                  h("th", { scope: "row" }, h("a", { href: link.client(queue, entry.client) }, entry.client)),
+                  statsRow(entry.stats),
+                  h("td", {}, sparkline(`${queue}/${entry.client}`)),
+                ),
+              ),
+            ),
+          )
+        : h("p", { class: "muted" }, "No client has sent to this queue yet."),
+    );
+    if (!built) {
+      buildSettings(described);
+      built = true;
+    }
+    root.setAttribute("data-loaded", "true");
+  }
+  return { refresh };
+}
+
+function subQueueView(root, queue, client) {
+  const base = sub(queue, client);
+  const key = `${queue}/${client}`;
+  const received = state.received.get(key) || new Map();
+  state.received.set(key, received);
+  const figures = h("div", {});
+  const messages = h("div", {});
+  const stateFilter = h("select", { id: "state-filter" }, [["", "any state"], ["visible", "visible"], ["in_flight", "in flight"], ["delayed", "delayed"]].map(([v, t]) => h("option", { value: v }, t)));
+  const priorityFilter = h("select", { id: "priority-filter" }, h("option", { value: "" }, "any priority"), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0].map((p) => h("option", { value: p }, p)));
+  const groupFilter = h("input", { id: "group-filter", type: "search", autocomplete: "off" });
+  let listed = [];
+  for (const control of [stateFilter, priorityFilter, groupFilter]) control.addEventListener("input", () => renderMessages());
+
+  const lookup = h("form", { class: "toolbar", id: "lookup" });
+  append(lookup, [input("lookup-id", "A message by id, in any state", { required: true, autocomplete: "off" }), h("button", { type: "submit" }, "Open")]);
+  lookup.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = link.message(queue, client, lookup.querySelector("#lookup-id").value.trim());
+  });
+
+  const sendResult = h("p", { id: "send-result", role: "status" });
+  const sendForm = h(
+    "form",
+    { id: "send", class: "stack" },
+    h("div", {}, h("label", { for: "send-body" }, "Body"), h("textarea", { id: "send-body", rows: 4, required: true })),
+    h("div", {}, h("label", { for: "send-attributes" }, 'Attributes, a JSON object: {"name": "value"}'), h("textarea", { id: "send-attributes", rows: 2 })),
+    h("div", {}, h("label", { for: "send-types" }, 'Attribute types, a JSON object: {"name": "Number"} (String, Number or Binary)'), h("textarea", { id: "send-types", rows: 1 })),
+    h(
+      "div",
+      { class: "grid" },
+      input("send-group", "Group id (FIFO)", { autocomplete: "off" }),
+      input("send-dedup", "Dedup id", { autocomplete: "off" }),
+      input("send-priority", "Priority (0-9, 9 first)", { type: "number", min: 0, max: 9 }),
+      input("send-delay", "Delay (s)", { type: "number", min: 0 }),
+      input("send-at", "Deliver at (ISO-8601 with a zone, or epoch seconds)", { autocomplete: "off" }),
+    ),
+    h("button", { type: "submit" }, "Send"),
+    sendResult,
+  );
+  sendForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const message = { body: sendForm.querySelector("#send-body").value };
+    try {
+      for (const [id, field] of [["#send-attributes", "attributes"], ["#send-types", "attribute_types"]]) {
+        const raw = sendForm.querySelector(id).value.trim();
+        if (raw) message[field] = JSON.parse(raw);
+      }
+    } catch (error) {
+      sendResult.className = "error";
+      sendResult.textContent = "Attributes and their types are JSON objects: " + error.message;
+      return;
+    }
+    for (const [id, field, numeric] of [["#send-group", "group_id"], ["#send-dedup", "dedup_id"], ["#send-priority", "priority", true], ["#send-delay", "delay_seconds", true], ["#send-at", "deliver_at"]]) {
+      const raw = sendForm.querySelector(id).value.trim();
+      // Only deliver_at takes either a number (epoch seconds) or text; a group or dedup id of digits stays text.
+      if (raw !== "") message[field] = numeric || (field === "deliver_at" && /^\d+$/.test(raw)) ? Number(raw) : raw;
+    }
+    try {
+      const answer = await api("POST", base + "/messages", message);
+      sendResult.className = "ok";
+      sendResult.textContent = answer.duplicate ? `Duplicate of ${answer.message_id}: nothing sent` : `Sent ${answer.message_id}`;
+      await refresh();
+    } catch (error) {
+      sendResult.className = "error";
+      sendResult.textContent = failure(error);
+    }
+  });
+
+  const lookArea = h("div", { id: "looked" });
+  const lookForm = h(
+    "form",
+    { id: "look", class: "toolbar" },
+    input("look-count", "How many (1-10)", { type: "number", min: 1, max: 10, value: 1 }),
+    input("look-visibility", "Hidden for (s)", { type: "number", min: 0, value: 30 }),
+    h("button", { type: "submit" }, "Receive to look"),
+  );
+  lookForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const answer = await api("POST", base + "/receive", {
+        max_messages: Number(lookForm.querySelector("#look-count").value),
+        visibility_timeout: Number(lookForm.querySelector("#look-visibility").value),
+      });
+      const seconds = Number(lookForm.querySelector("#look-visibility").value);
+      for (const message of answer.messages) received.set(message.message_id, { ...message, until: Date.now() + seconds * 1000 });
+      notice(`Received ${answer.messages.length} message(s); each stays hidden until you delete or release it, or ${seconds} s pass`, "ok");
+      renderLooked();
+      await refresh();
+    } catch (error) {
+      notice(failure(error), "error");
+    }
+  });
+
+  function renderLooked() {
+    clear(lookArea);
+    for (const message of received.values()) {
+      const settle = async (action) => {
+        try {
+          if (action === "delete") await api("POST", base + "/delete", { receipt_handles: [message.receipt_handle] });
+          else await api("POST", base + "/release", { receipt_handle: message.receipt_handle, delay_seconds: 0 });
+          received.delete(message.message_id);
+          notice(action === "delete" ? `Deleted ${message.message_id}` : `Released ${message.message_id}: visible again`, "ok");
+          renderLooked();
+          await refresh();
+        } catch (error) {
+          notice(failure(error), "error");
+        }
+      };
+      lookArea.append(
+        h(
+          "div",
+          { class: "received", "data-message": message.message_id },
+          h("p", {}, h("a", { href: link.message(queue, client, message.message_id) }, message.message_id), ` · receive ${message.receive_count} · hidden until ${when(message.until)}`),
+          h("p", { class: "preview" }, preview(message.body, 200)),
+          h(
+            "div",
+            { class: "actions" },
+            h("button", { type: "button", class: "danger", "data-action": "delete", onclick: () => settle("delete") }, "Delete"),
+            h("button", { type: "button", class: "secondary", "data-action": "release", onclick: () => settle("release") }, "Release"),
+          ),
+        ),
+      );
+    }
+  }
+
+  const purgeArea = h("div", {});
+  const purgeButton = h("button", { type: "button", class: "danger", id: "purge" }, "Purge…");
+  purgeButton.addEventListener("click", () => {
+    clear(purgeArea).append(
+      confirmBox(`Remove every waiting and in-flight message of ${queue}/${client}? Its DLQ stays.`, "Yes, purge", async () => {
+        try {
+          const answer = await api("DELETE", base + "/messages");
+          received.clear();
+          renderLooked();
+          notice(`Purged ${answer.purged} messages from ${queue}/${client}`, "ok");
+          await refresh();
+        } catch (error) {
+          notice(failure(error), "error");
+        }
+      }),
+    );
+  });
+
+  function renderMessages() {
+    const now = Date.now();
+    for (const [id, message] of received) if (message.until <= now) received.delete(id);
+    const seen = new Set(listed.map((m) => m.message_id));
+    const rows = [
+      ...[...received.values()].filter((m) => !seen.has(m.message_id)).map((m) => ({ ...m, state: "in_flight", visible_at: m.until })),
+      ...listed,
+    ].filter(
+      (m) =>
+        (!stateFilter.value || m.state === stateFilter.value) &&
+        (priorityFilter.value === "" || String(m.priority || 0) === priorityFilter.value) &&
+        (!groupFilter.value || (m.group_id || "").includes(groupFilter.value)),
+    );
+    clear(messages).append(
+      h(
+        "table",
+        { id: "messages" },
+        h("caption", {}, "Waiting messages (the next to be received) and those received here"),
+        h("thead", {}, h("tr", {}, ["Message id", "State", "Priority", "Group", "Receives", "Sent", "Body"].map((t) => h("th", { scope: "col" }, t)))),
+        h(
+          "tbody",
+          {},
+          rows.length
+            ? rows.map((m) =>
+                h(
+                  "tr",
+                  { "data-message": m.message_id },
+                  h("td", { class: "mono" }, h("a", { href: link.message(queue, client, m.message_id) }, m.message_id)),
+                  h("td", {}, stateText(m)),
+                  h("td", { class: "num" }, m.priority || 0),
+                  h("td", {}, m.group_id || "—"),
+                  h("td", { class: "num" }, m.receive_count),
+                  h("td", {}, when(m.sent_at)),
+                  h("td", { class: "preview" }, preview(m.body, 80)),
+                ),
+              )
+            : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No messages match.")),
+        ),
+      ),
+    );
+  }
+
+  async function refresh() {
+    const [stats, peeked] = await Promise.all([api("GET", base + "/stats"), api("GET", base + "/messages?limit=50")]);
+    sample(key, stats);
+    clear(figures).append(figuresList(stats));
+    listed = peeked.messages;
+    renderMessages();
+    root.setAttribute("data-loaded", "true");
+  }
+
+  append(
+    root,
+    [crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client]),
+    h("h1", {}, `${queue} / ${client}`),
+    h("p", { class: "actions" }, h("a", { href: link.dlq(queue, client) }, "Dead-letter queue"), h("a", { href: link.clientCharts(queue, client) }, "Charts")),
+    figures,
+    h("h2", {}, "Messages"),
+    h(
+      "div",
+      { class: "toolbar" },
+      h("div", {}, h("label", { for: "state-filter" }, "State"), stateFilter),
+      h("div", {}, h("label", { for: "priority-filter" }, "Priority"), priorityFilter),
+      h("div", {}, h("label", { for: "group-filter" }, "Group"), groupFilter),
+    ),
+    messages,
+    lookup,
+    h("h2", {}, "Receive to look"),
+    h("p", { class: "muted" }, "Receives messages as a consumer would: hidden from others until you delete or release each."),
+    lookForm,
+    lookArea,
+    h("h2", {}, "Send a message"),
+    sendForm,
+    h("h2", {}, "Purge"),
+    purgeButton,
+    purgeArea],
+  );
+  renderLooked();
+  return { refresh };
+}
+
+function messageView(root, queue, client, id) {
+  const base = `${sub(queue, client)}/messages/${enc(id)}`;
+  const detail = h("div", {});
+  const actionArea = h("div", {});
+  append(root, [crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client, link.client(queue, client)], ["Message"]), h("h1", { class: "mono" }, `Message ${id}`), detail, actionArea]);
+
+  async function act(method, path, done) {
+    try {
+      await api(method, path);
+      notice(done, "ok");
+      await refresh();
+    } catch (error) {
+      notice(failure(error), "error");
+    }
+  }
+
+  async function refresh() {
+    let message;
+    try {
+      message = await api("GET", base);
+    } catch (error) {
+      clear(detail).append(h("p", { class: "error", id: "message-error" }, failure(error)));
+      clear(actionArea);
+      root.setAttribute("data-loaded", "true");
+      return;
+    }
+    const body = prettyBody(message.body);
+    const types = message.attribute_types || {};
+    const attributes = Object.entries(message.attributes || {});
+    const copied = h("span", { role: "status" });
+    clear(detail).append(
+      h(
+        "dl",
+        { class: "detail" },
+        [
+          ["State", stateText(message)],
+          ["Receive count", message.receive_count],
+          ["Sent", when(message.sent_at)],
+          ["First received", when(message.first_received_at)],
+          ["Delivery time", message.state === "dlq" ? "—" : when(message.visible_at)],
+          ["Expires", when(message.expires_at)],
+          ["Priority", message.priority || 0],
+          ["Group", message.group_id || "—"],
+          ["Dedup id", message.dedup_id || "—"],
+          ["Sequence", message.sequence],
+          ["Body stored", { item: "in the item, as sent", compressed: "in the item, compressed", s3: "in S3 (too large for an item)" }[message.body_stored] || "—"],
+          ["Moved to the DLQ", when(message.moved_at)],
+        ].map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+      ),
+      h("h2", {}, "Attributes"),
+      attributes.length
+        ? h(
+            "table",
+            { id: "attributes" },
+            h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Type"), h("th", { scope: "col" }, "Value"))),
+            h("tbody", {}, attributes.map(([name, value]) => h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, types[name] || "String"), h("td", { class: "mono" }, value)))),
+          )
+        : h("p", { class: "muted" }, "None."),
+      h("h2", {}, body.json ? "Body (JSON, pretty-printed)" : "Body"),
+      h(
+        "p",
+        { class: "actions" },
+        h("button", {
+          type: "button",
+          class: "secondary",
+          onclick: async () => {
+            try {
+              await navigator.clipboard.writeText(message.body);
+              copied.textContent = "copied";
+            } catch (error) {
+              copied.textContent = "the browser refused the clipboard";
+            }
+          },
+        }, "Copy the body"),
+        copied,
+      ),
+      h("pre", { class: "body", id: "body", tabindex: 0, "aria-label": "Body" }, body.text),
+    );
+    clear(actionArea);
+    if (message.state !== "dlq") {
+      append(actionArea, [
+        h("h2", {}, "Act on it"),
+        h(
+          "div",
+          { class: "actions" },
+          h("button", { type: "button", class: "danger", id: "cancel", onclick: () => actionArea.append(confirmBox("Cancel this message? It will never be processed.", "Yes, cancel it", () => act("DELETE", base, `Cancelled ${id}`))) }, "Cancel…"),
+          h("button", { type: "button", class: "secondary", id: "move-to-dlq", onclick: () => act("POST", base + "/dlq", `Moved ${id} to the DLQ`) }, "Move to the DLQ"),
+        ),
+      ]);
+    } else {
+      append(actionArea, [h("p", {}, h("a", { href: link.dlq(queue, client) }, "In the dead-letter queue: redrive it there"))]);
+    }
+    root.setAttribute("data-loaded", "true");
+  }
+  return { refresh, once: true };
+}
+
+function dlqView(root, queue, client) {
+  const base = sub(queue, client);
+  const list = h("div", {});
+  const result = h("p", { id: "redrive-result", role: "status" });
+  const selected = new Set();
+  const countInput = h("input", { id: "redrive-count", type: "number", min: 1, value: 1 });
+
+  async function redrive(request, what) {
+    try {
+      const answer = await api("POST", base + "/dlq/redrive", request);
+      result.className = "ok";
+      result.textContent = `Redrove ${answer.redriven} message(s) (${what})`;
+      selected.clear();
+      await refresh();
+    } catch (error) {
+      result.className = "error";
+      result.textContent = failure(error);
+    }
+  }
+
+  append(
+    root,
+    [crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client, link.client(queue, client)], ["DLQ"]),
+    h("h1", {}, `Dead-letter queue of ${queue} / ${client}`),
+    h(
+      "div",
+      { class: "toolbar" },
+      h("button", { type: "button", id: "redrive-all", onclick: () => redrive({ max_messages: null, message_ids: null }, "all") }, "Redrive all"),
+      h("div", {}, h("label", { for: "redrive-count" }, "Oldest"), countInput),
+      h("button", { type: "button", id: "redrive-oldest", onclick: () => redrive({ max_messages: Number(countInput.value), message_ids: null }, "the oldest") }, "Redrive the oldest"),
+      h("button", { type: "button", id: "redrive-selected", onclick: () => redrive({ max_messages: null, message_ids: [...selected] }, "selected") }, "Redrive the selected"),
+    ),
+    result,
+    list],
+  );
+
+  async function refresh() {
+    const answer = await api("GET", base + "/dlq?limit=100");
+    clear(list).append(
+      h(
+        "table",
+        { id: "dlq" },
+        h("caption", {}, "Messages moved here after too many receives, or by an operator"),
+        h("thead", {}, h("tr", {}, ["Select", "Message id", "Receives", "Moved", "Sent", "Body"].map((t) => h("th", { scope: "col" }, t)))),
+        h(
+          "tbody",
+          {},
+          answer.messages.length
+            ? answer.messages.map((m) => {
+                const box = h("input", { type: "checkbox", id: "pick-" + m.message_id, "aria-label": "Select " + m.message_id, checked: selected.has(m.message_id) });
+                box.addEventListener("change", () => (box.checked ? selected.add(m.message_id) : selected.delete(m.message_id)));
+                return h(
+                  "tr",
+                  { "data-message": m.message_id },
+                  h("td", {}, box),
+                  h("td", { class: "mono" }, h("a", { href: link.message(queue, client, m.message_id) }, m.message_id)),
+                  h("td", { class: "num" }, m.receive_count),
+                  h("td", {}, when(m.moved_at)),
+                  h("td", {}, when(m.sent_at)),
+                  h("td", { class: "preview" }, preview(m.body, 80)),
+                );
+              })
+            : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "The DLQ is empty.")),
+        ),
+      ),
+    );
+    root.setAttribute("data-loaded", "true");
+  }
+  return { refresh };
+}
+
+function chartsView(root, queue, client) {
+  const key = client ? `${queue}/${client}` : queue;
+  const area = h("div", {});
+  const title = client ? `${queue} / ${client}` : queue;
+  append(
+    root,
+    [client
+      ? crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client, link.client(queue, client)], ["Charts"])
+      : crumbs(["Queues", link.queues()], [queue, link.queue(queue)], ["Charts"]),
+    h("h1", {}, `Charts of ${title}`),
+    h("p", { class: "muted" }, `Sampled every ${REFRESH_MS / 1000} s while the console is open (not while paused).`),
+    area],
+  );
+
+  async function refresh() {
+    const stats = client ? await api("GET", sub(queue, client) + "/stats") : (await api("GET", `/queues/${enc(queue)}`)).queue.stats;
+    sample(key, stats);
+    const points = state.samples.get(key) || [];
+    clear(area).append(
+      h("h2", {}, "Backlog"),
+      legend(SERIES),
+      lineChart("Backlog", points, SERIES),
+      h("h2", {}, "Oldest message's age (s)"),
+      lineChart("Oldest age in seconds", points, ["oldest"]),
+    );
+    root.setAttribute("data-loaded", "true");
+  }
+  return { refresh };
+}
+
+// ---- router ---------------------------------------------------------------------------------------------------
+
+function route() {
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, search] = hash.split("?");
+  let parts;
+  try {
+    parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  } catch (error) {
+    return null; // a malformed escape in a typed or pasted address: not found, not a blank page
+  }
+  const params = new URLSearchParams(search || "");
+  if (parts.length === 0) return ["queues", (root) => queuesView(root, params)];
+  if (parts[0] === "create" && parts.length === 1) return ["create", (root) => createView(root)];
+  if (parts[0] !== "q" || parts.length < 2) return null;
+  const [, queue, third, client, fifth, id] = parts;
+  if (parts.length === 2) return ["queue", (root) => queueView(root, queue)];
+  if (parts.length === 3 && third === "charts") return ["queue-charts", (root) => chartsView(root, queue, null)];
+  if (third !== "c" || !client) return null;
+  if (parts.length === 4) return ["client", (root) => subQueueView(root, queue, client)];
+  if (parts.length === 5 && fifth === "dlq") return ["dlq", (root) => dlqView(root, queue, client)];
+  if (parts.length === 5 && fifth === "charts") return ["client-charts", (root) => chartsView(root, queue, client)];
+  if (parts.length === 6 && fifth === "m") return ["message", (root) => messageView(root, queue, client, id)];
+  return null;
+}
+
+async function tick(view) {
+  // A slow answer is not asked again over itself: the next tick after it ends asks.
+  if (!view.refresh || state.view !== view || view.busy) return;
+  view.busy = true;
+  try {
+    await view.refresh();
+  } catch (error) {
+    notice(failure(error), "error");
+    view.root.setAttribute("data-loaded", "true");
+  } finally {
+    view.busy = false;
+  }
+}
+
+function show() {
+  // Each view renders into its own element: an answer that arrives for a view already left changes nothing seen.
+  const main = clear(document.getElementById("view"));
+  const found = route();
+  const root = h("div", { "data-view": found ? found[0] : "missing" });
+  main.append(root);
+  if (!found) {
+    append(root, [h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the queues"))]);
+    root.setAttribute("data-loaded", "true");
+    state.view = null;
+    return;
+  }
+  const view = { root, ...found[1](root) };
+  state.view = view;
+  const heading = root.querySelector("h1");
+  document.title = heading ? `${heading.textContent} · dq console` : "dq console";
+  main.focus();
+  tick(view);
+}
+
+function start() {
+  const pause = document.getElementById("pause");
+  pause.addEventListener("click", () => {
+    state.paused = !state.paused;
+    pause.setAttribute("aria-pressed", String(state.paused));
+    pause.textContent = state.paused ? "Resume refresh" : "Pause refresh";
+  });
+  api("GET", "/info")
+    .then((info) => {
+      document.getElementById("target").textContent = "API: " + info.target;
+    })
+    .catch((error) => notice(failure(error), "error"));
+  window.addEventListener("hashchange", () => {
+    // A notice set just before navigating (created, deleted) is about the new view; an older one is not.
+    if (Date.now() - (state.noticed || 0) > 1500) notice("");
+    show();
+  });
+  state.timer = setInterval(() => {
+    if (!state.paused && state.view && !state.view.once && !document.hidden) tick(state.view);
+  }, REFRESH_MS);
+  show();
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,310 @@
+"""The console in a real browser: an operator's whole journey through a queue's life, checked on screen and
+against the API; hostile bodies, attributes and ids that must stay text; axe-core on every view; and a screenshot
+of each view for the README. All in one module, so one Chromium serves them all."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from dq.console import ConsoleServer
+from dq.targets import HttpTarget, TargetError
+from tests.console.conftest import AXE, SCREENSHOTS
+
+WAIT_SECONDS = 15
+SERIOUS = ("serious", "critical")
+
+
+def until(browser: WebDriver, check: Callable[[WebDriver], Any], what: str) -> Any:
+    # Views redraw their rows as answers come: an element read between two draws is stale, and read again.
+    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,))
+    return wait.until(check, f"waited {WAIT_SECONDS} s for {what}")
+
+
+def visit(browser: WebDriver, console: ConsoleServer, route: str, view: str) -> Any:
+    """Navigates to a view's own URL and waits until its data is on screen; the view's element."""
+    browser.get(f"{console.origin}/{route}")
+    selector = f'#view > [data-view="{view}"][data-loaded="true"]'
+    return until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, selector), f"the {view} view")[0]
+
+
+def loaded(browser: WebDriver, view: str) -> Any:
+    selector = f'#view > [data-view="{view}"][data-loaded="true"]'
+    return until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, selector), f"the {view} view")[0]
+
+
+def text_of(browser: WebDriver, selector: str) -> str:
+    return str(browser.find_element(By.CSS_SELECTOR, selector).text)
+
+
+def wait_text(browser: WebDriver, selector: str, wanted: str) -> None:
+    def shows(d: WebDriver) -> bool:
+        return any(wanted in element.text for element in d.find_elements(By.CSS_SELECTOR, selector))
+
+    try:
+        until(browser, shows, f"{wanted!r} in {selector}")
+    except TimeoutException:
+        seen = [element.text for element in browser.find_elements(By.CSS_SELECTOR, f"{selector}, #notice")]
+        raise AssertionError(f"{wanted!r} not in {selector}; the page shows {seen}") from None
+
+
+def fill(browser: WebDriver, selector: str, value: str) -> None:
+    field = browser.find_element(By.CSS_SELECTOR, selector)
+    field.clear()
+    field.send_keys(value)
+
+
+def click(browser: WebDriver, selector: str) -> None:
+    """Finds and clicks again when the page's refresh re-rendered the element in between (it keeps its state:
+    a ticked row stays ticked), as a person's click lands on what is on screen at that moment."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        try:
+            browser.find_element(By.CSS_SELECTOR, selector).click()
+            return
+        except StaleElementReferenceException:
+            if time.monotonic() > deadline:
+                raise
+
+
+def accessibility(browser: WebDriver, view: str, report: dict[str, list[dict[str, Any]]]) -> None:
+    """axe-core's violations on the page as it is now, by view; the caller asserts none is serious."""
+    if not browser.execute_script("return typeof window.axe === 'object'"):
+        browser.execute_script(AXE.read_text(encoding="utf-8"))
+    violations = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then("
+        "  (r) => done(r.violations.map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.length}))),"
+        "  (e) => done([{id: 'axe-failed', impact: 'critical', nodes: String(e)}]));"
+    )
+    report[view] = violations
+
+
+def screenshot(browser: WebDriver, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
+    browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser: WebDriver, console: ConsoleServer) -> WebDriver:
+    """The printed URL once: the secret becomes a cookie and leaves the address bar."""
+    browser.get(console.url)
+    loaded(browser, "queues")
+    assert "token" not in browser.current_url
+    return browser
+
+
+def stats(api: HttpTarget, queue: str, client: str) -> dict[str, int]:
+    figures = api.stats(queue, client)
+    return {key: figures[key] for key in ("visible", "in_flight", "delayed", "dlq")}
+
+
+def test_an_operator_takes_a_queue_through_its_life(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    browser, queue, client = signed_in, "journey", "tenant-a"
+    report: dict[str, list[dict[str, Any]]] = {}
+    api.create_queue("neighbour", {})
+    api.send("neighbour", "other", {"body": "a neighbour's message"})
+
+    # Create the queue.
+    visit(browser, console, "#/create", "create")
+    accessibility(browser, "create", report)
+    screenshot(browser, "create")
+    fill(browser, "#name", queue)
+    fill(browser, "#visibility_timeout", "45")
+    click(browser, "#create button[type=submit]")
+    loaded(browser, "queue")
+    wait_text(browser, "#notice", f"Created queue {queue}")
+    assert api.get_queue(queue)["visibility_timeout"] == 45
+
+    # A setting the API refuses shows the API's message beside the field; one it takes is saved.
+    fill(browser, "#setting-visibility_timeout", "999999")
+    click(browser, "#setting-visibility_timeout ~ button")
+    wait_text(browser, "#setting-visibility_timeout-message", "ValidationError")
+    assert "visibility_timeout" in text_of(browser, "#setting-visibility_timeout-message")
+    fill(browser, "#setting-visibility_timeout", "60")
+    click(browser, "#setting-visibility_timeout ~ button")
+    wait_text(browser, "#setting-visibility_timeout-message", "saved")
+    assert api.get_queue(queue)["visibility_timeout"] == 60
+
+    # Send three to a client's sub-queue, and see them.
+    fill(browser, "#client-id", client)
+    click(browser, "#open-client button")
+    loaded(browser, "client")
+    sent: list[str] = []
+    for n in (1, 2, 3):
+        fill(browser, "#send-body", json.dumps({"order": n, "items": ["book", "pen"]}))
+        fill(browser, "#send-attributes", f'{{"source": "console", "weight": "{n}"}}')
+        fill(browser, "#send-types", '{"weight": "Number"}')
+        fill(browser, "#send-priority", str(n))
+        fill(browser, "#send-dedup", f"{n}0{n}")  # a dedup id of digits is still text to the API
+        click(browser, "#send button[type=submit]")
+        until(browser, lambda d: text_of(d, "#send-result").removeprefix("Sent ") not in ("", *sent), "the next send")
+        sent.append(text_of(browser, "#send-result").removeprefix("Sent "))
+    # A new priority's messages are read once the queue's readers learn of the band (a few seconds).
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")) == 3, "3 rows")
+    assert stats(api, queue, client) == {"visible": 3, "in_flight": 0, "delayed": 0, "dlq": 0}
+    assert [api.get(queue, client, message_id)["dedup_id"] for message_id in sent] == ["101", "202", "303"]
+    rows = browser.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")
+    assert [row.find_elements(By.TAG_NAME, "td")[2].text for row in rows] == ["3", "2", "1"]
+    browser.find_element(By.CSS_SELECTOR, "#priority-filter option[value='2']").click()
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")) == 1, "filtered")
+    browser.find_element(By.CSS_SELECTOR, "#priority-filter option[value='']").click()
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")) == 3, "3 rows")
+    accessibility(browser, "client", report)
+    screenshot(browser, "client")
+
+    # Receive one to look, and delete it.
+    fill(browser, "#look-count", "1")
+    click(browser, "#look button[type=submit]")
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#looked [data-message]"), "a received message")
+    first = browser.find_element(By.CSS_SELECTOR, "#looked [data-message]").get_attribute("data-message")
+    wait_text(browser, "#messages", "in flight until")
+    assert stats(api, queue, client)["in_flight"] == 1
+    click(browser, f'#looked [data-message="{first}"] [data-action=delete]')
+    wait_text(browser, "#notice", f"Deleted {first}")
+    assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
+    with pytest.raises(TargetError, match="MessageNotFound"):
+        api.get(queue, client, first)
+
+    # Receive one and release it: visible again, its receive counted.
+    click(browser, "#look button[type=submit]")
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#looked [data-message]"), "a received message")
+    second = browser.find_element(By.CSS_SELECTOR, "#looked [data-message]").get_attribute("data-message")
+    click(browser, f'#looked [data-message="{second}"] [data-action=release]')
+    wait_text(browser, "#notice", f"Released {second}")
+    assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
+    assert api.get(queue, client, second)["receive_count"] == 1
+
+    # A message's detail, then drive it to the DLQ.
+    visit(browser, console, f"#/q/{queue}/c/{client}/m/{second}", "message")
+    assert "State\nvisible" in text_of(browser, "dl.detail")
+    assert '"items": [\n    "book",' in text_of(browser, "#body")
+    assert "weight Number 2" in text_of(browser, "#attributes")
+    assert "Body stored\nin the item, as sent" in text_of(browser, "dl.detail")
+    accessibility(browser, "message", report)
+    screenshot(browser, "message")
+    click(browser, "#move-to-dlq")
+    wait_text(browser, "#notice", f"Moved {second} to the DLQ")
+    wait_text(browser, "dl.detail", "in the DLQ")
+    assert stats(api, queue, client)["dlq"] == 1 and api.get(queue, client, second)["state"] == "dlq"
+
+    # Redrive it from the DLQ by id.
+    visit(browser, console, f"#/q/{queue}/c/{client}/dlq", "dlq")
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f'#dlq tr[data-message="{second}"]'), "the dead letter")
+    moved = browser.find_elements(By.CSS_SELECTOR, f'#dlq tr[data-message="{second}"] td')[3].text
+    assert moved not in ("", "—")  # when it was moved
+    accessibility(browser, "dlq", report)
+    screenshot(browser, "dlq")
+    click(browser, f'#dlq tr[data-message="{second}"] input[type=checkbox]')
+    click(browser, "#redrive-selected")
+    wait_text(browser, "#redrive-result", "Redrove 1 message(s)")
+    wait_text(browser, "#dlq", "The DLQ is empty.")
+    assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
+
+    # Charts of the client and of the queue, sampled while open.
+    visit(browser, console, f"#/q/{queue}/c/{client}/charts", "client-charts")
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart polyline.s-visible")
+    accessibility(browser, "client-charts", report)
+    screenshot(browser, "client-charts")
+    visit(browser, console, f"#/q/{queue}/charts", "queue-charts")
+    accessibility(browser, "queue-charts", report)
+
+    # The queues page: both queues with their figures, sortable and filterable.
+    visit(browser, console, "#/", "queues")
+    wait_text(browser, f'#queues tr[data-queue="{queue}"]', "2")
+    names = [row.get_attribute("data-queue") for row in browser.find_elements(By.CSS_SELECTOR, "#queues tbody tr")]
+    assert names[:2] == ["journey", "neighbour"] or set(names) >= {"journey", "neighbour"}
+    click(browser, "#queues button[data-sort=visible]")
+    until(browser, lambda d: "sort=visible" in d.current_url, "the sort in the URL")
+    fill(browser, "#filter", "neigh")
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#queues tbody tr")) == 1, "one queue")
+    until(browser, lambda d: "filter=neigh" in d.current_url, "the filter in the URL")
+    fill(browser, "#filter", "")
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#queues tbody tr")) >= 2, "every queue")
+    accessibility(browser, "queues", report)
+    screenshot(browser, "queues")
+
+    # The queue: its clients and the queue-wide view by priority.
+    visit(browser, console, f"#/q/{queue}", "queue")
+    wait_text(browser, f'#clients tr[data-client="{client}"]', "2")
+    assert text_of(browser, "#priorities").splitlines()[-2:] == ["2 1 0 0", "1 1 0 0"]
+    accessibility(browser, "queue", report)
+    screenshot(browser, "queue")
+
+    # Purge the sub-queue, confirmed.
+    visit(browser, console, f"#/q/{queue}/c/{client}", "client")
+    click(browser, "#purge")
+    browser.find_element(By.XPATH, "//button[normalize-space()='Yes, purge']").click()
+    wait_text(browser, "#notice", f"Purged 2 messages from {queue}/{client}")
+    assert stats(api, queue, client) == {"visible": 0, "in_flight": 0, "delayed": 0, "dlq": 0}
+
+    # Delete the queue, typing its name.
+    visit(browser, console, f"#/q/{queue}", "queue")
+    delete = browser.find_element(By.CSS_SELECTOR, "#delete-queue button[type=submit]")
+    fill(browser, "#confirm-name", "journe")
+    assert not delete.is_enabled()
+    fill(browser, "#confirm-name", queue)
+    delete.click()
+    loaded(browser, "queues")
+    wait_text(browser, "#notice", f"Deleted queue {queue}")
+    with pytest.raises(TargetError, match="QueueNotFound"):
+        api.get_queue(queue)
+
+    serious = {view: [v for v in found if v["impact"] in SERIOUS] for view, found in report.items()}
+    assert set(report) == {"create", "client", "message", "dlq", "client-charts", "queue-charts", "queues", "queue"}
+    assert not any(serious.values()), serious
+
+
+HOSTILE = (
+    '<img src=x onerror="window.__injected = 1">',
+    "</script><script>window.__injected = 1</script>",
+    '"><svg onload="window.__injected=1">',
+)
+
+
+def test_hostile_bodies_attributes_and_ids_stay_text(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    browser, queue, client = signed_in, "hostile", "tenant-x"
+    api.create_queue(queue, {})
+    ids = []
+    for n, text in enumerate(HOSTILE):
+        sent = api.send(
+            queue,
+            client,
+            {"body": text, "attributes": {text[:40]: text}, "dedup_id": f"d{n}" + text.replace(" ", "")[:30]},
+        )
+        ids.append(sent["message_id"])
+    api.move_to_dlq(queue, client, ids[0])
+    browser.execute_script("window.__injected = undefined")
+
+    visit(browser, console, f"#/q/{queue}/c/{client}", "client")
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")) == 2, "two rows")
+    assert HOSTILE[1] in text_of(browser, "#messages")
+    click(browser, "#look button[type=submit]")
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#looked [data-message]"), "a received message")
+    assert any(text in text_of(browser, "#looked") for text in HOSTILE[1:])
+    for message_id in ids:
+        visit(browser, console, f"#/q/{queue}/c/{client}/m/{message_id}", "message")
+        assert text_of(browser, "#body") in HOSTILE
+    visit(browser, console, f"#/q/{queue}/c/{client}/dlq", "dlq")
+    assert HOSTILE[0] in text_of(browser, "#dlq")
+    forged = "%3Cimg%20src%3Dx%20onerror%3D%22window.__injected%3D1%22%3E"
+    visit(browser, console, f"#/q/{queue}/c/{client}/m/{forged}", "message")
+    assert "<img src=x" in text_of(browser, "#view")
+    time.sleep(0.3)  # an image's error handler would have run by now
+    assert browser.execute_script("return window.__injected") is None
+    assert not browser.find_elements(By.CSS_SELECTOR, "#view img, #view script, #view [onerror], #view [onload]")
+    visit(browser, console, f"#/q/{queue}/c/%E0%A4%A", "missing")
+    api.delete_queue(queue)

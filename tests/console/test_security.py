@@ -1,0 +1,227 @@
+"""The console's refusals over plain HTTP: no secret, a foreign Host (DNS rebinding), a change from another
+origin (CSRF) or by another method; and what every answer carries (CSP). Nothing here reaches an API."""
+
+from __future__ import annotations
+
+import http.client
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from dq.cli import app, run_line
+from dq.console import ConsoleServer
+from dq.console.server import CSP
+from dq.local_server import DEFAULT_PORT, LocalServer
+from dq.session import Session
+from dq.shell import Shell
+from dq.targets import HttpTarget
+
+REPO = Path(__file__).resolve().parents[2]
+STATIC = REPO / "dq" / "console" / "static"
+# Nothing listens here: a request that got past the checks would answer ConnectionError, not a refusal.
+NOWHERE = "http://127.0.0.1:9"
+
+
+@pytest.fixture(scope="module")
+def console() -> Iterator[ConsoleServer]:
+    with ConsoleServer(HttpTarget(NOWHERE)) as running:
+        yield running
+
+
+def request(
+    console: ConsoleServer, method: str, path: str, headers: dict[str, str] | None = None, body: bytes | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", console.port, timeout=10)
+    try:
+        connection.putrequest(method, path, skip_host=True)
+        sent = {"Host": f"127.0.0.1:{console.port}", **(headers or {})}
+        if body is not None:
+            sent["Content-Length"] = str(len(body))
+        for name, value in sent.items():
+            connection.putheader(name, value)
+        connection.endheaders(body)
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def cookie(console: ConsoleServer) -> dict[str, str]:
+    return {"Cookie": f"{console.cookie_name}={console.token}"}
+
+
+def test_the_printed_url_gives_the_secret_once_then_a_strict_cookie(console: ConsoleServer) -> None:
+    status, headers, _ = request(console, "GET", f"/?token={console.token}")
+    assert status == 303 and headers["location"] == "/"
+    assert headers["set-cookie"].startswith(f"{console.cookie_name}={console.token};")
+    assert "HttpOnly" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
+    status, headers, page = request(console, "GET", "/", cookie(console))
+    assert status == 200 and b'<script src="/console.js"' in page
+    assert headers["content-security-policy"] == CSP and "'unsafe-inline'" not in CSP
+
+
+@pytest.mark.parametrize("path", ["/", "/console.js", "/api/info", "/api/queues", "/?token=wrong"])
+def test_without_the_secret_everything_is_refused(console: ConsoleServer, path: str) -> None:
+    status, _, body = request(console, "GET", path)
+    assert status == 403 and b"dq console" in body
+    status, _, _ = request(console, "GET", path, {"Cookie": f"{console.cookie_name}=forged"})
+    assert status == 403
+
+
+@pytest.mark.parametrize("host", ["localhost:{port}", "evil.example:{port}", "127.0.0.1:1", "127.0.0.1"])
+def test_a_host_other_than_the_bound_address_is_refused(console: ConsoleServer, host: str) -> None:
+    status, _, _ = request(console, "GET", "/api/info", {**cookie(console), "Host": host.format(port=console.port)})
+    assert status == 421
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        {},
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Referer": "http://evil.example/page"},
+        {"Origin": "http://localhost:{port}"},
+    ],
+)
+def test_a_change_from_another_origin_is_refused(console: ConsoleServer, origin: dict[str, str]) -> None:
+    headers = {**cookie(console), "Content-Type": "application/json"}
+    headers |= {name: value.format(port=console.port) for name, value in origin.items()}
+    for method, path in (("POST", "/api/queues/victim"), ("DELETE", "/api/queues/victim")):
+        status, _, body = request(console, method, path, headers, b"{}")
+        assert status == 403, (method, body)
+
+
+def test_a_change_from_the_page_passes_the_checks(console: ConsoleServer) -> None:
+    """Past every check, the console asks the API; here none listens, so the answer is its connection error."""
+    for source in ({"Origin": console.origin}, {"Referer": f"{console.origin}/#/q/victim"}):
+        headers = {**cookie(console), "Content-Type": "application/json", **source}
+        status, _, body = request(console, "POST", "/api/queues/victim", headers, b"{}")
+        assert status == 502 and b"ConnectionError" in body
+
+
+def test_a_change_needs_a_json_body_and_reads_need_get(console: ConsoleServer) -> None:
+    headers = {**cookie(console), "Origin": console.origin}
+    form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+    assert request(console, "POST", "/api/queues/victim", form, b"a=1")[0] == 415
+    for method in ("PUT", "PATCH"):
+        assert (
+            request(console, method, "/api/queues/victim", {**headers, "Content-Type": "application/json"}, b"{}")[0]
+            == 405
+        )
+    status, _, body = request(console, "GET", "/api/queues/victim/clients/c/purge", cookie(console))
+    assert status == 404 and b"NotFound" in body
+
+
+def test_the_page_weighs_under_300_kb_and_has_no_inline_script() -> None:
+    files = [path for path in STATIC.iterdir() if path.is_file()]
+    assert sum(path.stat().st_size for path in files) <= 300 * 1024
+    page = (STATIC / "index.html").read_text()
+    assert page.count("<script") == 1 and '<script src="/console.js" defer></script>' in page
+    assert "innerHTML" not in (STATIC / "console.js").read_text()
+
+
+def test_dq_console_prints_its_url_and_targets_what_dq_targets() -> None:
+    """`--api` after `console` overrides the global `--endpoint`; the URL printed once carries the secret."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "dq.cli", "--endpoint", "http://127.0.0.1:1", "console", "--port", str(port)]
+    process = subprocess.Popen([*command, "--api", NOWHERE], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(2)]
+        assert lines[0].strip() == f"dq console: {NOWHERE}"
+        url = lines[1].removeprefix("Open ").strip()
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+        with urllib.request.urlopen(url, timeout=10) as page:  # follows the redirect, keeping no cookie
+            raise AssertionError(f"the page answered {page.status} without the cookie")
+    except urllib.error.HTTPError as refused:
+        assert refused.code == 403  # the redirect's target, asked again without the cookie it set
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=10)
+
+
+def test_dq_console_refuses_a_table_target() -> None:
+    result = CliRunner().invoke(app, ["--table", "queues", "console"], env={"DQ_ENDPOINT": None, "DQ_TABLE": None})
+    assert result.exit_code == 2 and "the console works over the HTTP API" in result.output
+
+
+def test_dq_local_names_the_console_command_that_reaches_it() -> None:
+    assert LocalServer(port=DEFAULT_PORT).console_command() == "dq console"
+    assert LocalServer(port=9000).console_command() == "dq --endpoint http://127.0.0.1:9000 console"
+
+
+def test_the_shell_sends_the_console_to_another_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    shell = Shell(Session(), typer.main.get_command(app), run_line)
+    assert shell.run_lines(["console"]) == 2
+    assert "dq console runs a web server in the foreground" in capsys.readouterr().err
+
+
+def test_two_consoles_side_by_side_keep_their_own_cookie() -> None:
+    """Cookies ignore the port: one name for every console would let the second one's secret replace the first's
+    in the browser, and the first console's tab would be refused from then on."""
+    import http.cookiejar
+
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with ConsoleServer(HttpTarget(NOWHERE)) as first, ConsoleServer(HttpTarget(NOWHERE)) as second:
+        browser.open(first.url, timeout=10).read()
+        browser.open(second.url, timeout=10).read()
+        for console in (first, second):
+            with browser.open(f"{console.origin}/api/info", timeout=10) as answer:
+                assert answer.status == 200
+
+
+@pytest.mark.parametrize("secret", ["%C3%A9", "%C2%B2"])
+def test_a_secret_out_of_ascii_is_refused_not_a_crash(console: ConsoleServer, secret: str) -> None:
+    assert request(console, "GET", f"/?token={secret}")[0] == 403
+    raw = urllib.parse.unquote(secret).encode().decode("latin-1")  # the bytes a browser would send
+    assert request(console, "GET", "/", {"Cookie": f"{console.cookie_name}={raw}"})[0] == 403
+
+
+@pytest.mark.parametrize("path", ["/\\evil.example/", "//evil.example/", "/api/queues/x"])
+def test_the_first_visit_always_lands_on_the_page(console: ConsoleServer, path: str) -> None:
+    """The secret's redirect goes to the console's page, never to a path the link chose (`/\\evil` is another
+    site to a browser)."""
+    status, headers, _ = request(console, "GET", f"{path}?token={console.token}")
+    assert status == 303 and headers["location"] == "/"
+
+
+def test_a_second_host_header_is_refused(console: ConsoleServer) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", console.port, timeout=10)
+    try:
+        connection.putrequest("GET", "/api/info", skip_host=True)
+        connection.putheader("Host", f"127.0.0.1:{console.port}")
+        connection.putheader("Host", "evil.example")
+        connection.putheader("Cookie", f"{console.cookie_name}={console.token}")
+        connection.endheaders()
+        assert connection.getresponse().status == 421
+    finally:
+        connection.close()
+
+
+def test_numbers_out_of_ascii_are_a_clear_refusal(console: ConsoleServer) -> None:
+    status, _, body = request(console, "GET", "/api/queues/q/clients/c/messages?limit=%C2%B2", cookie(console))
+    assert status == 400 and b"limit" in body
+    headers = {**cookie(console), "Origin": console.origin, "Content-Type": "application/json"}
+    assert request(console, "POST", "/api/queues/q", {**headers, "Content-Length": "\u00b2"})[0] in (400, 413)
+
+
+def test_a_change_without_a_length_is_refused(console: ConsoleServer) -> None:
+    """A chunked body is never read: it would stay on the connection and be taken for the next request."""
+    headers = {**cookie(console), "Origin": console.origin, "Content-Type": "application/json"}
+    headers["Transfer-Encoding"] = "chunked"
+    status, _, _ = request(console, "POST", "/api/queues/victim", headers)
+    assert status == 411

@@ -1,0 +1,160 @@
+"""A queue created without `shards` sizes its shard count by its load: it grows when its busiest shard key nears
+DynamoDB's per-key limit or is throttled, gives shards back after a quiet period, and loses nothing either way."""
+
+from __future__ import annotations
+
+import pytest
+from queue_core import QueueClient, ValidationError, autoshard
+
+from tests.conftest import FakeClock
+from tests.core.answers import Refused, refused
+
+BODY = "x" * 600  # with its keys and attributes under 1 KB: four write units of its shard's index key per life
+
+
+def _send(queue, count: int, prefix: str = "m") -> list[str]:
+    bodies = [f"{prefix}{i}:{BODY}" for i in range(count)]
+    for start in range(0, count, 25):
+        result = queue.send_batch([{"body": body} for body in bodies[start : start + 25]])
+        assert not result.failed
+    return bodies
+
+
+def _drain(queue) -> list[str]:
+    got_all = []
+    while got := queue.receive(max_messages=10):
+        got_all += [m.body for m in got]
+        queue.delete_batch([m.receipt_handle for m in got])
+    return got_all
+
+
+def _load(queue, clock: FakeClock, per_second: int) -> list[str]:
+    """`per_second` messages a second for one report window, then one more send that reports it."""
+    bodies = _send(queue, per_second * autoshard.FLUSH_SECONDS)
+    clock.advance(autoshard.FLUSH_SECONDS)
+    return bodies + _send(queue, 1, prefix="last")
+
+
+def test_a_queue_without_shards_is_automatic_and_a_number_is_fixed(client: QueueClient) -> None:
+    auto = client.create_queue("auto")
+    assert (auto.shards, auto.auto_shards, auto.min_shards, auto.max_shards) == (1, True, 1, 64)
+    assert auto.to_dict()["auto_shards"] is True and "shards_changed_at" not in auto.to_dict()
+    bounded = client.create_queue("bounded", shards="auto", min_shards=2, max_shards=8)
+    assert (bounded.shards, bounded.auto_shards, bounded.min_shards, bounded.max_shards) == (2, True, 2, 8)
+    fixed = client.create_queue("fixed", shards=4)
+    assert (fixed.shards, fixed.auto_shards) == (4, False)
+    assert client.reshard_automatically("fixed", 8) is None and client.get_queue("fixed").shards == 4
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"min_shards": 0}, "min_shards must be from 1 to 64"),
+        ({"max_shards": 65}, "max_shards must be from 1 to 64"),
+        ({"min_shards": 8, "max_shards": 4}, "min_shards (8) must be at most max_shards (4)"),
+        ({"shards": 4, "max_shards": 8}, 'max_shards bound automatic shards: give shards "auto"'),
+        ({"shards": "many"}, 'shards must be "auto" or an integer from 1 to 64'),
+        ({"shards": 0}, "shards must be from 1 to 64"),
+    ],
+)
+def test_bad_shard_settings_are_refused_and_create_nothing(client: QueueClient, settings, message: str) -> None:
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        client.create_queue("bad", **settings)
+    assert [q.name for q in client.list_queues()] == []
+
+
+def test_switching_between_fixed_and_automatic(client: QueueClient) -> None:
+    client.create_queue("switch", shards=8)
+    switched = client.update_queue("switch", shards="auto", max_shards=4)
+    assert (switched.auto_shards, switched.shards, switched.max_shards) == (True, 4, 4)
+    with pytest.raises(ValidationError, match="min_shards"):
+        client.update_queue("switch", shards=2, min_shards=1)
+    fixed = client.update_queue("switch", shards=2)
+    assert (fixed.auto_shards, fixed.shards) == (False, 2)
+    with pytest.raises(ValidationError, match="bound automatic shards"):
+        client.update_queue("switch", max_shards=8)
+
+
+def test_load_grows_the_count_quiet_shrinks_it_and_nothing_is_lost(
+    client: QueueClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DynamoDB's limit per key scaled down twenty times, and the load with it, so that moto carries it quickly.
+    monkeypatch.setattr(autoshard, "KEY_WRITE_UNITS", 50)
+    created = client.create_queue("busy")
+    queue = client.queue("busy", "c")
+    assert client.create_queue("busy").shards == created.shards, "creating it again is a no-op"
+    sent = _load(queue, clock, 2)  # 8 WU/s: a sixth of a key's limit, no reason to grow
+    assert client.sweep().shards == [{"queue": "busy", "shards": 1, "auto": True}]
+    sent += _load(queue, clock, 15)  # 60 WU/s on one key: past its limit
+    report = client.sweep()
+    assert report.shards == [{"queue": "busy", "shards": 8, "auto": True}], "sized for a quarter of the limit"
+    assert client.create_queue("busy").shards == 8, "creating it again is still a no-op, at any count"
+    sent += _send(queue, 20, prefix="wide")
+    clock.advance(autoshard.GROW_COOLDOWN_SECONDS)
+    assert client.sweep().shards[0]["shards"] == 8, "the load is gone but not for long: no shrink yet"
+    clock.advance(autoshard.QUIET_SECONDS)
+    assert client.sweep().shards[0]["shards"] == 1, "quiet for long enough: back to the minimum in one change"
+    settings = client.get_queue("busy")
+    assert settings.read_shards == 8, "receivers still visit the shards that hold messages"
+    clock.advance(120)
+    client.sweep()
+    assert client.get_queue("busy").read_shards == 8, "nothing is stranded: the old shards still hold messages"
+    assert sorted(_drain(queue)) == sorted(sent)
+    client.sweep()
+    assert client.get_queue("busy").read_shards == 1, "once the old shards are empty, receivers stop visiting them"
+
+
+def test_a_throttled_sender_grows_the_count_at_once(client: QueueClient, clock: FakeClock, dynamodb) -> None:
+    client.create_queue("hot", max_shards=16)
+    queue = client.queue("hot", "c")
+    queue.send("warm")
+    with refused(dynamodb, Refused("BatchWriteItem", code="ProvisionedThroughputExceededException", message="x")):
+        result = queue.send_batch([{"body": "a"}, {"body": "b"}])
+        assert [failure["code"] for failure in result.failed] == ["Throttled", "Throttled"]
+        assert client.get_queue("hot").shards == 1, "a throttle now and then is no reason to grow"
+        for _ in range(autoshard.THROTTLES_PER_MINUTE * autoshard.FLUSH_SECONDS // 60):
+            queue.send_batch([{"body": "c"}, {"body": "d"}])
+        clock.advance(autoshard.FLUSH_SECONDS)
+        queue.send_batch([{"body": "e"}])
+    assert client.get_queue("hot").shards == 4, "grown by the throttled sender itself, without a sweep"
+    queue.send("next")
+    assert sorted(_drain(queue)) == ["next", "warm"]
+
+
+def test_automatic_changes_are_fenced_and_kept_as_few_layouts(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("flap.fifo", max_receive_count=0)
+    queue = client.queue("flap.fifo", "c")
+    sent = []
+    for round_ in range(20):  # more changes than the 16 layouts a queue may keep: never refused
+        shards = [1, 2, 4, 64][round_ % 4]
+        client.reshard_automatically("flap.fifo", shards)
+        body = f"{round_}"
+        queue.send(body, group_id=f"g{round_ % 3}")
+        sent.append(body)
+        clock.advance(1)
+    assert len(client.get_queue("flap.fifo").shard_history) <= 4
+    assert sorted(_drain(queue), key=int) == sent
+
+
+def _report(at_s: float, busiest_wu: int, throttles: int = 0) -> dict:
+    return {"at": int(at_s * 1000), "busiest_wu": busiest_wu, "total_wu": busiest_wu, "throttles": throttles}
+
+
+def test_the_count_has_hysteresis_and_never_flaps(client: QueueClient) -> None:
+    """Grows past half a key's limit (sized for a quarter), shrinks only after a quiet period under a tenth."""
+    at = 1_000.0
+    settings = client.create_queue("steady").resharded(8, now_ms=int((at - 100) * 1000), cache_ms=10_000)
+
+    def wanted(*reports: dict, now: float = at) -> int:
+        return autoshard.wanted_shards(settings, [list(reports)], int(now * 1000))
+
+    assert wanted(_report(at, 450)) == 8, "under half a key's limit: stays"
+    assert wanted(_report(at, 600)) == 32, "past half: sized for a quarter (8 x 0.6 / 0.25 = 19.2, up to 32)"
+    assert wanted(_report(at, 50, throttles=autoshard.THROTTLES_PER_MINUTE)) == 32, "throttled: four times at once"
+    assert wanted(_report(at, 50, throttles=12)) == 8, "a throttle now and then is noise"
+    assert wanted(_report(at - 10, 90), now=at) == 8, "under a tenth, but not quiet long enough since the change"
+    quiet = at - 100 + autoshard.QUIET_SECONDS
+    assert wanted(_report(quiet - 200, 90), now=quiet) == 4, "quiet: straight to the need (8 x 0.09 / 0.25 = 2.9)"
+    assert wanted(_report(quiet - 200, 150), now=quiet) == 8, "between a tenth and a half: stays, either way"
+    assert wanted(now=quiet) == 1, "no report at all: back to the minimum"
+    assert autoshard.wanted_shards(settings, [[_report(at - 30, 900)]], int(at * 1000)) == 8, "a stale report"

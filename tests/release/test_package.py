@@ -1,0 +1,130 @@
+"""The package as a team installs it: the wheel in a fresh virtualenv with only its declared dependencies, the
+library against DynamoDB (moto's server, run by this test), then the `[cli]` extra and the `dq` command.
+
+One virtualenv for both, built once: the base install is checked first, then the extra is added to it. The
+versions installed are the pins of requirements*.txt (given to pip as constraints), so pip's cache serves them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from moto.server import ThreadedMotoServer
+from queue_core.version import __version__
+
+from infra.paths import REPO_ROOT
+
+# What the wheel is built from: the package's sources and metadata, copied, so the build writes nothing here.
+SOURCES = ("pyproject.toml", "README.md", "dq", "layers/queue_core/python")
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
+
+LIBRARY_CHECK = textwrap.dedent(
+    """
+    import importlib.util
+    from queue_core import QueueClient
+
+    for extra in ("typer", "rich", "moto", "aws_cdk"):
+        assert importlib.util.find_spec(extra) is None, f"{extra} installed without being asked for"
+    client = QueueClient("package-check")
+    client.create_table()
+    client.create_queue("orders")
+    sub = client.queue("orders", "tenant-a")
+    sent = sub.send("from the wheel", attributes={"k": "v"})
+    [received] = sub.receive(wait_seconds=1)
+    assert (received.message_id, received.body, received.attributes) == (sent.message_id, "from the wheel", {"k": "v"})
+    sub.delete(received.receipt_handle)
+    assert sub.receive() == [] and sub.stats().in_flight == 0
+    print("ok")
+    """
+)
+
+
+def _pins() -> str:
+    """requirements*.txt as constraints: `name==version` lines (pip takes no extras in a constraint)."""
+    lines = []
+    for name in ("requirements.txt", "requirements-dev.txt"):
+        for line in (REPO_ROOT / name).read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line and not line.startswith("-"):
+                lines.append(re.sub(r"\[[^]]*\]", "", line))
+    return "\n".join(lines) + "\n"
+
+
+def _run(*command: str | Path, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run([str(part) for part in command], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("source")
+    for name in SOURCES:
+        path = REPO_ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=IGNORED)
+        else:
+            shutil.copy2(path, source / name)
+    out = tmp_path_factory.mktemp("dist")
+    _run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", out, source)
+    [built] = out.glob("*.whl")
+    assert built.name == f"dynamo_queue-{__version__}-py3-none-any.whl"
+    return built
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv without pip of its own: this venv's pip installs into it (`pip --python`)."""
+    venv = tmp_path_factory.mktemp("venv")
+    _run(sys.executable, "-m", "venv", "--without-pip", venv)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def dynamodb_endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def _install(venv: Path, constraints: Path, requirement: str) -> None:
+    pip = (sys.executable, "-m", "pip", "--python", venv / "bin" / "python")
+    _run(*pip, "install", "--quiet", "-c", constraints, requirement)
+
+
+def test_the_wheel_alone_sends_receives_and_deletes_then_its_cli_extra_runs_dq(
+    wheel: Path, fresh_venv: Path, dynamodb_endpoint: str, tmp_path: Path
+) -> None:
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text(_pins())
+    python = fresh_venv / "bin" / "python"
+    env = {
+        "PATH": os.environ["PATH"],
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+
+    _install(fresh_venv, constraints, str(wheel))
+    assert _run(python, "-c", LIBRARY_CHECK, env=env).strip() == "ok"
+    metadata = _run(python, "-c", "import importlib.metadata as m; print('\\n'.join(m.requires('dynamo-queue')))")
+    base = sorted(line for line in metadata.splitlines() if "extra ==" not in line)
+    assert base == ["aws-lambda-powertools[tracer]<4,>=3.37", "boto3<2,>=1.35", "pydantic<3,>=2.14"]
+
+    _install(fresh_venv, constraints, f"{wheel}[cli]")
+    dq = fresh_venv / "bin" / "dq"
+    assert "migrate" in _run(dq, "--help", env=env)
+    assert _run(dq, "--version", env=env) == f"dq {__version__} (table layout 2)\n"
+    listed = _run(dq, "--table", "package-check", "--dynamodb-endpoint", dynamodb_endpoint, "queues", "ls", env=env)
+    assert "orders" in listed
