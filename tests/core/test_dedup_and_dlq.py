@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from queue_core import MessageNotFound, QueueClient, ValidationError
+from queue_core import MessageNotFound, QueueClient, ReceiptHandleStale, ValidationError
 
 from tests.conftest import FakeClock
 
@@ -213,3 +213,55 @@ def test_a_dead_letters_handle_deletes_that_dlq_copy_only_even_within_one_millis
     assert queue.dlq_delete(second.receipt_handle) is True
     assert queue.dlq_delete(second.receipt_handle) is False, "a repeat of an applied delete removes nothing"
     assert queue.dlq_list() == [] and queue.stats().dlq == 0
+
+
+@pytest.mark.parametrize("name", ["claims", "claims.fifo"])
+def test_a_dlq_receive_whose_claims_lost_their_answers_holds_each_dead_letter_once(
+    client: QueueClient, clock: FakeClock, name: str
+) -> None:
+    """Every claim is applied, its answer lost and sent again by the SDK: the repeat finds the claim live and its
+    own token in the item, so the receive still answers each dead letter, and a second receive none."""
+    from tests.reliability.faults import FaultInjector, Kind
+
+    client.create_queue(name, max_receive_count=1)
+    queue = client.queue(name, "c")
+    fifo = name.endswith(".fifo")
+    for body in ("a", "b"):
+        queue.send(body, group_id=body if fifo else None)
+    queue.receive(max_messages=10, visibility_timeout=0)
+    clock.advance(1)
+    assert queue.receive(max_messages=10) == []
+    faults = FaultInjector(retried_rate=1.0, operations=frozenset({"UpdateItem"})).attach(client.dynamodb)
+    try:
+        held = queue.dlq_receive(10, visibility_timeout=30)
+    finally:
+        faults.detach()
+    assert faults.counts[Kind.ANSWER_LOST_RETRIED] >= 2
+    assert sorted(dead.message.body for dead in held) == ["a", "b"]
+    assert queue.dlq_receive(10) == [], "held by the first receive"
+    assert len(queue.dlq_list()) == 2, "the REST API's view is a look: it still lists them"
+
+    clock.advance(31)
+    again = queue.dlq_receive(10, visibility_timeout=30)
+    assert sorted(dead.message.body for dead in again) == ["a", "b"]
+    assert all(queue.dlq_delete(dead.receipt_handle) is False for dead in held), "spent by the later claims"
+    with pytest.raises(ReceiptHandleStale):
+        queue.dlq_change_visibility(held[0].receipt_handle, 0)
+    assert queue.stats().dlq == 2
+    assert all(queue.dlq_delete(dead.receipt_handle) is True for dead in again)
+    assert queue.stats().dlq == 0
+
+
+def test_a_redrive_of_a_held_dead_letter_is_beyond_its_holders_late_delete(client: QueueClient) -> None:
+    """A redrive takes a dead letter another receive holds: the holder's delete names that DLQ copy, gone by then,
+    and leaves the redriven message in the queue (delivered again, never lost)."""
+    client.create_queue("held", max_receive_count=1)
+    queue = client.queue("held", "c")
+    queue.send("x")
+    queue.receive(visibility_timeout=0)
+    assert queue.receive() == []
+    [dead] = queue.dlq_receive(1, visibility_timeout=300)
+    assert queue.redrive() == 1
+    assert queue.dlq_delete(dead.receipt_handle) is False
+    [back] = queue.receive()
+    assert back.body == "x" and back.message_id == dead.message.message_id

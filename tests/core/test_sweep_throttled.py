@@ -7,16 +7,13 @@ hook (the core sees them without the SDK's retries, as when they ran out).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from botocore.exceptions import ClientError
 from queue_core import QueueClient
 
 from tests.conftest import FakeClock
 from tests.core.test_markers_on_use import BUILD_AFTER_SECONDS
-from tests.core.test_throttled_receive import ThrottleOne, throttled
+from tests.throttle_hooks import ThrottleAll, ThrottleOne, throttled, throttling
 
 
 def values_have(text: str) -> Any:
@@ -25,33 +22,6 @@ def values_have(text: str) -> Any:
 
 def item_has(text: str) -> Any:
     return lambda params: text in str(params.get("Item", {}))
-
-
-class ThrottleAll:
-    """Answers every request of `operation` that `match` accepts with ProvisionedThroughputExceeded."""
-
-    def __init__(self, operation: str, match: Any) -> None:
-        self.operation = operation
-        self.match = match
-        self.thrown = 0
-
-    def _before_call(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        from tests.core.test_throttled_receive import _body
-
-        if model.name == self.operation and self.match(_body(params)):
-            self.thrown += 1
-            error = {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}
-            raise ClientError({"Error": error}, self.operation)
-
-
-@contextmanager
-def throttling(dynamodb: Any, hook: ThrottleAll) -> Iterator[ThrottleAll]:
-    dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
-        yield hook
-    finally:
-        dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
-    assert hook.thrown > 0
 
 
 def poison(client: QueueClient, queue: str, sub_queue: str) -> None:

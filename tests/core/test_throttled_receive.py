@@ -9,54 +9,16 @@ checks that nothing is held that the receive did not return.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 from queue_core import QueueClient, Throttled
 
-Match = Callable[[dict[str, Any]], bool]
+from tests.throttle_hooks import Match, ThrottleOne, throttled
 
 _CLAIM = "visible_at <= :now AND expires_at"  # a standard claim's condition
 _MARK = "receive_count = :seen"  # a FIFO message's mark
 _LOCK = "available_at <= :now AND attribute_exists(gsi1sk)"  # a FIFO group's lock
-
-
-class ThrottleOne:
-    """Answers the `nth` request of `operation` that `match` accepts with ProvisionedThroughputExceeded."""
-
-    def __init__(self, operation: str, match: Match, nth: int = 1) -> None:
-        self.operation = operation
-        self.match = match
-        self.left = nth
-        self.thrown = 0
-
-    def _before_call(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        if model.name != self.operation or self.left <= 0 or not self.match(_body(params)):
-            return
-        self.left -= 1
-        if self.left == 0:
-            self.thrown += 1
-            error = {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}
-            raise ClientError({"Error": error}, self.operation)
-
-
-@contextmanager
-def throttled(dynamodb: Any, hook: ThrottleOne) -> Iterator[ThrottleOne]:
-    dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
-        yield hook
-    finally:
-        dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
-    assert hook.thrown == 1
-
-
-def _body(params: dict[str, Any]) -> dict[str, Any]:
-    body = params.get("body") or b"{}"
-    return json.loads(body.decode() if isinstance(body, bytes) else body)
 
 
 def condition_has(text: str, pk_has: str = "") -> Match:

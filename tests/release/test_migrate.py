@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
 from queue_core import QueueClient, TableLayoutMismatch, Throttled, migration
 from queue_core.layout import CURRENT_LAYOUT
 
 from tests.conftest import FakeClock
 from tests.release.tables import TABLE, load, restore, scan
 from tests.reliability.faults import FaultInjector, Kind
+from tests.throttle_hooks import throttle_error
 
 LAYOUTS = ("layout1", "layout2")
 
@@ -147,8 +147,7 @@ def throttle_puts(dynamodb: Any, first: int, times: int) -> Callable[[], None]:
         nonlocal seen
         seen += 1
         if first <= seen < first + times:
-            error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}}
-            raise ClientError(error, "PutItem")
+            raise throttle_error("PutItem")
 
     event = "before-call.dynamodb.PutItem"
     dynamodb.meta.events.register(event, before_call)
@@ -205,8 +204,7 @@ def test_a_run_throttled_at_its_last_write_is_finished_by_the_next_without_readi
         nonlocal updates
         updates += 1
         if 2 <= updates < 2 + migration.STEP_ATTEMPTS:  # begin, then every try of finish
-            error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}}
-            raise ClientError(error, "UpdateItem")
+            raise throttle_error("UpdateItem")
 
     dynamodb.meta.events.register("before-call.dynamodb.UpdateItem", throttle_the_finish)
     try:

@@ -93,6 +93,8 @@ class Reference:
         self.group_names: dict[str, str] = {}
         self._next_seq = 0
         self._dlq_copies = 0
+        # The latest claim of each DLQ copy (by a receive over SQS): its number and when it ends.
+        self.dlq_claims: dict[int, tuple[int, int]] = {}
 
     # Helpers.
     def _over_limit(self, message: Message) -> bool:
@@ -367,11 +369,24 @@ class Reference:
         """The DLQ copy a handle read now acts on."""
         return self.dlq[body].dlq_copy
 
-    def dlq_delete(self, body: str, copy: int) -> bool:
+    def dlq_claimable(self, now: int) -> set[str]:
+        """The dead letters a DLQ receive may answer: those no live claim holds."""
+        return {body for body, message in self.dlq.items() if self.dlq_claims.get(message.dlq_copy, (0, 0))[1] <= now}
+
+    def dlq_claim(self, body: str, claim: int, until: int) -> int:
+        """A DLQ receive claims the dead letter's copy until `until`; the copy claimed."""
+        copy = self.dlq[body].dlq_copy
+        self.dlq_claims[copy] = (claim, until)
+        return copy
+
+    def dlq_delete(self, body: str, copy: int, claim: int | None = None) -> bool:
         """A DLQ handle removes the copy it was read from, if it is still there; never the live message, nor a
-        later copy of the same message (redriven, then dead-lettered again)."""
+        later copy of the same message (redriven, then dead-lettered again). A claim's handle (`claim`) only while
+        that claim is the copy's latest."""
         message = self.dlq.get(body)
         if message is None or message.dlq_copy != copy:
+            return False
+        if claim is not None and self.dlq_claims.get(copy, (None, 0))[0] != claim:
             return False
         del self.dlq[body]
         return True

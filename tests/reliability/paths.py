@@ -10,11 +10,14 @@
   `StartMessageMoveTask`; after each redrive, the DLQ handles read before it are sent again, and must remove
   nothing (a DLQ handle removes only the DLQ copy it was read from, never the live message). Each SQS queue names
   a queue of its own type as its dead-letter target (as SQS code sets a shared DLQ up), and the DLQ operator reads,
-  deletes and redrives each time either at the queue's own DLQ URL (`{queue}.dlq`) or at that target's URL.
+  deletes and redrives each time either at the queue's own DLQ URL (`{queue}.dlq`) or at that target's URL. A
+  DLQ read holds what it answers; the operator leaves some dead letters held, and no read may answer a dead letter
+  again while an earlier read's hold can still run.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
@@ -67,6 +70,9 @@ SQS_CONSUMERS = 2  # per SQS sub-queue
 SQS_ENDPOINT = "https://sqs.stress.internal"
 ACCOUNT = "000000000000"
 DLQ_EVERY_FAKE_SECONDS = 150.0
+# How long a DLQ read over SQS holds what it answers (fake seconds): longer than the time between looks, so the
+# dead letters the operator leaves held are due to be skipped by its next look.
+DLQ_HOLD_SECONDS = 200
 
 
 def in_process_sqs(core: QueueClient, client: str) -> Any:
@@ -111,6 +117,10 @@ class Paths:
         self._sqs = in_process_sqs(run.client, SQS_CLIENT)
         self._payload_limit = push.MAX_PAYLOAD_BYTES
         self._looks: Counter = Counter()
+        # Each DLQ copy read over SQS (queue, message id, dead-lettered at, copy id, from the handle): the earliest
+        # fake time its claim may end. A read that answers it before then is a second holder.
+        self._dead_held: dict[tuple[str, ...], float] = {}
+        self._dead_problems: list[str] = []
         # Live deletes a DLQ handle may not have made: (label, token of the live item) seen by holders.
         self._tokens: dict[str, set[str]] = {}
 
@@ -410,16 +420,21 @@ class Paths:
         shared = self._looks[queue] % 2 == 0
         self._looks[queue] += 1
         dlq = self._url(SQS_DEAD_LETTER_TARGETS[queue] if shared else own)
+        started = run.clock()
         try:
             read = self._sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, AttributeNames=["All"],
-                                             MessageAttributeNames=["All"]).get("Messages", [])  # fmt: skip
+                                             MessageAttributeNames=["All"],
+                                             VisibilityTimeout=DLQ_HOLD_SECONDS).get("Messages", [])  # fmt: skip
         except (ClientError, BotoCoreError):
             self._add("sqs", "DLQ read errors")
             return
         self._add("sqs", "DLQ reads at the shared target" if shared else "DLQ reads", len(read))
+        self._check_dead_holds(read, started, run.clock())
         kept = []
         for raw in read:
-            if rng.random() < 0.4 or self.redrives >= run.scale.redrives:
+            if rng.random() < 0.15:
+                self._add("sqs", "DLQ dead letters left held")
+            elif rng.random() < 0.4 or self.redrives >= run.scale.redrives:
                 if self._sqs_call(
                     lambda raw=raw: self._sqs.delete_message(QueueUrl=dlq, ReceiptHandle=raw["ReceiptHandle"])
                 ):
@@ -438,6 +453,19 @@ class Paths:
                         lambda raw=raw: self._sqs.delete_message(QueueUrl=dlq, ReceiptHandle=raw["ReceiptHandle"])
                     )
 
+    def _check_dead_holds(self, read: list[dict[str, Any]], started: float, ended: float) -> None:
+        """A DLQ read claims what it answers for `DLQ_HOLD_SECONDS` from some time between `started` and `ended`:
+        answering a copy again before the earlier claim can have ended means two holders of it."""
+        for raw in read:
+            payload = raw["ReceiptHandle"].split(".", 1)[0]
+            fields = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode().split("|")
+            copy = (fields[1], fields[3], fields[4], fields[5])
+            with self._lock:
+                free_at = self._dead_held.get(copy)
+                if free_at is not None and ended < free_at:
+                    self._dead_problems.append(f"two holders of the dead letter {copy} (read again at {ended})")
+                self._dead_held[copy] = started + DLQ_HOLD_SECONDS
+
     def redrives_done(self) -> bool:
         """Whether the DLQ operator made every redrive the run's scale asks for: the run goes on until it did (the
         SQS sub-queues' poison messages keep coming back to their DLQs meanwhile)."""
@@ -448,7 +476,7 @@ class Paths:
         """Every live delete of the standard SQS sub-queue came from a holder: the item's claim token at its
         delete is one a receive handed out. A DLQ handle that removed a live message leaves a delete nobody asked
         for."""
-        problems = []
+        problems = list(self._dead_problems)
         for deleted in self.run.truth.deleted:
             if deleted.queue != SQS_QUEUES[0]:  # a FIFO message's claim token is its group's
                 continue

@@ -11,7 +11,9 @@ message, a dedup id, a receipt handle) may reach the new one.
 The DLQ is read as a library call (`dlq_read`) and as SQS's `ReceiveMessage` on the DLQ's URL, redriven with
 `redrive` and with SQS's `StartMessageMoveTask`, and its copies deleted by their handles (library and SQS's
 `DeleteMessage`): a DLQ handle removes the copy it was read from and nothing else, not the live message after a
-redrive, nor a later copy of it, and is refused by the live queue's calls.
+redrive, nor a later copy of it, and is refused by the live queue's calls. `ReceiveMessage` claims what it
+answers (for no time or for a while): it never answers a dead letter another claim holds, and a claim's handle
+deletes only while its claim is the copy's latest.
 
 With a lagging index (`tests.index_lag`) the same steps run against an index that shows each write late, and may
 still show what was removed or changed. A receive is then checked for what it must never do (hand out a message
@@ -57,6 +59,8 @@ ACTIONS = ("delete", "delete", *RELEASE_DELAYS, "extend")
 JOBS = ("sweep", "sweep", "redrive all", "redrive one", "move task", "purge", "reshard", "delete and create again")
 # How a DLQ handle is used: deleted by the library or over SQS, or (wrongly) given to the live queue's delete.
 DEAD_LETTER_ACTIONS = ("dlq_delete", "sqs delete", "live delete")
+# How long a DLQ receive over SQS holds what it answers: for no time, or for a while (by the step's pick).
+DLQ_HOLDS = (0, 30)
 # Which write of a step is applied twice, its answer lost and the SDK's retry answering instead (None: no fault).
 LOST_ANSWERS = st.sampled_from([None, None, 0, 1, 2])
 # The shard counts a queue is changed to, in turn. Every later step reads each shard of every layout kept, so the
@@ -127,7 +131,9 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
         self.handles: list[Handle] = []
         self.claims: list[list[Handle]] = []
-        self.dead_handles: list[tuple[str, int, str]] = []  # (body, DLQ copy, handle)
+        # (body, DLQ copy, handle, the claim a DLQ receive over SQS made: None for a look)
+        self.dead_handles: list[tuple[str, int, str, int | None]] = []
+        self.dlq_claims = itertools.count(1)
         self.bodies = itertools.count()
         self.read_shards = 1
         self.reshards = 0
@@ -355,18 +361,31 @@ class QueueAgainstReference(RuleBasedStateMachine):
             expected = self.reference.release(handle, delay, now, answered)  # type: ignore[arg-type]
             assert actual == expected, f"{action} {handle.body}"
 
-    def _read_dead_letters(self, via_sqs: bool) -> None:
-        """The DLQ's oldest messages with their handles, by the library or SQS's `ReceiveMessage` on the DLQ's
-        URL: a look, which hides nothing and counts nothing (the checks after the step see that)."""
-        if via_sqs:
-            answer = self.sqs.receive_message(QueueUrl=self._dlq_url(), MaxNumberOfMessages=10)
-            read = [(message["Body"], message["ReceiptHandle"]) for message in answer.get("Messages", [])]
+    def _read_dead_letters(self, read: str, pick: int) -> None:
+        """The DLQ's oldest messages with their handles, by the library (a look, which hides nothing) or SQS's
+        `ReceiveMessage` on the DLQ's URL: a claim of each dead letter it answers, for no time or for a while, and
+        only of those no live claim holds. Neither counts a receive (the checks after the step see that)."""
+        now = self.now()
+        if read == "dlq_read":
+            looked = [(dead.message.body, dead.receipt_handle) for dead in self.sub.dlq_read(10)]
+            assert len(looked) == min(10, len(self.reference.dlq)), f"DLQ read {looked}"
+            copies = [(body, self.reference.dlq_copy(body), handle, None) for body, handle in looked]
         else:
-            read = [(dead.message.body, dead.receipt_handle) for dead in self.sub.dlq_read(10)]
-        bodies = [body for body, _ in read]
-        dead = {body for body, _ in self.reference.dead()}
-        assert len(set(bodies)) == len(bodies) == min(10, len(dead)) and set(bodies) <= dead, f"DLQ read {bodies}"
-        copies = [(body, self.reference.dlq_copy(body), handle) for body, handle in read]
+            seconds = DLQ_HOLDS[pick % len(DLQ_HOLDS)]
+            claimable = self.reference.dlq_claimable(now)
+            answer = self.sqs.receive_message(
+                QueueUrl=self._dlq_url(), MaxNumberOfMessages=10, VisibilityTimeout=seconds
+            )
+            held = [(message["Body"], message["ReceiptHandle"]) for message in answer.get("Messages", [])]
+            bodies = [body for body, _ in held]
+            assert len(set(bodies)) == len(bodies) == min(10, len(claimable)), f"DLQ receive {bodies}"
+            assert set(bodies) <= claimable, f"DLQ receive {bodies} answered a held dead letter"
+            copies = []
+            for body, handle in held:
+                claim = next(self.dlq_claims)
+                copies.append((body, self.reference.dlq_claim(body, claim, now + seconds * 1000), handle, claim))
+            exercised["DLQ claims"] += len(copies)
+        assert {body for body, *_ in copies} <= self.reference.dlq.keys(), f"DLQ read {copies}"
         self.dead_handles = (self.dead_handles + copies)[-8:]
 
     @rule(
@@ -382,15 +401,15 @@ class QueueAgainstReference(RuleBasedStateMachine):
         if not self.dead_handles and not self.reference.dlq:
             return
         if read is not None or not self.dead_handles:
-            self._read_dead_letters(via_sqs=read == "ReceiveMessage")
+            self._read_dead_letters(read or "dlq_read", pick)
         if not self.dead_handles:
             return
-        body, copy, handle = self.dead_handles[pick % len(self.dead_handles)]
+        body, copy, handle, claim = self.dead_handles[pick % len(self.dead_handles)]
         if action == "live delete":
             refused = self._outcome(lambda: self.sub.delete(handle))
             assert refused == ("error", "ValidationError"), f"a DLQ handle given to delete: {refused}"
             return
-        expected = self.reference.dlq_delete(body, copy)
+        expected = self.reference.dlq_delete(body, copy, claim)
         exercised["DLQ handles used"] += 1
         if action == "sqs delete":
             self.sqs.delete_message(QueueUrl=self._dlq_url(), ReceiptHandle=handle)
@@ -485,7 +504,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
             released = self._outcome(lambda handle=handle: self.sub.release(handle.handle, delay_seconds=0))
             extended = self._outcome(lambda handle=handle: self.sub.change_visibility(handle.handle, 60))
             assert released[0] == extended[0] == "error", f"{handle.body}: released {released}, extended {extended}"
-        for body, _, handle in stale_dead:
+        for body, _, handle, _ in stale_dead:
             deleted = self._outcome(lambda handle=handle: self.sub.dlq_delete(handle))
             assert deleted in (("ok", False), ("error", "ValidationError")), f"old DLQ handle of {body}: {deleted}"
 

@@ -41,7 +41,9 @@ def _dead_letter(sqs: Any, *sent: tuple[str, str]) -> None:
 
 
 def _bodies(sqs: Any, url: str) -> dict[str, dict[str, Any]]:
-    answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])
+    """What a receive answers, held for no time (a visibility of 0), so that the next receive sees it again; each
+    handle deletes while no later receive took its message."""
+    answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], VisibilityTimeout=0)
     return {message["Body"]: message for message in answer.get("Messages", [])}
 
 
@@ -56,6 +58,10 @@ def test_two_sources_share_one_dead_letter_queue(sqs_admin: Any, sqs: Any, suffi
     extra = {"MessageGroupId": "own"} if suffix else {}
     sqs.send_message(QueueUrl=shared, MessageBody="its own", **extra)
 
+    # The source's own DLQ still shows its dead letters, as the REST API does.
+    own_dlq = sqs.get_queue_url(QueueName=f"orders.dlq{suffix}" if suffix else "orders.dlq")["QueueUrl"]
+    assert set(_bodies(sqs, own_dlq)) == {"order 1"}
+
     read = _bodies(sqs, shared)
     assert set(read) == {"its own", "order 1", "invoice 1"}
     assert read["order 1"]["Attributes"]["DeadLetterQueueSourceArn"] == f"{ARN}orders{suffix}"
@@ -63,9 +69,6 @@ def test_two_sources_share_one_dead_letter_queue(sqs_admin: Any, sqs: Any, suffi
     assert "DeadLetterQueueSourceArn" not in read["its own"]["Attributes"]
     sources = sqs.list_dead_letter_source_queues(QueueUrl=shared)["queueUrls"]
     assert sorted(sources) == sorted([first, second])
-    # The source's own DLQ still shows its dead letters, as the REST API does.
-    own_dlq = sqs.get_queue_url(QueueName=f"orders.dlq{suffix}" if suffix else "orders.dlq")["QueueUrl"]
-    assert set(_bodies(sqs, own_dlq)) == {"order 1"}
 
     # A delete at the shared DLQ's URL removes what was read there, and nothing else.
     sqs.delete_message(QueueUrl=shared, ReceiptHandle=read["order 1"]["ReceiptHandle"])
@@ -88,6 +91,58 @@ def test_another_clients_endpoint_sees_only_its_own_dead_letters(sqs_admin: Any,
     with pytest.raises(tenant_b.exceptions.ReceiptHandleIsInvalid):
         tenant_b.delete_message(QueueUrl=dlq_b, ReceiptHandle=handle)
     assert set(_bodies(tenant_a, dlq_a)) == {"a's job"}
+
+
+@pytest.mark.parametrize("suffix", ["", ".fifo"])
+def test_two_workers_at_a_shared_target_hold_one_dead_letter_at_once(sqs_admin: Any, sqs: Any, suffix: str) -> None:
+    """A receive hides the dead letters it answers for its visibility timeout, as SQS does; only the holder's
+    handle moves that timeout or deletes, and a handle whose hold was taken over by a later receive is spent."""
+    shared = _create(sqs_admin, f"held-dlq{suffix}")
+    source = _create(sqs_admin, f"held-src{suffix}", RedrivePolicy=_policy(f"held-dlq{suffix}"))
+    _dead_letter(sqs, (source, "dead"))
+    [first] = sqs.receive_message(QueueUrl=shared, VisibilityTimeout=60)["Messages"]
+    assert "Messages" not in sqs.receive_message(QueueUrl=shared, VisibilityTimeout=60)
+    sqs.change_message_visibility(QueueUrl=shared, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+    [second] = sqs.receive_message(QueueUrl=shared, VisibilityTimeout=60)["Messages"]
+    assert second["MessageId"] == first["MessageId"] and second["ReceiptHandle"] != first["ReceiptHandle"]
+
+    sqs.delete_message(QueueUrl=shared, ReceiptHandle=first["ReceiptHandle"])  # spent: no error, no effect
+    with pytest.raises(sqs.exceptions.ClientError, match="MessageNotInflight"):
+        sqs.change_message_visibility(QueueUrl=shared, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+    assert "Messages" not in sqs.receive_message(QueueUrl=shared, VisibilityTimeout=0), "still held by the second"
+    sqs.change_message_visibility(QueueUrl=shared, ReceiptHandle=second["ReceiptHandle"], VisibilityTimeout=0)
+    sqs.delete_message(QueueUrl=shared, ReceiptHandle=second["ReceiptHandle"])
+    assert _bodies(sqs, shared) == {}
+
+
+def test_dead_letters_a_worker_cannot_handle_hide_the_others_at_a_shared_target(sqs_admin: Any, sqs: Any) -> None:
+    """A worker that fails on ten dead letters of one source, deleting none, still reaches the next source's."""
+    shared = _create(sqs_admin, "poison-dlq")
+    poisoned = _create(sqs_admin, "poison-a", RedrivePolicy=_policy("poison-dlq"))
+    healthy = _create(sqs_admin, "poison-b", RedrivePolicy=_policy("poison-dlq"))
+    _dead_letter(sqs, *[(poisoned, f"poison {n}") for n in range(10)], (healthy, "good"))
+    seen: list[str] = []
+    for _ in range(3):
+        answer = sqs.receive_message(QueueUrl=shared, MaxNumberOfMessages=10, VisibilityTimeout=60)
+        seen += [message["Body"] for message in answer.get("Messages", [])]
+    assert sorted(seen) == sorted([f"poison {n}" for n in range(10)] + ["good"])
+
+
+def test_a_dead_letter_read_at_its_queues_dlq_is_held_until_its_timeout_runs_out(sqs_admin: Any, sqs: Any) -> None:
+    """`{q}.dlq` claims as a shared target does: the dead letter comes back once its hold ends, with a new handle;
+    the old one, spent by that receive, deletes nothing."""
+    source = _create(sqs_admin, "own-held", RedrivePolicy=_policy("own-held.dlq"))
+    dlq = sqs.get_queue_url(QueueName="own-held.dlq")["QueueUrl"]
+    _dead_letter(sqs, (source, "dead"))
+    [first] = sqs.receive_message(QueueUrl=dlq, VisibilityTimeout=1)["Messages"]
+    assert "Messages" not in sqs.receive_message(QueueUrl=dlq)
+    time.sleep(1.1)
+    [second] = sqs.receive_message(QueueUrl=dlq, VisibilityTimeout=60)["Messages"]
+    assert second["MessageId"] == first["MessageId"]
+
+    sqs.delete_message(QueueUrl=dlq, ReceiptHandle=first["ReceiptHandle"])
+    sqs.change_message_visibility(QueueUrl=dlq, ReceiptHandle=second["ReceiptHandle"], VisibilityTimeout=0)
+    assert set(_bodies(sqs, dlq)) == {"dead"}, "the spent handle removed nothing"
 
 
 @pytest.mark.parametrize("suffix", ["", ".fifo"])
@@ -201,3 +256,16 @@ def test_the_aws_cli_lists_the_sources_of_a_shared_dead_letter_queue(server: Loc
     aws(server, "create-queue", "--queue-name", "cli-source-2", "--attributes", attributes, endpoint="/sqs-admin")
     listed = aws(server, "list-dead-letter-source-queues", "--queue-url", dlq)["queueUrls"]
     assert [url.rsplit("/", 1)[-1] for url in listed] == ["cli-source-1", "cli-source-2"]
+
+
+def test_dead_letters_a_receive_has_no_room_for_are_not_held(sqs_admin: Any, sqs: Any) -> None:
+    """The target's own message fills a receive of one: the dead letter read beside it is released at once, not
+    hidden for the visibility timeout with nobody holding it."""
+    shared = _create(sqs_admin, "room-dlq")
+    source = _create(sqs_admin, "room-src", RedrivePolicy=_policy("room-dlq"))
+    _dead_letter(sqs, (source, "dead"))
+    sqs.send_message(QueueUrl=shared, MessageBody="own")
+    first = sqs.receive_message(QueueUrl=shared, MaxNumberOfMessages=1, VisibilityTimeout=600)
+    assert [message["Body"] for message in first["Messages"]] == ["own"]
+    second = sqs.receive_message(QueueUrl=shared, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    assert [message["Body"] for message in second.get("Messages", [])] == ["dead"]

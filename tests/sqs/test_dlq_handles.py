@@ -81,6 +81,7 @@ def test_a_delete_by_dlq_handle_removes_that_dlq_copy_only(sqs_admin: Any, sqs: 
 
     sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=dead["one"]["ReceiptHandle"])
     sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=dead["one"]["ReceiptHandle"])  # again: no error, no effect
+    sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=dead["two"]["ReceiptHandle"], VisibilityTimeout=0)
 
     assert [m["Body"] for m in sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10)["Messages"]] == ["two"]
     [alive] = sqs.receive_message(QueueUrl=url)["Messages"]

@@ -19,7 +19,7 @@ from . import autoshard, dead_letter_moves, dead_letters, keys, limits, receive_
 from .context import Context
 from .dead_letters import DeadLetter
 from .engine import Engine
-from .errors import MessageBodyMissing, MessageNotFound, QueueError, ValidationError
+from .errors import MessageBodyMissing, MessageNotFound, QueueError, ReceiptHandleStale, ValidationError
 from .fifo import FifoQueue
 from .keys import MessageRef, Space
 from .messages import DLQ, Entry, is_expired, looked_at
@@ -419,9 +419,50 @@ class SubQueue:
             return []
         return [dead_letters.handed_out(item, message, self.space, secret) for item, message in self._dlq_read(limit)]
 
+    def dlq_receive(self, limit: int = 10, visibility_timeout: int | None = None) -> list[DeadLetter]:
+        """The oldest dead letters no live claim holds, up to `limit`, each claimed for `visibility_timeout`
+        seconds (the queue's visibility timeout when None): until then no other `dlq_receive` answers it, and only
+        this claim's handle deletes it or moves the claim's end (`dlq_change_visibility`). Nothing is counted."""
+        limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
+        if visibility_timeout is None:
+            visibility_timeout = self.settings.visibility_timeout
+        seconds = validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
+        secret = self.engine().secret()
+        if secret is None:  # nothing was ever sent in this generation: nothing can be dead-lettered
+            return []
+        now = self._now()
+        fifo = self.settings.fifo
+        found: list[DeadLetter] = []
+        for item in self.dlq_items(now):
+            if int(item.get("dlq_until", 0)) > now:
+                continue
+            shard = keys.shard_of(item["pk"])
+            ref = MessageRef.from_dlq_sk(item["sk"], shard, fifo, int(item.get("priority", 0)))
+            try:
+                message = looked_at(item, ref, DLQ, self._ctx.bodies)
+            except MessageBodyMissing:
+                continue
+            dead = dead_letters.claimed(self._ctx, item, message, self.space, secret, now + seconds * 1000, now)
+            if dead is not None:
+                found.append(dead)
+            if len(found) >= limit:
+                break
+        return found
+
+    def dlq_change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
+        """Moves the end of the claim a `dlq_receive` handle was handed out with to `visibility_timeout` seconds
+        from now (0 releases the dead letter to the next receive). `ReceiptHandleStale` when a later claim took the
+        copy, or it is gone; `ValidationError` for a handle that is not a genuine dead letter's handle here."""
+        seconds = validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
+        receipt = self.dlq_check_handle(receipt_handle)
+        until = self._now() + seconds * 1000
+        if not dead_letters.hold(self._ctx, self.space, self._ref(receipt.message_id), receipt, until):
+            raise ReceiptHandleStale("the dead letter was received again since this receipt handle, or is gone")
+
     def dlq_delete(self, receipt_handle: str) -> bool:
-        """Removes the DLQ copy a `dlq_read` handle was read from, never the live message nor a later DLQ copy of
-        it. False when that copy is gone already (no error, as a spent handle in SQS); `ValidationError` for a
+        """Removes the DLQ copy a `dlq_read` or `dlq_receive` handle was read from, never the live message nor a
+        later DLQ copy of it; a claim's handle only while its claim is the copy's latest. False when that copy is
+        gone already, or another claim took it (no error, as a spent handle in SQS); `ValidationError` for a
         handle that is not a genuine dead letter's handle of this sub-queue."""
         receipt = self.dlq_check_handle(receipt_handle)
         return dead_letters.delete(self._ctx, self.space, self._ref(receipt.message_id), receipt)

@@ -1,10 +1,10 @@
 """The message actions: send, receive, delete and change visibility, one at a time or in batches of 10.
 
 They act on the endpoint's client's sub-queue of the queue the `QueueUrl` names. A DLQ's URL reads that
-sub-queue's DLQ: a receive answers its oldest messages without hiding them (a look, not a claim), each with a
-signed handle of that DLQ copy; a delete with it removes that copy from the DLQ and nothing else (never the message
-in the queue, which a redrive may have put back under the same id), and a change of visibility with it changes
-nothing, since nothing read from a DLQ is hidden.
+sub-queue's DLQ: a receive claims its oldest dead letters no other receive holds, hiding them for the visibility
+timeout as SQS does (`SubQueue.dlq_receive`), each with a signed handle of that DLQ copy and claim; a delete with
+it removes that copy from the DLQ and nothing else (never the message in the queue, which a redrive may have put
+back under the same id), and a change of visibility with it moves the claim's end.
 
 A queue that other queues name as their dead-letter target (`RedrivePolicy`) answers its own messages first, then
 the dead letters of each of those sources (the client's sub-queue of each), read as a source's DLQ URL reads them,
@@ -198,37 +198,65 @@ def receive_message(call: Call) -> dict[str, Any]:
     try:
         if target.dlq:
             found: list[tuple[DeadLetter | ReceivedMessage, str | None]] = [
-                (dead, target.queue) for dead in sub_queue.dlq_read(want)
+                (dead, target.queue) for dead in sub_queue.dlq_receive(want, visibility)
             ]
         else:
-            dead = _dead_letters_of_sources(call, target, want)
+            dead = _dead_letters_of_sources(call, target, want, visibility)
             waited = 0 if dead else wait
-            if attempt is not None and settings.fifo:
-                own = sub_queue.receive_attempt(attempt, want, visibility_timeout=visibility, wait_seconds=waited)
-            else:
-                own = sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=waited)
-            found = [(message, None) for message in own] + dead[: want - len(own)]
+            try:
+                if attempt is not None and settings.fifo:
+                    own = sub_queue.receive_attempt(attempt, want, visibility_timeout=visibility, wait_seconds=waited)
+                else:
+                    own = sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=waited)
+            except QueueError:
+                _release_dead_letters(call, target, [message for message, _ in dead])
+                raise
+            # The queue's own messages come first: the dead letters they leave no room for are released at once,
+            # not hidden for the visibility timeout with nobody holding them.
+            room = max(0, want - len(own))
+            _release_dead_letters(call, target, [message for message, _ in dead[room:]])
+            found = [(message, None) for message in own] + dead[:room]
     except QueueError as error:
         raise from_core(error) from None
     answers = [(message, _message(call, settings, message, source, system_wanted, names)) for message, source in found]
     kept, surplus = within_budget(answers, size_of=lambda answer: answered_size(answer[1]) + 1)
     for message, _ in surplus:
-        if isinstance(message, ReceivedMessage):
-            # Nobody saw it: given back uncounted, so a receive limit of 1 does not dead-letter it undelivered. One
-            # not given back is visible again after its timeout.
-            with contextlib.suppress(QueueError):
+        # Nobody saw it: a message is given back uncounted, so a receive limit of 1 does not dead-letter it
+        # undelivered; a dead letter's claim is released. One not given back is visible again after its timeout.
+        with contextlib.suppress(QueueError):
+            if isinstance(message, ReceivedMessage):
                 sub_queue.return_unseen(message.receipt_handle)
+            else:
+                _release_dead_letter(call, target, message.receipt_handle)
     return {"Messages": [answer for _, answer in kept]} if kept else {}
 
 
-def _dead_letters_of_sources(call: Call, target: Target, want: int) -> list[tuple[DeadLetter | ReceivedMessage, str]]:
-    """The oldest dead letters of the queues that name `target` as their dead-letter target, up to `want`, each
-    with its source's name (looks, as a DLQ read is)."""
+def _release_dead_letters(call: Call, target: Target, dead: list[DeadLetter | ReceivedMessage]) -> None:
+    """Best effort: a claim not released is free again when its visibility timeout ends."""
+    for message in dead:
+        with contextlib.suppress(QueueError):
+            _release_dead_letter(call, target, message.receipt_handle)
+
+
+def _release_dead_letter(call: Call, target: Target, handle: str) -> None:
+    holder = _dead_letters_of(call, target, handle)
+    if holder is not None:
+        holder.dlq_change_visibility(handle, 0)
+
+
+def _dead_letters_of_sources(
+    call: Call, target: Target, want: int, visibility: int | None
+) -> list[tuple[DeadLetter | ReceivedMessage, str]]:
+    """The oldest unclaimed dead letters of the queues that name `target` as their dead-letter target, up to
+    `want`, each claimed for `visibility` (the target's visibility timeout when None) as a DLQ receive claims, and
+    with its source's name."""
+    if visibility is None:
+        visibility = call.settings(target.queue).visibility_timeout
     found: list[tuple[DeadLetter | ReceivedMessage, str]] = []
     for source in call.core.dead_letter_sources(target.queue):
         if len(found) >= want:
             break
-        read = call.core.queue(source.name, call.endpoint.client).dlq_read(want - len(found))
+        read = call.core.queue(source.name, call.endpoint.client).dlq_receive(want - len(found), visibility)
         found += [(dead, source.name) for dead in read]
     return found
 
@@ -337,7 +365,7 @@ def _change(call: Call, target: Target, params: dict[str, Any]) -> None:
     try:
         dead_letters_of = _dead_letters_of(call, target, handle)
         if dead_letters_of is not None:
-            dead_letters_of.dlq_check_handle(handle)
+            dead_letters_of.dlq_change_visibility(handle, seconds)
         else:
             call.sub_queue(target).change_visibility(handle, seconds)
     except QueueError as error:

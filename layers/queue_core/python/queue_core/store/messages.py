@@ -117,16 +117,43 @@ def leave_for_dlq(key: Key, receive_count: int, visible_before: int | None = Non
     return delete(key, condition=condition, values=values)
 
 
-def delete_dead_letter(key: Key, moved_at: int, copy: str) -> Write:
-    """The DLQ copy a dead letter's handle was read from, only if that copy still holds the key: not a later copy
-    of the same message (redriven, then dead-lettered again), and nothing once it is gone. A copy written before
-    copies were stamped with an id is named by its time alone."""
-    values: dict[str, Any] = {":at": moved_at}
-    condition = "moved_at = :at AND attribute_not_exists(dlq_id)"
+def _the_copy(moved_at: int, copy: str, values: dict[str, Any]) -> str:
+    """The condition that the DLQ copy a handle names still holds its key: not a later copy of the same message
+    (redriven, then dead-lettered again). A copy written before copies were stamped with an id is named by its
+    time alone."""
+    values[":at"] = moved_at
     if copy:
-        condition = "moved_at = :at AND dlq_id = :copy"
         values[":copy"] = copy
+        return "moved_at = :at AND dlq_id = :copy"
+    return "moved_at = :at AND attribute_not_exists(dlq_id)"
+
+
+def delete_dead_letter(key: Key, moved_at: int, copy: str, token: str = "") -> Write:
+    """The DLQ copy a dead letter's handle was read from, only if that copy still holds the key, and nothing once
+    it is gone. A handle of a claim (`token`) deletes only while that claim is the copy's latest: a handle whose
+    claim ran out and was taken by another receive is spent, as a live handle is."""
+    values: dict[str, Any] = {}
+    condition = _the_copy(moved_at, copy, values)
+    if token:
+        condition += " AND dlq_tok = :tok"
+        values[":tok"] = token
     return delete(key, condition=condition, values=values)
+
+
+def claim_dead_letter(key: Key, moved_at: int, copy: str, token: str, until: int, now: int) -> Write:
+    """A DLQ copy is held by the claim `token` until `until`, only if no other claim holds it now. The SDK's
+    repeat of an applied claim may fail (the claim is live): the caller finds its own token in the old item."""
+    values: dict[str, Any] = {":tok": token, ":until": until, ":now": now}
+    condition = _the_copy(moved_at, copy, values) + " AND (attribute_not_exists(dlq_until) OR dlq_until <= :now)"
+    return update(key, "SET dlq_tok = :tok, dlq_until = :until", values, condition=condition)
+
+
+def hold_dead_letter(key: Key, moved_at: int, copy: str, token: str, until: int) -> Write:
+    """The holder of the claim `token` on a DLQ copy moves the claim's end (to now: releases it). The same value
+    set twice is the same item, so the SDK's repeat is harmless."""
+    values: dict[str, Any] = {":tok": token, ":until": until}
+    condition = _the_copy(moved_at, copy, values) + " AND dlq_tok = :tok"
+    return update(key, "SET dlq_until = :until", values, condition=condition)
 
 
 def take_existing(key: Key) -> Write:
