@@ -413,7 +413,7 @@ def _details(results: dict[str, Any], images: dict[str, str]) -> list[str]:
     for auto in sharding.get("low_load_auto", []):
         parts.append(
             f"Low load after a peak, {'FIFO' if auto['fifo'] else 'standard'} automatic queue (the default): grown to "
-            f"{auto['peak_shards']} shards, every shard filled and drained, then quiet for its quiet period; now "
+            f"{auto['peak_shards']} shards, its shards filled and drained, then quiet for its quiet period; now "
             f"{auto['shards']} shard, receivers visit {auto['read_shards']}; {AUTO_RATE} messages a second, each "
             f"received with receive(10): {_n(auto['queries_per_delivered'], 2)} queries, "
             f"{_n(auto['items_read_per_delivered'], 2)} items read per delivered message.\n"

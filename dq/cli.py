@@ -26,6 +26,7 @@ from .output import (
     Output,
     message_view,
     messages_table,
+    metrics_table,
     priority_lines,
     queue_view,
     queues_table,
@@ -36,7 +37,7 @@ from .output import (
     stats_table,
 )
 from .session import Session, UsageProblem
-from .targets import CoreTarget, TargetChoice, TargetError
+from .targets import LOCAL_ENDPOINT, CoreTarget, TargetChoice, TargetError
 from .watch import take, watch
 
 EMPTY: Final = 3
@@ -637,6 +638,44 @@ def peek(
     _list_messages(session.target.peek(queue, client, limit), Output(as_json), fail_empty)
 
 
+@app.command()
+def browse(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    state: Annotated[
+        str | None, typer.Option(help="Only messages in this state: visible, in_flight or delayed.", show_default=False)
+    ] = None,
+    priority: Annotated[
+        int | None, typer.Option(help="Only this priority (0-9; standard queues).", show_default=False)
+    ] = None,
+    group: Annotated[str | None, typer.Option(help="Only this group (FIFO queues).", show_default=False)] = None,
+    cursor: Annotated[
+        str | None, typer.Option(help="Go on from where the previous page stopped.", show_default=False)
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many (1-100).")] = 10,
+    fail_empty: FailEmptyOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List waiting messages in every state (visible, in flight, delayed) without receiving them, page by page.
+
+    Each call reads a bounded part of the sub-queue: with filters a page may be short, and `--cursor` goes on."""
+    session, queue, client = _sub_queue(ctx, queue, client)
+    filters = {"state": state, "priority": priority, "group": group, "cursor": cursor}
+    answer = session.target.browse(queue, client, limit, filters)
+    out = Output(as_json)
+    if not as_json:
+        answer = {**answer, "messages": [{**m, "state": _state_until(m)} for m in answer["messages"]]}
+    _list_messages(answer, out, fail_empty)
+    if not as_json and answer.get("cursor"):
+        out.note(f"more: --cursor {answer['cursor']}")
+
+
+def _state_until(message: dict[str, Any]) -> str:
+    until = message.get("until")
+    return str(message.get("state")) if until is None else f"{message.get('state')} until {relative(until)}"
+
+
 def _list_messages(answer: dict[str, Any], out: Output, fail_empty: bool) -> None:
     if out.as_json:
         out.document(answer)
@@ -743,6 +782,38 @@ def stats(
         out.lines(priority_lines(snapshot.total))
 
 
+@app.command()
+def metrics(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: Annotated[
+        str | None, typer.Option("--client", "-c", help="One client; default the queue's.", show_default=False)
+    ] = None,
+    minutes: Annotated[int, typer.Option(min=5, max=1440, help="How far back.")] = 60,
+    period: Annotated[int, typer.Option(min=60, max=3600, help="Seconds per point (a multiple of 60).")] = 60,
+    namespace: Annotated[
+        str, typer.Option(help="The stack's metrics namespace (its metrics_namespace).")
+    ] = "DynamoQueue",
+    region: Annotated[
+        str | None, typer.Option(help="Default the API host's region, else the profile's.", show_default=False)
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """What a deployed stack published to CloudWatch: depths and oldest age per minute, for a queue or a client.
+
+    Read with the caller's credentials (GetMetricData, Maximum per period). A queue's depths are its clients'
+    summed (oldest age: their maximum), with its shard count. The local server publishes no metric."""
+    from .metrics import Window, reader_for
+
+    session = _session(ctx)
+    queue = session.resolve_queue(queue)
+    if session.choice.table:
+        raise UsageProblem("metrics are read for a deployed API: give --endpoint, not --table")
+    reader = reader_for(session.choice.endpoint or LOCAL_ENDPOINT, namespace, region)
+    answer = reader.read(queue, client, Window(minutes, period))
+    _print(as_json, answer, lambda: metrics_table(answer))
+
+
 # ---- dead-letter queue -------------------------------------------------------------------------------------
 
 
@@ -827,18 +898,32 @@ def console(
             show_default=False,
         ),
     ] = None,
+    namespace: Annotated[
+        str, typer.Option(help="With a deployed API: the metrics namespace its charts read from CloudWatch.")
+    ] = "DynamoQueue",
+    region: Annotated[
+        str | None,
+        typer.Option(help="CloudWatch's region; default the API host's, else the profile's.", show_default=False),
+    ] = None,
 ) -> None:
     """A web console on 127.0.0.1 over the same API as every dq command: queues, clients, messages, the DLQ.
 
-    Prints its URL with a secret. Calls to a deployed API are signed here; no credential reaches the browser."""
+    Prints its URL with a secret. Calls to a deployed API are signed here; no credential reaches the browser.
+    Against a deployed API the charts also show what its functions published to CloudWatch (as `dq metrics`)."""
     from .console import server as console_server
-    from .targets import LOCAL_ENDPOINT, HttpTarget
+    from .metrics import MetricsUnavailable, reader_for
+    from .targets import HttpTarget
 
     choice = _session(ctx).choice
     if choice.table and not api:
         raise UsageProblem("the console works over the HTTP API: give --endpoint or --api, not --table")
+    endpoint = api or choice.endpoint or LOCAL_ENDPOINT
     try:
-        console_server.serve(HttpTarget(api or choice.endpoint or LOCAL_ENDPOINT), port, open_browser)
+        reader, no_metrics = reader_for(endpoint, namespace, region), ""
+    except MetricsUnavailable as error:
+        reader, no_metrics = None, error.message
+    try:
+        console_server.serve(HttpTarget(endpoint), port, open_browser, reader, no_metrics)
     except console_server.ConsoleError as error:
         typer.echo(f"dq console: {error}", err=True)
         raise typer.Exit(1) from None

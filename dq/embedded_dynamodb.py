@@ -76,10 +76,13 @@ class EmbeddedDynamoDB:
         self.endpoint_url = ""
 
     def start(self) -> str:
-        """Starts the server in a daemon thread and returns its endpoint URL."""
+        """Starts the server in a daemon thread and returns its endpoint URL. Its transactions back up only the
+        items they name (`fast_transactions`): moto's copy of every table a transaction touches made each one cost
+        the table's size, and the process grow by gigabytes with a thousand queues."""
         from moto.server import ThreadedMotoServer
 
         serialize_moto_requests()
+        fast_transactions()
         idempotent_transactions()
         # Werkzeug would otherwise log every DynamoDB call to the console.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)

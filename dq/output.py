@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -287,3 +287,35 @@ def stats_table(
             cells.append(Text(sparkline(trends.get(name, ())), style="green"))
         table.add_row(*cells)
     return table
+
+
+def metrics_table(answer: Mapping[str, Any]) -> RenderableType:
+    """One row per period that CloudWatch holds a point for (local time, minute), the depths' columns as in
+    `stats_table`; a queue's also its shard count. An empty period has no row: no sweep published in it."""
+    series = answer.get("series", {})
+    keys = [key for key, _ in STAT_COLUMNS] + ["oldest_age_seconds"] + (["shards"] if "shards" in series else [])
+    by_time: dict[float, dict[str, float]] = {}
+    for key in keys:
+        for stamp, value in series.get(key, []):
+            by_time.setdefault(stamp, {})[key] = value
+    where = answer["queue"] + (f"/{answer['client']}" if answer.get("client") else "")
+    title = f"{where}: {answer['statistic']} per {duration(answer['period'])} from CloudWatch ({answer['namespace']})"
+    if "clients" in answer:
+        title += f", {len(answer['clients'])} clients summed" + (
+            " (the first by name)" if answer["more_clients"] else ""
+        )
+    table = Table(box=None, header_style="bold")
+    table.add_column("time")
+    for _, label in STAT_COLUMNS:
+        table.add_column(label, justify="right")
+    table.add_column("oldest", justify="right")
+    if "shards" in series:
+        table.add_column("shards", justify="right")
+    for stamp in sorted(by_time):
+        row = by_time[stamp]
+        cells = [time.strftime("%H:%M", time.localtime(stamp))]
+        for key in keys:
+            value = row.get(key)
+            cells.append("-" if value is None else duration(value) if key == "oldest_age_seconds" else f"{value:g}")
+        table.add_row(*cells)
+    return Group(Text(title, style="bold"), table)

@@ -77,6 +77,10 @@ class Target(Protocol):
 
     def peek(self, queue: str, client: str, limit: int) -> Json: ...
 
+    def browse(self, queue: str, client: str, limit: int, filters: Mapping[str, Any] | None = None) -> Json:
+        """A page of the sub-queue's waiting messages in any state; `filters`: `state`, `priority`, `group`,
+        `cursor` (None values left out)."""
+
     def get(self, queue: str, client: str, message_id: str) -> Json: ...
 
     def cancel(self, queue: str, client: str, message_id: str) -> Json: ...
@@ -208,6 +212,10 @@ class HttpTarget:
 
     def peek(self, queue: str, client: str, limit: int) -> Json:
         return self._call("peek", q=queue, c=client, query={"limit": limit})[1]
+
+    def browse(self, queue: str, client: str, limit: int, filters: Mapping[str, Any] | None = None) -> Json:
+        given = {name: value for name, value in (filters or {}).items() if value is not None}
+        return self._call("browse", q=queue, c=client, query={"limit": limit, **given})[1]
 
     def get(self, queue: str, client: str, message_id: str) -> Json:
         return self._call("get", q=queue, c=client, id=message_id)[1]
@@ -383,6 +391,12 @@ class CoreTarget:
     def peek(self, queue: str, client: str, limit: int) -> Json:
         with _core_errors():
             return {"messages": [message.to_dict() for message in self._sub_queue(queue, client).peek(limit)]}
+
+    def browse(self, queue: str, client: str, limit: int, filters: Mapping[str, Any] | None = None) -> Json:
+        given = filters or {}
+        names = ("state", "priority", "group", "cursor")
+        with _core_errors():
+            return self._sub_queue(queue, client).browse(limit, *(given.get(name) for name in names)).to_dict()
 
     def get(self, queue: str, client: str, message_id: str) -> Json:
         with _core_errors():

@@ -30,7 +30,7 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "producer": (
         "dynamodb:GetItem",
         # A FIFO send after a change of the queue's shard count looks for the group at its earlier places in one
-        # batch; listing queues reads their settings in one batch.
+        # batch; listing queues reads in batches the settings of entries that carry no copy of them.
         "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
@@ -65,6 +65,9 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:DeleteItem",
         "dynamodb:Query",
         "dynamodb:BatchWriteItem",
+        # A copy of a queue's settings on its listing entry that an earlier release's settings write left behind
+        # is written again in a transaction that checks the settings item is still as read.
+        "dynamodb:ConditionCheckItem",
     ),
     # Push delivery: receives, deletes and releases as the poller does, and takes and gives back a consumer's
     # concurrency slots (a conditional put and delete).
@@ -112,7 +115,12 @@ LIBRARY_BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObjec
 
 # A function that attaches the layer and works on one sub-queue may do whatever the queue's own functions do,
 # but only inside that sub-queue's partitions.
-LIBRARY_ACTIONS: Final = tuple(sorted({action for actions in TABLE_ACTIONS.values() for action in actions}))
+# Actions the queue's functions make only on the registry's items (settings, listing entries), which a tenant never
+# writes: no grant of the library's.
+REGISTRY_ONLY_ACTIONS: Final = frozenset({"dynamodb:ConditionCheckItem"})
+LIBRARY_ACTIONS: Final = tuple(
+    sorted({action for actions in TABLE_ACTIONS.values() for action in actions} - REGISTRY_ONLY_ACTIONS)
+)
 LIBRARY_INDEX_ACTIONS: Final = tuple(sorted({action for actions in INDEX_ACTIONS.values() for action in actions}))
 # The table's layout record (`queue_core.keys.layout_key`), read by every process before it serves the table.
 LAYOUT_PK: Final = layout_key()["pk"]

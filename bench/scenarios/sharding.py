@@ -13,8 +13,9 @@ baselines have no shards: their one partition key (or index partition) is their 
 At low load many shards cost empty queries: a receive may visit shards that hold nothing. That is measured with
 one message sent at a time, `LOW_LOAD_PAUSE` apart, and received with receive(10). An automatic queue (the
 default) gives its shards back once quiet: the same trickle, at `AUTO_RATE` messages a second, on a standard and
-a FIFO queue that grew to 64 shards, filled every shard and was drained, then passed its quiet period (the clock
-is moved on, so the sweep's decisions run as they would after `QUIET_SECONDS`).
+a FIFO queue that grew to the most shards a queue takes (`limits.MAX_SHARDS`), got messages on its shards (every
+one, standard; most, FIFO) and was drained, then passed its quiet period (the clock is moved on, so the sweep's
+decisions run as they would after `QUIET_SECONDS`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-from queue_core import QueueClient, autoshard
+from queue_core import QueueClient, autoshard, limits
 
 from ..backend import moto_backend
 from ..baselines import HiddenUntilQueue, StatusIndexQueue
@@ -38,6 +39,7 @@ MIN_MESSAGES: Final = 100
 WRITE_LIMIT: Final = 1_000
 READ_LIMIT: Final = 3_000
 LOW_LOAD_SHARDS: Final = 64
+PEAK_SHARDS: Final = limits.MAX_SHARDS
 LOW_LOAD_MESSAGES: Final = 10
 LOW_LOAD_PAUSE: Final = 0.25
 AUTO_RATE: Final = 10
@@ -115,15 +117,17 @@ def _low_load(backend: Any, pause: float, messages: int) -> dict[str, float]:
 
 def _low_load_after_growth(backend: Any, fifo: bool, messages: int) -> dict[str, Any]:
     """Queries and items read per delivered message, at `AUTO_RATE` a second, on an automatic queue that grew to
-    64 shards and was then quiet."""
+    `PEAK_SHARDS` and was then quiet."""
     clock = MovableClock()
     core = QueueClient("sharding-auto", dynamodb=backend.client, clock=clock)
     core.create_table()
     name = "auto.fifo" if fifo else "auto"
     core.create_queue(name, visibility_timeout=30)
-    core.reshard_automatically(name, LOW_LOAD_SHARDS)  # where a load peak leaves it (see the load-step scenario)
+    core.reshard_automatically(name, PEAK_SHARDS)  # where a load peak leaves it (see the load-step scenario)
     sub = core.queue(name, "tenant-a")
-    for start in range(0, 4 * LOW_LOAD_SHARDS, 25):
+    # Standard sends go round the shards: four a shard. FIFO groups hash to theirs: one group a shard on average
+    # (each a transaction of its own: more would cost minutes here and show nothing more).
+    for start in range(0, (1 if fifo else 4) * PEAK_SHARDS, 25):
         entries = [{"body": f"peak {n}", **({"group_id": f"g{n}"} if fifo else {})} for n in range(start, start + 25)]
         sub.send_batch(entries)
     while got := sub.receive(10):

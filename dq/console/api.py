@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote
 
+from ..metrics import DEFAULT_MINUTES, MAX_MINUTES, MIN_MINUTES, MetricsReader, MetricsUnavailable, Window
 from ..targets import Target, TargetError
 
 Json = dict[str, Any]
@@ -112,6 +113,14 @@ def peek(target: Target, params: Mapping[str, str], query: Mapping[str, list[str
     return target.peek(params["q"], params["c"], _int(query, "limit", 10, 1, MAX_LIMIT))
 
 
+def browse(target: Target, params: Mapping[str, str], query: Mapping[str, list[str]], _b: Json) -> Json:
+    """A page of the sub-queue's waiting messages in every state; the API checks the filters (its 400s pass on)."""
+    filters: dict[str, Any] = {name: (query.get(name) or [None])[0] or None for name in ("state", "group", "cursor")}
+    if query.get("priority", [""])[0]:
+        filters["priority"] = _int(query, "priority", 0, 0, 9)
+    return target.browse(params["q"], params["c"], _int(query, "limit", 10, 1, MAX_LIMIT), filters)
+
+
 def get_message(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
     return target.get(params["q"], params["c"], params["id"])
 
@@ -169,6 +178,7 @@ ROUTES: Final = tuple(
         ("DELETE", rf"/api/queues/(?P<q>{_NAME})", delete_queue),
         ("GET", f"{_SUB}/stats", stats),
         ("GET", f"{_SUB}/messages", peek),
+        ("GET", f"{_SUB}/browse", browse),
         ("POST", f"{_SUB}/messages", send),
         ("DELETE", f"{_SUB}/messages", purge),
         ("GET", rf"{_SUB}/messages/(?P<id>{_NAME})", get_message),
@@ -220,3 +230,28 @@ def _body(raw: bytes) -> Json:
 
 def _error(code: str, message: str) -> Json:
     return {"error": {"code": code, "message": message}}
+
+
+# ---- charts from CloudWatch --------------------------------------------------------------------------------
+
+LOCAL_TARGET: Final = "the local server publishes no CloudWatch metric"
+
+
+def chart_metrics(reader: MetricsReader | None, no_metrics: str, query: Mapping[str, list[str]]) -> tuple[int, Json]:
+    """A queue's or a client's published series (`?queue=&client=&minutes=`) read by the console's own reader with
+    the operator's credentials; without one, or when CloudWatch refuses them, `source: page` and why, so the page
+    charts its own samples and says so."""
+    queue = (query.get("queue") or [""])[0]
+    client = (query.get("client") or [""])[0] or None
+    if not queue:
+        return 400, _error("ValidationError", "queue is required")
+    try:
+        minutes = _int(query, "minutes", DEFAULT_MINUTES, MIN_MINUTES, MAX_MINUTES)
+    except ConsoleError as error:
+        return 400, _error("ValidationError", str(error))
+    if reader is None:
+        return 200, {"source": "page", "reason": no_metrics}
+    try:
+        return 200, reader.read(queue, client, Window(minutes))
+    except MetricsUnavailable as error:
+        return 200, {"source": "page", "reason": f"{error.code}: {error.message}"}

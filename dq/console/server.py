@@ -18,14 +18,14 @@ import secrets
 import sys
 import threading
 import time
-import webbrowser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
+from ..metrics import MetricsReader
 from ..targets import Target
-from . import api
+from . import api, launch
 
 HOST: Final = "127.0.0.1"
 COOKIE: Final = "dq_console"  # + the port: browsers keep cookies per host, not per port
@@ -43,6 +43,13 @@ SECURITY_HEADERS: Final = (
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "same-origin"),
     ("Cache-Control", "no-store"),
+)
+
+
+# The first visit's answer to a navigation from another site: the console's own page moves on to `/`.
+CONTINUE_PAGE: Final = (
+    b'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">'
+    b'<title>dq console</title></head><body><p><a href="/">Continue to the dq console</a></p></body></html>\n'
 )
 
 
@@ -64,8 +71,18 @@ def _assets() -> dict[str, tuple[str, bytes]]:
 class ConsoleServer:
     """`start()`, then the console is served until `stop()`; `url` carries the secret for the first visit."""
 
-    def __init__(self, target: Target, port: int = 0, token: str | None = None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        port: int = 0,
+        token: str | None = None,
+        metrics: MetricsReader | None = None,
+        no_metrics: str = api.LOCAL_TARGET,
+    ) -> None:
         self.target = target
+        # The charts' CloudWatch series of a deployed stack; without a reader, why the page's samples stand alone.
+        self.metrics = metrics
+        self.no_metrics = no_metrics
         self.port = port
         self.token = token or secrets.token_urlsafe(32)
         self._assets = _assets()
@@ -145,6 +162,10 @@ def _handler_class(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
             if refusal is not None:
                 self._send(*refusal)
                 return
+            if split.path == "/api/metrics" and self.command == "GET":
+                status, answer = api.chart_metrics(console.metrics, console.no_metrics, query)
+                self._send(status, "application/json", json.dumps(answer).encode())
+                return
             if split.path.startswith("/api/"):
                 raw = self._read_body()
                 if raw is not None:
@@ -178,16 +199,25 @@ def _handler_class(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
 
         def _redirect_with_cookie(self) -> None:
             """The secret leaves the address bar and the history: from now on it is the cookie. The page is at `/`
-            (its views are in the fragment, which the browser keeps); a path from the link is never a target."""
-            self.send_response(303)
+            (its views are in the fragment, which the browser keeps); a path from the link is never a target.
+            A navigation another site started (the private page of `--open` is a file) does not carry a
+            `SameSite=Strict` cookie through its redirect, so it gets a page whose own refresh goes to `/`."""
+            cross_site = self.headers.get("Sec-Fetch-Site") == "cross-site"
+            self.send_response(200 if cross_site else 303)
             self.send_header(
                 "Set-Cookie", f"{console.cookie_name}={console.token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=86400"
             )
-            self.send_header("Location", "/")
+            if cross_site:
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+            else:
+                self.send_header("Location", "/")
             for name, value in SECURITY_HEADERS:
                 self.send_header(name, value)
-            self.send_header("Content-Length", "0")
+            body = CONTINUE_PAGE if cross_site else b""
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
 
         def _read_body(self) -> bytes | None:
             length = self.headers.get("Content-Length") or "0"
@@ -230,17 +260,28 @@ def _origin_of(referer: str | None) -> str | None:
     return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
 
 
-def serve(target: Target, port: int = 0, open_browser: bool = False) -> None:
-    """Serves until Ctrl-C, after printing the URL (with its secret) once."""
-    console = ConsoleServer(target, port).start()
+def serve(
+    target: Target,
+    port: int = 0,
+    open_browser: bool = False,
+    metrics: MetricsReader | None = None,
+    no_metrics: str = api.LOCAL_TARGET,
+) -> None:
+    """Serves until Ctrl-C, after printing the URL (with its secret) once. `--open` hands the browser a private
+    file that leads to the URL, never the URL itself: a command line is visible to every local user."""
+    console = ConsoleServer(target, port, metrics=metrics, no_metrics=no_metrics).start()
     sys.stdout.write(f"dq console: {target.name}\nOpen {console.url}\nCtrl-C stops.\n")
+    if metrics is not None:
+        sys.stdout.write(f"Charts read CloudWatch: {metrics.namespace} in {metrics.region}\n")
     sys.stdout.flush()
-    if open_browser:
-        webbrowser.open(console.url)
+    opened = None
     try:
+        opened = launch.open_privately(console.url) if open_browser else None
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         sys.stdout.write("stopping\n")
     finally:
+        if opened is not None:
+            opened.remove()
         console.stop()

@@ -123,7 +123,7 @@ def test_create_takes_every_setting_as_an_option(cli: Cli) -> None:
         "shards": 3,
         "auto_shards": False,
         "min_shards": 1,
-        "max_shards": 64,
+        "max_shards": 512,
         "max_message_bytes": 1024 * 1024,
         "receive_wait_seconds": 0,
         "queue_wide": False,
@@ -408,3 +408,35 @@ def test_local_help_shows_the_consumer_format_whole_in_80_columns() -> None:
     assert result.exit_code == 0
     assert "QUEUE/CLIENT=module:function" in result.output
     assert "--dynamodb-port" in result.output and "8081" in result.output
+
+
+def test_browse_lists_every_state_filters_and_pages(cli: Cli) -> None:
+    queue = cli.queue()
+    taken = cli.json("send", "taken", "-q", queue, "-c", "a")["message_id"]
+    [received] = cli.json("receive", "-q", queue, "-c", "a", "--visibility", "300")["messages"]
+    assert received["message_id"] == taken
+    later = cli.json("send", "later", "-q", queue, "-c", "a", "--delay", "600")["message_id"]
+    ready = cli.json("send", "ready", "-q", queue, "-c", "a")["message_id"]
+
+    answer = cli.json("browse", "-q", queue, "-c", "a")
+    assert {m["message_id"]: m["state"] for m in answer["messages"]} == {
+        taken: "in_flight",
+        later: "delayed",
+        ready: "visible",
+    }
+    assert answer["cursor"] is None
+    [delayed] = cli.json("browse", "-q", queue, "-c", "a", "--state", "delayed")["messages"]
+    assert delayed["message_id"] == later and delayed["until"] > delayed["sent_at"]
+
+    first = cli.json("browse", "-q", queue, "-c", "a", "-n", "2")
+    rest = cli.json("browse", "-q", queue, "-c", "a", "-n", "2", "--cursor", first["cursor"])
+    assert len(first["messages"]) == 2 and len(rest["messages"]) == 1 and rest["cursor"] is None
+
+    table = cli.run("browse", "-q", queue, "-c", "a", "-n", "2")
+    assert table.exit_code == 0 and "more: --cursor " in table.stderr
+    shown = cli.run("browse", "-q", queue, "-c", "a", "--state", "in_flight").stdout
+    assert taken in shown and "in_flight" in shown and "until" in shown
+
+    refused = cli.run("browse", "-q", queue, "-c", "a", "--state", "gone")
+    assert refused.exit_code == 1 and "ValidationError" in refused.stderr
+    assert cli.run("browse", "-q", queue, "-c", "nobody", "--fail-empty").exit_code == 3

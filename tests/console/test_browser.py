@@ -5,18 +5,23 @@ of each view for the README. All in one module, so one Chromium serves them all.
 from __future__ import annotations
 
 import json
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from botocore.stub import Stubber
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from dq.console import ConsoleServer
+from dq.console import ConsoleServer, launch
+from dq.metrics import MetricsReader
 from dq.targets import HttpTarget, TargetError
+from tests.cloudwatch import cloudwatch_client, emf_records, moto_cloudwatch, put_emf
 from tests.console.conftest import AXE, SCREENSHOTS
 
 WAIT_SECONDS = 15
@@ -108,6 +113,30 @@ def stats(api: HttpTarget, queue: str, client: str) -> dict[str, int]:
     return {key: figures[key] for key in ("visible", "in_flight", "delayed", "dlq")}
 
 
+def listed(browser: WebDriver) -> list[str]:
+    return [
+        row.get_attribute("data-message")
+        for row in browser.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")
+    ]
+
+
+def browse_every_state(browser: WebDriver, api: HttpTarget, queue: str, client: str, held: str) -> None:
+    """The list is the API's browse: the message held in flight and one a sender delayed are listed with their
+    state and its end, and the state filter asks the API for one state. The delayed one is cancelled after."""
+    later = api.send(queue, client, {"body": "later", "delay_seconds": 600})["message_id"]
+    until(browser, lambda d: later in listed(d), "the delayed message")
+    assert "delayed until" in text_of(browser, f'#messages tr[data-message="{later}"]')
+    assert "in flight until" in text_of(browser, f'#messages tr[data-message="{held}"]')
+    for state, wanted in (("delayed", [later]), ("in_flight", [held])):
+        browser.find_element(By.CSS_SELECTOR, f"#state-filter option[value='{state}']").click()
+        until(browser, lambda d, wanted=wanted: listed(d) == wanted, f"only the {state} message")
+    browser.find_element(By.CSS_SELECTOR, "#state-filter option[value='']").click()
+    until(browser, lambda d: len(listed(d)) == 4, "every state")
+    assert "the end of the sub-queue" in text_of(browser, "#messages-page")
+    api.cancel(queue, client, later)
+    until(browser, lambda d: len(listed(d)) == 3, "the delayed message cancelled")
+
+
 def test_an_operator_takes_a_queue_through_its_life(
     signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
 ) -> None:
@@ -171,6 +200,7 @@ def test_an_operator_takes_a_queue_through_its_life(
     first = browser.find_element(By.CSS_SELECTOR, "#looked [data-message]").get_attribute("data-message")
     wait_text(browser, "#messages", "in flight until")
     assert stats(api, queue, client)["in_flight"] == 1
+    browse_every_state(browser, api, queue, client, first)
     click(browser, f'#looked [data-message="{first}"] [data-action=delete]')
     wait_text(browser, "#notice", f"Deleted {first}")
     assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
@@ -308,3 +338,206 @@ def test_hostile_bodies_attributes_and_ids_stay_text(
     assert not browser.find_elements(By.CSS_SELECTOR, "#view img, #view script, #view [onerror], #view [onload]")
     visit(browser, console, f"#/q/{queue}/c/%E0%A4%A", "missing")
     api.delete_queue(queue)
+
+
+# ---- charts from CloudWatch, the `--open` page, and the controls the journey above does not click ------------
+
+CHARTED, CHARTED_CLIENT = "charted", "tenant-c"
+
+
+@pytest.fixture(scope="module")
+def cloudwatch() -> Iterator[Any]:
+    with moto_cloudwatch() as endpoint:
+        yield cloudwatch_client(endpoint)
+
+
+def sign_in(browser: WebDriver, console: ConsoleServer) -> WebDriver:
+    browser.get(console.url)
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#view > [data-loaded="true"]'), "the first view")
+    return browser
+
+
+def label(browser: WebDriver, selector: str) -> str:
+    return str(browser.find_element(By.CSS_SELECTOR, selector).get_attribute("aria-label"))
+
+
+def test_charts_show_what_the_stack_published_to_cloudwatch(
+    browser: WebDriver, api: HttpTarget, cloudwatch: Any
+) -> None:
+    api.create_queue(CHARTED, {})
+    api.send(CHARTED, CHARTED_CLIENT, {"body": "one"})
+    for minutes_ago, visible, shards in ((12, 4, 1), (7, 9, 2), (2, 5, 2)):
+        depths = [
+            {"queue": CHARTED, "client": CHARTED_CLIENT, "visible": visible, "in_flight": 1, "delayed": 0, "dlq": 2,
+             "oldest_age_seconds": 60 * minutes_ago},
+            {"queue": CHARTED, "client": "tenant-d", "visible": 1, "in_flight": 0, "delayed": 3, "dlq": 0,
+             "oldest_age_seconds": 30},
+        ]  # fmt: skip
+        put_emf(cloudwatch, emf_records(depths, [{"queue": CHARTED, "shards": shards}]), time.time() - minutes_ago * 60)
+    report: dict[str, list[dict[str, Any]]] = {}
+    with ConsoleServer(HttpTarget(api.name), metrics=MetricsReader(cloudwatch)) as console:
+        sign_in(browser, console)
+        visit(browser, console, f"#/q/{CHARTED}/c/{CHARTED_CLIENT}/charts", "client-charts")
+        assert text_of(browser, "#metrics-source").startswith(
+            "From CloudWatch: DynamoQueue in us-east-1, the Maximum of each 1 min over the last 60 min."
+        )
+        assert browser.find_elements(By.CSS_SELECTOR, "#cloudwatch svg.chart polyline.s-visible")
+        backlog = label(browser, "#cloudwatch svg.chart")
+        assert backlog == "Backlog from CloudWatch: 3 points; latest Visible 5, In flight 1, Delayed 0, DLQ 2", backlog
+        assert "latest Visible 1," in label(browser, "#sampled svg.chart")  # the page's own sample, beside them
+        accessibility(browser, "client-charts-cloudwatch", report)
+        screenshot(browser, "cloudwatch-charts")
+
+        visit(browser, console, f"#/q/{CHARTED}/charts", "queue-charts")
+        assert "the sum of 2 client(s)." in text_of(browser, "#metrics-source")
+        charts = browser.find_elements(By.CSS_SELECTOR, "#cloudwatch svg.chart")
+        labels = [chart.get_attribute("aria-label") for chart in charts]
+        assert labels[0].endswith("latest Visible 6, In flight 1, Delayed 3, DLQ 2"), labels
+        assert labels[2] == "Shards from CloudWatch: 3 points; latest shards 2", labels
+        accessibility(browser, "queue-charts-cloudwatch", report)
+    api.delete_queue(CHARTED)
+    serious = {view: [v for v in found if v["impact"] in SERIOUS] for view, found in report.items()}
+    assert not any(serious.values()), serious
+
+
+def test_charts_fall_back_to_the_pages_samples_and_say_why(
+    browser: WebDriver, api: HttpTarget, console: ConsoleServer
+) -> None:
+    api.create_queue(CHARTED, {})
+    sign_in(browser, console)
+    visit(browser, console, f"#/q/{CHARTED}/charts", "queue-charts")
+    assert text_of(browser, "#metrics-source") == (
+        "Not read from CloudWatch: the local server publishes no CloudWatch metric. "
+        "The charts below are this page's own samples."
+    )
+    assert not browser.find_elements(By.CSS_SELECTOR, "#cloudwatch svg")
+
+    denied = cloudwatch_client("http://127.0.0.1:9")
+    with Stubber(denied) as stub, ConsoleServer(HttpTarget(api.name), metrics=MetricsReader(denied)) as refused:
+        for _ in range(3):
+            stub.add_client_error(
+                "get_metric_data",
+                service_error_code="AccessDenied",
+                service_message="not authorized to perform: cloudwatch:GetMetricData",
+                http_status_code=403,
+            )
+        sign_in(browser, refused)
+        visit(browser, refused, f"#/q/{CHARTED}/c/{CHARTED_CLIENT}/charts", "client-charts")
+        shown = text_of(browser, "#metrics-source")
+        assert shown.startswith("Not read from CloudWatch: AccessDenied: these credentials cannot read CloudWatch"), (
+            shown
+        )
+        assert shown.endswith("The charts below are this page's own samples.")
+        assert browser.find_elements(By.CSS_SELECTOR, "#sampled svg.chart")
+    api.delete_queue(CHARTED)
+
+
+def test_the_private_page_of_open_leads_the_browser_to_the_console_signed_in(
+    browser: WebDriver, api: HttpTarget
+) -> None:
+    with ConsoleServer(HttpTarget(api.name)) as console:
+        page = launch.private_page(console.url)
+        try:
+            browser.get(page.as_uri())
+            until(browser, lambda d: d.current_url == f"{console.origin}/", "the console's own address")
+            loaded(browser, "queues")
+        finally:
+            shutil.rmtree(page.parent)
+
+
+ROWS = "#messages tr[data-message]"
+
+
+def rows(browser: WebDriver) -> set[str]:
+    return {str(row.get_attribute("data-message")) for row in browser.find_elements(By.CSS_SELECTOR, ROWS)}
+
+
+def send(browser: WebDriver, sent: list[str], body: str, **fields: str) -> str:
+    """Fills the body and the given fields (`""` empties one), sends, and waits for the new id."""
+    fill(browser, "#send-body", body)
+    for name, value in fields.items():
+        fill(browser, f"#send-{name}", value)
+    click(browser, "#send button[type=submit]")
+    until(browser, lambda d: text_of(d, "#send-result").removeprefix("Sent ") not in ("", *sent), "the next send")
+    sent.append(text_of(browser, "#send-result").removeprefix("Sent "))
+    return sent[-1]
+
+
+def choose_state(browser: WebDriver, value: str) -> None:
+    """Picks an option and tells the page as a browser tells it of a person's pick (`input`, then `change`): the
+    driver's click on an option fires only `change`."""
+    option = browser.find_element(By.CSS_SELECTOR, f"#state-filter option[value='{value}']")
+    option.click()
+    browser.execute_script("arguments[0].dispatchEvent(new Event('input', {bubbles: true}))", option)
+
+
+def test_an_operator_delays_filters_cancels_and_redrives(
+    browser: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    queue, client, sent = "controls", "tenant-b", []
+
+    api.create_queue(queue, {})
+    browser.get(console.url)  # the secret, once: a cookie from now on
+
+    # Sends: now, after a delay, at a given time.
+    visit(browser, console, f"#/q/{queue}/c/{client}", "client")
+    plain = send(browser, sent, "now")
+    delayed = send(browser, sent, "in ten minutes", delay="600")
+    at = int(time.time()) + 3600
+    timed = send(browser, sent, "in an hour", delay="", at=str(at))
+    until(browser, lambda d: rows(d) == {plain, delayed, timed}, "three rows")
+    assert api.stats(queue, client)["delayed"] == 2
+    waiting = api.get(queue, client, delayed)
+    assert waiting["state"] == "delayed" and abs(waiting["visible_at"] - waiting["sent_at"] - 600_000) < 5_000
+    assert api.get(queue, client, timed)["visible_at"] == at * 1000
+    wait_text(browser, f'#messages tr[data-message="{timed}"]', "delayed until")
+
+    # The state filter, as the API filters.
+    choose_state(browser, "delayed")
+    until(browser, lambda d: rows(d) == {delayed, timed}, "the delayed rows")
+    choose_state(browser, "visible")
+    until(browser, lambda d: rows(d) == {plain}, "the visible row")
+    choose_state(browser, "")
+    until(browser, lambda d: len(rows(d)) == 3, "every row")
+
+    # Cancel one, confirmed.
+    visit(browser, console, f"#/q/{queue}/c/{client}/m/{timed}", "message")
+    click(browser, "#cancel")
+    browser.find_element(By.XPATH, "//button[normalize-space()='Yes, cancel it']").click()
+    wait_text(browser, "#notice", f"Cancelled {timed}")
+    with pytest.raises(TargetError, match="MessageNotFound"):
+        api.get(queue, client, timed)
+    assert api.stats(queue, client)["delayed"] == 1
+
+    # Redrive the oldest one, then all.
+    later = [api.send(queue, client, {"body": f"more {n}"})["message_id"] for n in (1, 2)]
+    for message_id in (plain, *later):  # a delayed message is not moved before it is due
+        api.move_to_dlq(queue, client, message_id)
+    visit(browser, console, f"#/q/{queue}/c/{client}/dlq", "dlq")
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#dlq tr[data-message]")) == 3, "three dead letters")
+    fill(browser, "#redrive-count", "1")
+    click(browser, "#redrive-oldest")
+    wait_text(browser, "#redrive-result", "Redrove 1 message(s) (the oldest)")
+    assert api.stats(queue, client)["dlq"] == 2 and api.get(queue, client, plain)["state"] == "visible"
+    until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#dlq tr[data-message]")) == 2, "two dead letters")
+    click(browser, "#redrive-all")
+    wait_text(browser, "#redrive-result", "Redrove 2 message(s) (all)")
+    wait_text(browser, "#dlq", "The DLQ is empty.")
+    assert api.stats(queue, client)["dlq"] == 0
+    api.delete_queue(queue)
+
+    # A FIFO queue: sends into groups, and the group filter.
+    fifo = "controls.fifo"
+    api.create_queue(fifo, {"fifo": True})
+    visit(browser, console, f"#/q/{fifo}/c/{client}", "client")
+    first = send(browser, [], "first of g-1", group="g-1", dedup="a-1")
+    second = send(browser, [first], "first of g-2", group="g-2", dedup="b-1")
+    assert [api.get(fifo, client, m)["group_id"] for m in (first, second)] == ["g-1", "g-2"]
+    until(browser, lambda d: rows(d) == {first, second}, "both groups")
+    browser.find_element(By.CSS_SELECTOR, "#group-filter").send_keys("g-2", Keys.ENTER)
+    until(browser, lambda d: rows(d) == {second}, "group g-2 alone")
+    wait_text(browser, f'#messages tr[data-message="{second}"]', "g-2")
+    fill(browser, "#group-filter", "")
+    browser.find_element(By.CSS_SELECTOR, "#group-filter").send_keys(Keys.ENTER)
+    until(browser, lambda d: rows(d) == {first, second}, "both groups again")
+    api.delete_queue(fifo)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from queue_core import QueueClient, ValidationError, autoshard
 
-from tests.conftest import FakeClock
+from tests.conftest import TABLE, FakeClock
 from tests.core.answers import Refused, refused
 
 BODY = "x" * 600  # with its keys and attributes under 1 KB: four write units of its shard's index key per life
@@ -37,7 +37,7 @@ def _load(queue, clock: FakeClock, per_second: int) -> list[str]:
 
 def test_a_queue_without_shards_is_automatic_and_a_number_is_fixed(client: QueueClient) -> None:
     auto = client.create_queue("auto")
-    assert (auto.shards, auto.auto_shards, auto.min_shards, auto.max_shards) == (1, True, 1, 64)
+    assert (auto.shards, auto.auto_shards, auto.min_shards, auto.max_shards) == (1, True, 1, 512)
     assert auto.to_dict()["auto_shards"] is True and "shards_changed_at" not in auto.to_dict()
     bounded = client.create_queue("bounded", shards="auto", min_shards=2, max_shards=8)
     assert (bounded.shards, bounded.auto_shards, bounded.min_shards, bounded.max_shards) == (2, True, 2, 8)
@@ -49,12 +49,12 @@ def test_a_queue_without_shards_is_automatic_and_a_number_is_fixed(client: Queue
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"min_shards": 0}, "min_shards must be from 1 to 64"),
-        ({"max_shards": 65}, "max_shards must be from 1 to 64"),
+        ({"min_shards": 0}, "min_shards must be from 1 to 512"),
+        ({"max_shards": 513}, "max_shards must be from 1 to 512"),
         ({"min_shards": 8, "max_shards": 4}, "min_shards (8) must be at most max_shards (4)"),
         ({"shards": 4, "max_shards": 8}, 'max_shards bound automatic shards: give shards "auto"'),
-        ({"shards": "many"}, 'shards must be "auto" or an integer from 1 to 64'),
-        ({"shards": 0}, "shards must be from 1 to 64"),
+        ({"shards": "many"}, 'shards must be "auto" or an integer from 1 to 512'),
+        ({"shards": 0}, "shards must be from 1 to 512"),
     ],
 )
 def test_bad_shard_settings_are_refused_and_create_nothing(client: QueueClient, settings, message: str) -> None:
@@ -104,7 +104,23 @@ def test_load_grows_the_count_quiet_shrinks_it_and_nothing_is_lost(
     assert client.get_queue("busy").read_shards == 1, "once the old shards are empty, receivers stop visiting them"
 
 
-def test_a_throttled_sender_grows_the_count_at_once(client: QueueClient, clock: FakeClock, dynamodb) -> None:
+def test_each_client_of_a_process_reports_its_own_load(
+    client: QueueClient, clock: FakeClock, dynamodb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two clients in one process (threads, a worker pool), each carrying a third of a key's limit (scaled down
+    # twenty times): together past half of it. One's report must not overwrite the other's.
+    monkeypatch.setattr(autoshard, "KEY_WRITE_UNITS", 50)
+    client.create_queue("shared")
+    queues = [core.queue("shared", "c") for core in (client, QueueClient(TABLE, dynamodb=dynamodb, clock=clock))]
+    sent = [body for queue in queues for body in _send(queue, 4 * autoshard.FLUSH_SECONDS)]
+    clock.advance(autoshard.FLUSH_SECONDS)
+    sent += [body for queue in queues for body in _send(queue, 1, prefix=f"last{id(queue)}")]
+    assert client.sweep().shards == [{"queue": "shared", "shards": 4, "auto": True}]
+    assert sorted(_drain(queues[0])) == sorted(sent)
+
+
+def _throttled_sends(client: QueueClient, clock: FakeClock, dynamodb) -> list[str]:
+    """Twenty-odd sends in one report window, every one throttled: the messages sent before and after."""
     client.create_queue("hot", max_shards=16)
     queue = client.queue("hot", "c")
     queue.send("warm")
@@ -116,9 +132,24 @@ def test_a_throttled_sender_grows_the_count_at_once(client: QueueClient, clock: 
             queue.send_batch([{"body": "c"}, {"body": "d"}])
         clock.advance(autoshard.FLUSH_SECONDS)
         queue.send_batch([{"body": "e"}])
-    assert client.get_queue("hot").shards == 4, "grown by the throttled sender itself, without a sweep"
     queue.send("next")
-    assert sorted(_drain(queue)) == ["next", "warm"]
+    return sorted(_drain(queue))
+
+
+def test_a_throttled_sender_grows_the_count_at_once(
+    client: QueueClient, clock: FakeClock, dynamodb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A key's limit scaled down twenty times: the sends below are a third of it, enough to explain the throttles.
+    monkeypatch.setattr(autoshard, "KEY_WRITE_UNITS", 50)
+    assert _throttled_sends(client, clock, dynamodb) == ["next", "warm"]
+    assert client.get_queue("hot").shards == 4, "grown by the throttled sender itself, without a sweep"
+
+
+def test_throttles_the_load_does_not_explain_grow_nothing(client: QueueClient, clock: FakeClock, dynamodb) -> None:
+    # The same throttles against a key's real limit: the load is under 2 % of it (a table-level quota, say), and
+    # more shards would not help.
+    assert _throttled_sends(client, clock, dynamodb) == ["next", "warm"]
+    assert client.get_queue("hot").shards == 1
 
 
 def test_automatic_changes_are_fenced_and_kept_as_few_layouts(client: QueueClient, clock: FakeClock) -> None:
@@ -137,7 +168,8 @@ def test_automatic_changes_are_fenced_and_kept_as_few_layouts(client: QueueClien
 
 
 def _report(at_s: float, busiest_wu: int, throttles: int = 0) -> dict:
-    return {"at": int(at_s * 1000), "busiest_wu": busiest_wu, "total_wu": busiest_wu, "throttles": throttles}
+    """A process's report on a standard queue of 8 shards: its sends go round them, each carries an eighth."""
+    return {"at": int(at_s * 1000), "busiest_wu": busiest_wu, "total_wu": 8 * busiest_wu, "throttles": throttles}
 
 
 def test_the_count_has_hysteresis_and_never_flaps(client: QueueClient) -> None:
@@ -150,8 +182,11 @@ def test_the_count_has_hysteresis_and_never_flaps(client: QueueClient) -> None:
 
     assert wanted(_report(at, 450)) == 8, "under half a key's limit: stays"
     assert wanted(_report(at, 600)) == 32, "past half: sized for a quarter (8 x 0.6 / 0.25 = 19.2, up to 32)"
-    assert wanted(_report(at, 50, throttles=autoshard.THROTTLES_PER_MINUTE)) == 32, "throttled: four times at once"
+    assert wanted(_report(at, 300, throttles=autoshard.THROTTLES_PER_MINUTE)) == 32, "throttled: four times at once"
+    assert wanted(_report(at, 50, throttles=autoshard.THROTTLES_PER_MINUTE)) == 8, "throttles the load does not explain"
     assert wanted(_report(at, 50, throttles=12)) == 8, "a throttle now and then is noise"
+    spread = {"at": int(at * 1000), "busiest_wu": 100, "total_wu": 400, "throttles": 0}
+    assert wanted(*[spread] * 8) == 8, "sends go round the shards: a key carries the total over 8 (400), not 800"
     assert wanted(_report(at - 10, 90), now=at) == 8, "under a tenth, but not quiet long enough since the change"
     quiet = at - 100 + autoshard.QUIET_SECONDS
     assert wanted(_report(quiet - 200, 90), now=quiet) == 4, "quiet: straight to the need (8 x 0.09 / 0.25 = 2.9)"

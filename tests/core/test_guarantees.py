@@ -366,7 +366,8 @@ def test_concurrent_edits_of_a_queues_settings_are_never_lost(client: QueueClien
     def faster() -> None:
         other.update_queue("edits", visibility_timeout=99)
 
-    with attached(dynamodb, Interleave("PutItem", faster)), pytest.raises(Exception, match="changed meanwhile"):
+    interleaved = Interleave("TransactWriteItems", faster)
+    with attached(dynamodb, interleaved), pytest.raises(Exception, match="changed meanwhile"):
         client.update_queue("edits", max_receive_count=9)
     assert client.get_queue("edits").visibility_timeout == 99
     assert client.update_queue("edits", max_receive_count=9).visibility_timeout == 99

@@ -7,6 +7,7 @@ from queue_core import QueueClient, ValidationError, limits
 
 from tests.conftest import TABLE, FakeClock
 from tests.core.answers import LostAnswer, attached
+from tests.throttle_hooks import ThrottleOne, throttled
 
 # From a switch until sends put markers everywhere and the index shows what came before (see `QueueSettings`).
 BUILD_AFTER_SECONDS = 2 * limits.SETTINGS_CACHE_SECONDS + 20 + limits.INDEX_LAG_GRACE_SECONDS
@@ -18,7 +19,9 @@ def markers(dynamodb, queue: str) -> list[dict]:
 
 
 def settings_writes(body: dict) -> bool:
-    return body.get("Item", {}).get("sk", {}).get("S") == "Q" and "queue_wide" in body.get("Item", {})
+    """A transaction that writes a queue's settings (with their copy on the listing entry)."""
+    items = [action.get("Put", {}).get("Item", {}) for action in body.get("TransactItems", [])]
+    return any(item.get("sk", {}).get("S") == "Q" and "queue_wide" in item for item in items)
 
 
 def test_a_queue_never_received_queue_wide_puts_no_marker_and_its_life_is_one_write_shorter(
@@ -128,10 +131,23 @@ def test_a_queue_created_queue_wide_or_switched_on_by_hand_marks_every_send(
 def test_the_switch_is_recognised_when_its_answer_was_lost(client: QueueClient, dynamodb) -> None:
     client.create_queue("lost")
     client.queue("lost", "a").send("x")
-    with attached(dynamodb, LostAnswer("PutItem", settings_writes)) as lost:
+    with attached(dynamodb, LostAnswer("TransactWriteItems", settings_writes)) as lost:
         got = client.queue_wide("lost").receive()
     assert lost.lost == 1 and [m.body for m in got] == ["x"]
     assert client._ctx.registry.get("lost", fresh=True).queue_wide
+
+
+def test_a_switch_cancelled_by_a_conflicting_settings_write_is_read_again_not_a_429(
+    client: QueueClient, dynamodb
+) -> None:
+    """Settings writes are transactions; DynamoDB cancels one of two at once as a conflict (reported as a
+    throttle). Consumers starting their first queue-wide receives together must not answer 429 for it."""
+    client.create_queue("race")
+    client.queue("race", "a").send("x")
+    with throttled(dynamodb, ThrottleOne("TransactWriteItems", settings_writes)):
+        got = client.queue_wide("race").receive()
+    assert [m.body for m in got] == ["x"]
+    assert client._ctx.registry.get("race", fresh=True).queue_wide
 
 
 @pytest.mark.parametrize("queue_wide", [False, True], ids=["switched on by the receive", "created queue-wide"])

@@ -11,7 +11,7 @@ import pytest
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.parser.models import SqsModel
-from queue_core import QueueClient, ValidationError
+from queue_core import QueueClient, ValidationError, keys
 from queue_core.attribute_digest import md5_of_attributes
 from queue_core.push import (
     MAX_PAYLOAD_BYTES,
@@ -483,3 +483,42 @@ def test_a_fifo_group_failed_in_one_part_gives_back_its_later_part_unseen_and_ke
     assert second.delivered == 7
     handled = [(body[:7].rstrip("x"), receives) for body, receives in consumers.HANDLED]
     assert handled[-7:] == [("flaky-0", 2)] + [(f"m{i}", 2) for i in range(1, 6)] + [("m6", 1)]
+
+
+def test_a_settings_read_throttled_after_an_invocation_abandons_no_claim(
+    client: QueueClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queue's settings are cached for seconds, an invocation may run for minutes: what is read of them after
+    it meets the table again. The dispatcher read the receive limit there (for its releases), and a throttle on that
+    read ended its run with the next part of the batch never invoked nor given back: held until its claim ran out,
+    with a receive counted that nobody saw (repeated, the DLQ without a delivery)."""
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    padding = "." * 1200
+    queue.send("fails" + padding)
+    queue.send("later part" + padding)
+    monkeypatch.setattr("queue_core.push.MAX_PAYLOAD_BYTES", payload_bytes([]) + 2000)  # one message to a part
+    settings_key = {name: {"S": value} for name, value in keys.settings_key("orders").items()}
+    # Once: DynamoDB throttles the first read of the settings after the first invocation.
+    settings_read = Refused(
+        "GetItem", lambda body: body.get("Key") == settings_key and not settings_read.refused, "ThrottlingException"
+    )
+    settings_read.on = False
+    handed: list[str] = []
+
+    def consumer(event: dict, context) -> dict:
+        handed.extend(r["body"].rstrip(".") for r in event["Records"])
+        failing = [r["messageId"] for r in event["Records"] if r["body"].startswith("fails")]
+        client._ctx.registry.forget("orders")  # the cache ran out during the invocation
+        settings_read.on = True
+        return {"batchItemFailures": [{"itemIdentifier": i} for i in failing]}
+
+    with refused(client.dynamodb, settings_read):
+        report = dispatcher(client, consumer).run(lambda: 60.0)
+
+    assert settings_read.refused == 1
+    assert handed == ["fails", "later part"]
+    assert report.delivered == 1 and report.failed == 1
+    # The failed message: released, or (its release met the throttle) left to its claim; nothing else is held.
+    stats = queue.stats()
+    assert stats.in_flight == 1 - report.released and stats.visible + stats.delayed + stats.in_flight == 1

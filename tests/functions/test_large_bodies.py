@@ -11,6 +11,7 @@ from queue_api.payloads import API_GATEWAY_PAYLOAD_BYTES, LAMBDA_SYNC_PAYLOAD_BY
 from queue_core import MessageTooLarge, QueueClient, limits
 
 from bench.messages import random_bytes
+from functions.dlq_redriver import handler as dlq_redriver
 from functions.poller import handler as poller
 from functions.producer import handler as producer
 from functions.sqs import handler as sqs_function
@@ -135,3 +136,19 @@ def test_a_receive_over_http_answers_only_what_lambda_can_return(core: QueueClie
     kept = json.loads(first["body"])["messages"]
     assert 1 <= len(kept) < 10
     assert len(json.loads(invoke(poller, event)["body"])["messages"]) == 10 - len(kept)
+
+
+def test_a_peek_and_a_dlq_listing_show_only_what_lambda_can_return(core: QueueClient) -> None:
+    """Ten bodies of 256 KiB that JSON escapes six bytes a character: a look at all of them would be 7.5 MB of
+    answer. Both looks show what one answer carries, oldest first, and change nothing."""
+    body = "é" * (128 * 1024)
+    sub_queue = core.queue("big", "c1")
+    sub_queue.send_batch([{"body": body} for _ in range(10)])
+    peeked = call(poller, "GET", f"{BASE}/messages", query={"limit": "10"})
+    assert peeked.status == 200 and len(json.dumps(peeked.body)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    assert 1 <= len(peeked.body["messages"]) < 10 and sub_queue.stats().visible == 10
+    for message in sub_queue.peek(10):
+        sub_queue.move_to_dlq(message.message_id)
+    listed = invoke(dlq_redriver, {"action": "list_dlq", "queue": "big", "client": "c1", "limit": 10})
+    assert len(json.dumps(listed)) < LAMBDA_SYNC_PAYLOAD_BYTES
+    assert 1 <= len(listed["messages"]) < 10 and sub_queue.stats().dlq == 10

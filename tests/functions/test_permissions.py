@@ -35,6 +35,7 @@ from functions.poller import handler as poller
 from functions.producer import handler as producer
 from functions.sqs import handler as sqs
 from functions.visibility_sweeper import handler as sweeper
+from tests import earlier_release
 from tests.conftest import FakeClock
 from tests.functions.conftest import TABLE, call, invoke
 from tests.infra.synth import synthesize
@@ -221,7 +222,7 @@ def _arrange_resharded(core: QueueClient, clock: FakeClock, *, suffix: str, **se
 
 def _poller_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None:
     """Every consumer operation on a resharded standard and FIFO queue: receive (also past the receive limit, to
-    the DLQ), change visibility, release with and without a delay, delete, peek, get in each state, cancel live
+    the DLQ), change visibility, release with and without a delay, delete, peek, browse, get in each state, cancel live
     and dead-lettered messages, stats and purge."""
     for via in VIAS:
         run = functools.partial(driver.run, via)
@@ -242,6 +243,10 @@ def _poller_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None
             run("release", {"receipt_handle": third}, **sub)
             run("delete", {"receipt_handles": [fourth, fifth]}, **sub)
             run("peek", {"limit": 10}, **sub)
+            page = run("browse", {"limit": 3}, **sub)
+            run("browse", {"limit": 10, "state": "in_flight", "cursor": page["cursor"]}, **sub)
+            if queue.endswith(".fifo"):
+                run("browse", {"group": "g1"}, **sub)
             run("stats", **sub)
             clock.advance(61)  # past every visibility given above
             for _ in range(_MAX_ROUNDS):
@@ -304,11 +309,13 @@ def _dlq_redriver_session(driver: Driver, core: QueueClient, clock: FakeClock) -
 
 def _sweeper_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None:
     """Sweeps over messages past their receive limit (moved to the DLQ), FIFO groups a crashed consumer left
-    locked, messages and dead letters past their retention, resharded queues, and deleted queues whose removal an
-    outage cut short."""
+    locked, messages and dead letters past their retention, resharded queues, deleted queues whose removal an
+    outage cut short, and a listed copy of settings an earlier release left behind."""
     orders, jobs = _arrange_resharded(core, clock, suffix="sweep", max_receive_count=1, retention_seconds=RETENTION)
     core.queue(orders, "a").receive(max_messages=3, visibility_timeout=0)
     core.queue(jobs, "a").receive(max_messages=3, visibility_timeout=20)
+    # A change of settings by an earlier release, which left the copy on the queue's listing entry behind.
+    earlier_release.change_settings(core.dynamodb, TABLE, core.get_queue(orders), visibility_timeout=45)
     for gone in ("gone", "gone.fifo"):
         core.create_queue(gone)
         core.queue(gone, "a").send("left behind", **({"group_id": "g"} if gone.endswith(".fifo") else {}))

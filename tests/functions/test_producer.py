@@ -74,7 +74,8 @@ def test_put_passes_every_setting_to_the_core() -> None:
 
 def test_a_queue_created_without_shards_follows_its_load_within_its_bounds() -> None:
     default = call(producer, "PUT", "/queues/orders").body
-    assert (default["shards"], default["auto_shards"], default["min_shards"], default["max_shards"]) == (1, True, 1, 64)
+    shown = (default["shards"], default["auto_shards"], default["min_shards"], default["max_shards"])
+    assert shown == (1, True, 1, 512)
     bounded = call(producer, "PUT", "/queues/jobs", {"shards": "auto", "min_shards": 2, "max_shards": 8}).body
     assert (bounded["shards"], bounded["auto_shards"], bounded["min_shards"], bounded["max_shards"]) == (2, True, 2, 8)
     fixed = call(producer, "PATCH", "/queues/jobs", {"shards": 4}).body

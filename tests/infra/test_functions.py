@@ -27,6 +27,7 @@ EXPECTED_TABLE_ACTIONS = {
         "DeleteItem",
         "Query",
         "BatchWriteItem",
+        "ConditionCheckItem",
     },
 }
 # Only a query reads an index, and the DLQ redriver makes none.

@@ -107,6 +107,7 @@ def test_consumer_may_only_consume_its_own_sub_queue(grants: tuple[GrantsStack, 
         f"POST /{SUB_QUEUE}/visibility",
         f"POST /{SUB_QUEUE}/release",
         f"GET /{SUB_QUEUE}/messages",
+        f"GET /{SUB_QUEUE}/browse",
         f"GET /{SUB_QUEUE}/messages/*",
         f"DELETE /{SUB_QUEUE}/messages/*",
         f"GET /{SUB_QUEUE}/stats",
@@ -122,6 +123,7 @@ def test_a_worker_pool_consumes_every_client_of_one_queue_and_administers_nothin
         *(f"POST /queues/orders/{action}" for action in ("receive", "delete", "visibility", "release")),
         *(f"POST /{every}/{action}" for action in ("receive", "delete", "visibility", "release")),
         f"GET /{every}/messages",
+        f"GET /{every}/browse",
         f"GET /{every}/messages/*",
         f"DELETE /{every}/messages/*",
         f"GET /{every}/stats",
@@ -180,6 +182,7 @@ def test_a_tenant_admin_can_neither_change_delete_nor_describe_the_queue_it_shar
         f"POST /{SUB_QUEUE}/visibility",
         f"POST /{SUB_QUEUE}/release",
         f"GET /{SUB_QUEUE}/messages",
+        f"GET /{SUB_QUEUE}/browse",
         f"GET /{SUB_QUEUE}/messages/*",
         f"DELETE /{SUB_QUEUE}/messages/*",
         f"DELETE /{SUB_QUEUE}/messages",
@@ -195,14 +198,14 @@ def test_an_admin_of_one_client_in_every_queue_neither_lists_nor_manages_the_que
     grants: tuple[GrantsStack, dict[str, Any]],
 ) -> None:
     paths = _invoke_paths(grants, "client_admin") - {"GET /openapi.json"}
-    assert len(paths) == 13
+    assert len(paths) == 14
     assert all(path.split(" ")[1].startswith("/queues/*/clients/tenant-a/") for path in paths), paths
 
 
 def test_admin_of_everything_may_list_queues(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
     paths = _invoke_paths(grants, "admin")
     assert "GET /queues" in paths
-    assert len(paths) == 24  # 20 routes of a client or a queue, and the 4 queue-wide consume routes
+    assert len(paths) == 25  # 21 routes of a client or a queue, and the 4 queue-wide consume routes
 
 
 def test_invoke_grant_names_one_function(grants: tuple[GrantsStack, dict[str, Any]]) -> None:

@@ -196,7 +196,7 @@ def test_errors_have_the_contract_shape(
 
 def test_openapi_document_is_served(server: LocalServer) -> None:
     status, document = call(server, "GET", "/openapi.json")
-    assert status == 200 and document["openapi"].startswith("3.") and len(document["paths"]) == 18
+    assert status == 200 and document["openapi"].startswith("3.") and len(document["paths"]) == 19
 
 
 def test_each_request_is_logged_on_one_line(server: LocalServer) -> None:

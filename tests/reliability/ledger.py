@@ -136,16 +136,18 @@ class Ledger:
         with self._lock:
             hold.lock.ends_lo = min(hold.lock.ends_lo, now_ms + seconds * 1000)
 
-    def held_through(self, holds: list[Hold], now_ms: int) -> None:
+    def held_through(self, holds: list[Hold], now_ms: int, given_up: bool = True) -> None:
         """A holder that promised to keep its claims until it was done (a push dispatcher: its claims must cover
         the invocation, whatever the visibility it claimed with) is done now: each claim counts as held until now
         at least, and given up from now on. A second holder claiming one of the messages before now is then a
-        violation, found by `recheck`."""
+        violation, found by `recheck`. Not `given_up` (an invocation that timed out may still run, so the
+        dispatcher leaves its messages alone): each claim goes on until its visibility runs out."""
         with self._lock:
             for hold in holds:
                 hold.lock.ends_lo = max(hold.lock.ends_lo, now_ms)
                 hold.lock.ends_hi = max(hold.lock.ends_hi, now_ms)
-                hold.settled_lo = now_ms if hold.settled_lo is None else min(hold.settled_lo, now_ms)
+                if given_up:
+                    hold.settled_lo = now_ms if hold.settled_lo is None else min(hold.settled_lo, now_ms)
 
     def not_before(self, hold: Hold, earliest_ms: int, what: str) -> None:
         """A message must not be claimed before `earliest_ms` (its delivery time or the end of its delay): a

@@ -463,6 +463,22 @@ class Reference:
         visible = sorted((m for m in self.live.values() if m.visible_at <= now), key=lambda m: (m.visible_at, m.seq))
         return [m.body for m in visible]
 
+    def browse(self, now: int) -> dict[str, tuple[str, int | None]]:
+        """Every waiting message's state and until when it lasts, as a browse must tell it: standard, from the
+        message's own claim; FIFO, in flight while its group is held by the claim that took it (until the group's
+        lock ends), visible otherwise (FIFO messages here are never delayed)."""
+        states: dict[str, tuple[str, int | None]] = {}
+        for body, message in self.live.items():
+            if message.group is not None:
+                group = self._group_of(message)
+                held = message.token is not None and message.token == group.token and group.available_at > now
+                states[body] = ("in_flight", group.available_at) if held else ("visible", None)
+            elif message.visible_at <= now:
+                states[body] = ("visible", None)
+            else:
+                states[body] = ("in_flight" if message.in_flight else "delayed", message.visible_at)
+        return states
+
     def dead(self) -> set[tuple[str, int]]:
         return {(body, message.receive_count) for body, message in self.dlq.items()}
 

@@ -114,6 +114,9 @@ class Paths:
         # The dispatchers' claims not handed to the consumer function yet (nor given back), each with the latest its
         # claim may end: the ledger learns of a claim when it is invoked, a checkpoint must count these as held.
         self._unsent: dict[str, int] = {}
+        # The latest extension of each of those claims (clock readings around the call, seconds): the claim the
+        # consumer function is handed ends by it, not by its receive.
+        self._extensions: dict[str, tuple[int, int, int]] = {}
         self._sqs = in_process_sqs(run.client, SQS_CLIENT)
         self._payload_limit = push.MAX_PAYLOAD_BYTES
         self._looks: Counter = Counter()
@@ -152,10 +155,11 @@ class Paths:
         push.MAX_PAYLOAD_BYTES = self._payload_limit
 
     # Push.
-    def _dispatch(self, number: int) -> None:
+    def dispatcher(self, rng: random.Random) -> Dispatcher:
+        """A dispatcher of the push consumer as the run wires it: the consumer function is `_consumer` (its
+        answers drawn from `rng`), the batching window's wait parks for a checkpoint, and what becomes of each
+        claim before it is handed over is told to these paths."""
         run = self.run
-        run.serve("push")
-        rng = random.Random(run.seed * 31 + number)
 
         def sleep(seconds: float) -> None:
             """The batching window's wait, parked for a checkpoint: the clock stands still during one, so a window
@@ -171,6 +175,12 @@ class Paths:
             sleep=sleep,
         )
         dispatcher.sub_queue = _Watched(dispatcher.sub_queue, self, run.now_ms)  # type: ignore[assignment]
+        return dispatcher
+
+    def _dispatch(self, number: int) -> None:
+        run = self.run
+        run.serve("push")
+        dispatcher = self.dispatcher(random.Random(run.seed * 31 + number))
 
         def remaining() -> float:
             return 0.0 if run.stopping() or run.pausing() else PUSH_RUN_SECONDS
@@ -197,14 +207,16 @@ class Paths:
                 self._claims[message.receipt_handle] = (before, after, message)
                 self._unsent[message.receipt_handle] = after + PUSH_SPEC.visibility_timeout * 1000
 
-    def extended(self, handle: str, seconds: int, after: int) -> None:
+    def extended(self, handle: str, seconds: int, before: int, after: int) -> None:
         with self._lock:
             if handle in self._unsent:
                 self._unsent[handle] = max(self._unsent[handle], after + seconds * 1000)
+                self._extensions[handle] = (before, after, seconds)
 
     def given_back(self, handle: str) -> None:
         with self._lock:
             self._unsent.pop(handle, None)
+            self._extensions.pop(handle, None)
 
     def unsent_claims(self, now_ms: int) -> int:
         """Claims a dispatcher may still hold at `now_ms` without having handed them over (see `_unsent`)."""
@@ -220,10 +232,14 @@ class Paths:
             run.ledger.violation(f"push: one batch holds a message twice: {sorted(i for i in ids if ids.count(i) > 1)}")
         holds: list[Hold] = []
         by_claim: dict[tuple[int, int], list[ReceivedMessage]] = {}
+        extensions: dict[str, tuple[int, int, int]] = {}
         for record in records:
             with self._lock:
                 claim = self._claims.get(record["receiptHandle"])
                 self._unsent.pop(record["receiptHandle"], None)
+                extension = self._extensions.pop(record["receiptHandle"], None)
+            if extension is not None:
+                extensions[record["receiptHandle"]] = extension
             if claim is None:
                 run.ledger.violation(
                     f"push: invoked with a message no receive of the dispatcher returned: {record['messageId']}"
@@ -250,12 +266,16 @@ class Paths:
                 f"{PUSH_QUEUE}/{PUSH_CLIENT}", messages, before, after, PUSH_SPEC.visibility_timeout
             )
             run.check_delivered(messages, made)
+            for hold in made:
+                if hold.handle in extensions:
+                    run.ledger.extended(hold, *extensions[hold.handle])
             holds += made
         self._add("push", "records", len(records))
         poison = [hold.message_id for hold in holds if run.label(hold).endswith("/poison")]
         roll = rng.random()
+        timed_out = roll < 0.06
         try:
-            if roll < 0.06:
+            if timed_out:
                 self._add("push", "timeouts")
                 run.wait_fake(PUSH_SPEC.timeout_seconds)
                 return InvokeAnswer(function_error="Sandbox.Timedout")
@@ -268,7 +288,8 @@ class Paths:
                 failed |= {message_id for message_id in ids if rng.random() < 0.3}
             return InvokeAnswer(json.dumps({"batchItemFailures": [{"itemIdentifier": i} for i in sorted(failed)]}))
         finally:
-            run.ledger.held_through(holds, run.now_ms())
+            # A function that timed out may still run: the dispatcher leaves its claims to run out by themselves.
+            run.ledger.held_through(holds, run.now_ms(), given_up=not timed_out)
 
     # SQS.
     def _url(self, queue: str) -> str:
@@ -510,8 +531,9 @@ class _Watched:
         return got
 
     def change_visibility(self, handle: str, seconds: int) -> None:
+        before = self._now()
         self._sub.change_visibility(handle, seconds)
-        self._paths.extended(handle, seconds, self._now())
+        self._paths.extended(handle, seconds, before, self._now())
 
     def return_unseen(self, handle: str) -> None:
         """A give-back that was throttled may not have happened: its claim still counts until it ends."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -13,6 +15,9 @@ from queue_core import QueueClient, ReceiptHandleStale, ReceivedMessage
 
 from tests.conftest import FakeClock
 from tests.reliability.ledger import Ledger
+from tests.reliability.paths import PUSH_CLIENT, PUSH_QUEUE, PUSH_RUN_SECONDS
+from tests.reliability.stress import PUSH, SHORT, StressRun
+from tests.reliability.truth import TableTruth
 
 
 @pytest.mark.parametrize("name", ["jobs", "jobs.fifo"])
@@ -277,3 +282,57 @@ def _first_then_second(client: QueueClient, name: str) -> tuple[ReceivedMessage,
     jobs.delete(first.receipt_handle)
     [second] = jobs.receive()
     return first, second
+
+
+class _AlwaysTimesOut(random.Random):
+    """The push consumer function's rolls: every invocation runs into its timeout."""
+
+    def random(self) -> float:
+        return 0.0
+
+
+def test_a_push_batch_left_to_its_claims_after_a_timeout_counts_as_held_at_a_checkpoint(
+    client: QueueClient, clock: FakeClock, truth: TableTruth
+) -> None:
+    """Found by the stress run's checkpoint (`push/a: 3 in flight, the consumers hold 0 to 0`): a consumer function
+    that timed out may still run, so the dispatcher leaves its messages in flight until their claims run out (as
+    SQS's mapping does), and those claims were extended before the invocation (they had aged in the batching
+    window). The harness counted the messages as given up when the function answered, and took their claims' ends
+    from the receive, not from the extension."""
+    run = StressRun(client, clock, truth, SHORT)
+    run.create_queues()
+    pushed = [message for message in run.planned if message.path == PUSH][:3]
+    for message in pushed:
+        run.sub_queues[(PUSH_QUEUE, PUSH_CLIENT)].send(message.body, attributes={"label": message.label})
+    dispatcher = run.paths.dispatcher(_AlwaysTimesOut())
+    started = clock()
+
+    def time_passes() -> None:
+        """The window's wait outlasts a third of the claims (so they are extended before the invocation), then
+        the function runs into its timeout and the claims' first ends pass."""
+        while not run.paths.unsent_claims(run.now_ms()) and not run.stopping():
+            time.sleep(0.005)
+        clock.advance(30)
+        while not run.paths.figures[PUSH]["timeouts"] and not run.stopping():
+            time.sleep(0.005)
+        for _ in range(35):
+            clock.advance(1)
+            time.sleep(0.005)
+        run.stop()
+
+    helper = threading.Thread(target=time_passes, daemon=True)
+    helper.start()
+    report = dispatcher.run(lambda: 0.0 if run.stopping() else PUSH_RUN_SECONDS)
+    helper.join(10)
+    assert (report.invocations, report.timed_out) == (1, 3)
+    assert clock() == started + 65  # the claims, extended at 30 s, end at 90 s; taken at 0 s, they would end at 60 s
+
+    sub = run.sub_queues[(PUSH_QUEUE, PUSH_CLIENT)]
+    assert sub.stats().in_flight == 3
+    run._checkpoint()
+    assert run.problems == []
+    clock.advance(30)
+    assert sub.stats().visible == 3
+    run._checkpoint()
+    assert run.problems == []
+    assert run.ledger.violations + run.ledger.recheck() == []

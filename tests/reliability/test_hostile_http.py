@@ -22,6 +22,7 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from queue_api.resolver import MAX_REQUEST_BYTES
+from queue_core import limits
 from schemathesis import Case, GenerationMode
 
 from dq.local_server import LocalServer
@@ -203,7 +204,7 @@ SUB_QUEUE = "/queues/fuzz/clients/c1"
         ("GET", f"{SUB_QUEUE}/messages?limit=abc", None, None, 400, "ValidationError"),
         ("GET", f"{SUB_QUEUE}/messages/not-an-id", None, None, 400, "ValidationError"),
         ("PUT", "/queues/fuzz", {"visibility_timeout": 43_201}, None, 400, "ValidationError"),
-        ("PUT", "/queues/fuzz", {"shards": 65}, None, 400, "ValidationError"),
+        ("PUT", "/queues/fuzz", {"shards": limits.MAX_SHARDS + 1}, None, 400, "ValidationError"),
         ("PUT", "/queues/fuzz", {"visibility_timeout": 7}, None, 409, "QueueExists"),
         ("PUT", "/queues/new-queue", {"retention_seconds": 59}, None, 400, "ValidationError"),
         ("PUT", "/queues/new-queue", {"content_based_dedup": True}, None, 400, "ValidationError"),

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from queue_api.core_client import queue_client, reset_queue_client
+from queue_core import limits
 
 from dq.embedded_dynamodb import serialize_moto_requests
 from functions.dlq_redriver import handler as dlq_redriver
@@ -259,7 +260,7 @@ RECEIVE = {"action": "receive", "queue": "fuzz", "client": "c1"}
         (producer, {**SEND, "queue": "bad#name", "body": "a"}, 400, "ValidationError"),
         (producer, {**SEND, "client": "c" * 81, "body": "a"}, 400, "ValidationError"),
         (producer, {**SEND, "body": 12}, 400, "ValidationError"),
-        (producer, {"action": "create_queue", "queue": "q", "shards": 65}, 400, "ValidationError"),
+        (producer, {"action": "create_queue", "queue": "q", "shards": limits.MAX_SHARDS + 1}, 400, "ValidationError"),
         (producer, {"action": "create_queue", "queue": "q", "visibility_timeout": "30"}, 400, "ValidationError"),
         (producer, {"action": "launch_rockets"}, 400, "ValidationError"),
         (producer, ["not", "an", "object"], 400, "ValidationError"),

@@ -8,6 +8,11 @@ step of its own), and, in any step, a write applied twice because its answer was
 One step starts over: the queue is deleted and created again under its name, and nothing of the old one (a
 message, a dedup id, a receipt handle) may reach the new one.
 
+The list of queues shows each queue's settings from a copy on its listing entry, written with every settings write
+(an answer lost too). Before every other sweep and shard change, an earlier release (which knew no copy) changes
+the settings and leaves the copy behind: the copy may stay behind only until the next settings write of this
+release or the next sweep, which refreshes it.
+
 The DLQ is read as a library call (`dlq_read`) and as SQS's `ReceiveMessage` on the DLQ's URL, redriven with
 `redrive` and with SQS's `StartMessageMoveTask`, and its copies deleted by their handles (library and SQS's
 `DeleteMessage`): a DLQ handle removes the copy it was read from and nothing else, not the live message after a
@@ -31,6 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+import boto3
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -44,7 +50,8 @@ from hypothesis.stateful import (
 from queue_core import QueueClient, QueueError, QueueWide, SubQueue, limits
 from sqs_api.dead_letters import dlq_name
 
-from tests.conftest import FakeClock
+from tests import earlier_release
+from tests.conftest import TABLE, FakeClock
 from tests.index_lag import IndexLag
 from tests.reliability.faults import WRITES, FaultInjector, Kind
 from tests.reliability.model import Disagreement, Handle, Outcome, Reference
@@ -70,6 +77,9 @@ RESHARDS = (2, 4, 1, 3, 1)
 # (MAX_SHARD_LAYOUTS); an example stays well below it.
 MAX_RESHARDS = 10
 STALE_HANDLES_TRIED = 4
+# One browse check in four reads small pages, so that it goes on from cursors between shards and inside FIFO
+# groups; the others read one page of 100 (a browse costs a Query a shard or a group: kept cheap in make test).
+BROWSE_PAGES = itertools.cycle((4, 100, 100, 100))
 # What a step draws never depends on what the queue answered before (which handles a receive got, how many):
 # with a lagging index, or several shards, the same choices may meet other answers, and Hypothesis must see the
 # same draws for the same choices. A step draws a position among `PICKS` and takes it modulo the list held, and
@@ -139,6 +149,11 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.reshards = 0
         self.receives = 0
         self.faults = FaultInjector(retried_rate=1.0, operations=WRITES, budget=0).attach(client.dynamodb)
+        # An earlier release's process (its own client, no fault injected), its turns, and the settings version
+        # its last change left the listed copy behind at (None: the copy is current).
+        self.earlier = boto3.client("dynamodb", region_name="us-east-1")
+        self.earlier_turns = itertools.count()
+        self.copy_behind_at: int | None = None
 
     def _create(self) -> None:
         self.client.create_queue(
@@ -428,6 +443,8 @@ class QueueAgainstReference(RuleBasedStateMachine):
     def operate(self, job: str) -> None:
         """What happens around the consumers: the sweep, a redrive, a purge, a change of the shard count, the queue
         deleted and created again."""
+        if job == "sweep" or (job == "reshard" and self.reshards < MAX_RESHARDS):
+            self._earlier_release_changes_settings()
         if job == "sweep":
             self._until_markers_can_be_built()
         now = self.now()
@@ -458,6 +475,19 @@ class QueueAgainstReference(RuleBasedStateMachine):
         else:
             limit = 1 if job == "redrive one" else None
             assert self.sub.redrive(max_messages=limit) == len(self.reference.redrive(limit, now))
+        if job == "sweep" and self.copy_behind_at is not None:
+            # The sweep refreshed the copy the earlier release left behind (`listed_settings_agree` checks it).
+            exercised["listed copies refreshed by the sweep"] += 1
+            self.copy_behind_at = None
+
+    def _earlier_release_changes_settings(self) -> None:
+        """On every other turn, a change the contract does not show (a tag) by an earlier release's process: the
+        settings item alone, fenced on its version, the copy on the listing entry left as it was."""
+        if next(self.earlier_turns) % 2:
+            return
+        current = self.client._ctx.registry.get(self.name, fresh=True)
+        changed = earlier_release.change_settings(self.earlier, TABLE, current, tags={"release": "earlier"})
+        self.copy_behind_at = changed.version
 
     def _until_markers_can_be_built(self) -> None:
         """A sweep after the first queue-wide receive comes once every sender puts ready markers and the index
@@ -495,6 +525,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self._create()
         self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
         self.handles, self.claims, self.dead_handles, self.read_shards, self.reshards = [], [], [], 1, 0
+        self.copy_behind_at = None
         exercised["deletes and creations"] += 1
         for group in GROUPS[:2]:
             self._send(1, group, 0, None)
@@ -526,6 +557,36 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.reference.saw_ids(peeked)
 
     @invariant()
+    def browsed_states_agree(self) -> None:
+        """A browse, page by page, lists every waiting message once with the state and until the reference
+        gives it, whatever claims, releases, moves and shard changes came before."""
+        browsed: dict[str, tuple[str, int | None]] = {}
+        cursor, size = None, next(BROWSE_PAGES)
+        with self._settled():
+            for _ in range(100):
+                page = self.sub.browse(size, cursor=cursor)
+                for message in page.messages:
+                    assert message.body not in browsed, f"{message.body} browsed twice"
+                    browsed[message.body] = (message.state, message.until)
+                cursor = page.cursor
+                if cursor is None:
+                    break
+        assert browsed == self.reference.browse(self.now())
+
+    @invariant()
+    def listed_settings_agree(self) -> None:
+        """The list of queues shows the queue's settings as they are, but for a copy an earlier release left
+        behind, and only until a settings write of this release (which carries the copy) or a sweep."""
+        current = self.client._ctx.registry.get(self.name, fresh=True)
+        listed = {settings.name: settings for settings in self.client.list_queues()}[self.name]
+        if listed.to_item() != current.to_item():
+            assert self.copy_behind_at == current.version, f"listed {listed.to_item()}, stored {current.to_item()}"
+            assert listed.version < current.version
+        elif self.copy_behind_at is not None and self.copy_behind_at != current.version:
+            exercised["listed copies rewritten by a settings write"] += 1
+            self.copy_behind_at = None
+
+    @invariant()
     def dead_letters_agree(self) -> None:
         with self._settled():
             actual = {(message.body, message.receive_count) for message in self.sub.dlq_list(100)}
@@ -547,7 +608,8 @@ def _run(
     run_state_machine_as_test(lambda: machine(client, clock, lag), settings=chosen)
     logger.info("steps exercised: %s", dict(exercised))
     steps = ("shard changes", "automatic shard changes", "deletes and creations", "move tasks", "DLQ handles used")
-    steps = (*steps, "queue-wide receives", "ready markers built")
+    steps = (*steps, "queue-wide receives", "ready markers built", "listed copies refreshed by the sweep")
+    steps = (*steps, "listed copies rewritten by a settings write")
     for step in (*steps, Kind.ANSWER_LOST_RETRIED):
         assert exercised[step], f"no {step} in any example: {dict(exercised)}"
 

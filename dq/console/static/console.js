@@ -124,8 +124,10 @@ function preview(text, length) {
 }
 
 function stateText(message) {
-  if (message.state === "in_flight") return `in flight until ${when(message.visible_at)}`;
-  if (message.state === "delayed") return `delayed until ${when(message.visible_at)}`;
+  // `until` (a browsed message's) is when the state ends; a FIFO message's claim ends with its group's hold.
+  const until = message.until ?? message.visible_at;
+  if (message.state === "in_flight") return `in flight until ${when(until)}`;
+  if (message.state === "delayed") return `delayed until ${when(until)}`;
   if (message.state === "dlq") return "in the DLQ";
   return "visible";
 }
@@ -175,16 +177,20 @@ function sparkline(key) {
   return box;
 }
 
-function lineChart(title, points, names) {
+function lineChart(title, points, names, unit) {
+  // A point may lack a series (a period CloudWatch holds nothing for): that series skips it.
   const width = 760;
   const height = 220;
   const left = 48;
   const bottom = 24;
   const box = svg("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img" });
-  const latest = points.length ? points[points.length - 1] : null;
-  const summary = latest ? names.map((name) => `${SERIES_NAMES[name] || name} ${latest[name]}`).join(", ") : "no samples";
-  box.setAttribute("aria-label", `${title}: ${points.length} samples; latest ${summary}`);
-  const top = Math.max(1, ...points.flatMap((p) => names.map((name) => p[name])));
+  const has = (p, name) => typeof p[name] === "number";
+  const lastOf = (name) => [...points].reverse().find((p) => has(p, name));
+  const summary = points.length
+    ? names.map((name) => `${SERIES_NAMES[name] || name} ${lastOf(name) ? lastOf(name)[name] : "none"}`).join(", ")
+    : "none";
+  box.setAttribute("aria-label", `${title}: ${points.length} ${unit || "samples"}; latest ${summary}`);
+  const top = Math.max(1, ...points.flatMap((p) => names.filter((name) => has(p, name)).map((name) => p[name])));
   box.append(svg("line", { class: "axis", x1: left, y1: 8, x2: left, y2: height - bottom }));
   box.append(svg("line", { class: "axis", x1: left, y1: height - bottom, x2: width - 8, y2: height - bottom }));
   const topLabel = svg("text", { class: "label", x: 4, y: 14 });
@@ -201,11 +207,12 @@ function lineChart(title, points, names) {
     until.textContent = new Date(points[points.length - 1].t).toLocaleTimeString();
     box.append(since, until);
     for (const name of names) {
-      const coords = points.map((p) => {
+      const coords = points.filter((p) => has(p, name)).map((p) => {
         const x = points.length > 1 ? left + ((p.t - first) / span) * (width - left - 10) : left;
         const y = height - bottom - (p[name] / top) * (height - bottom - 12);
         return `${x.toFixed(1)},${y.toFixed(1)}`;
       });
+      if (!coords.length) continue;
       if (coords.length === 1) coords.push(`${width - 10},${coords[0].split(",")[1]}`);
       box.append(svg("polyline", { class: `series s-${name}`, points: coords.join(" ") }));
     }
@@ -659,7 +666,20 @@ function subQueueView(root, queue, client) {
   const priorityFilter = h("select", { id: "priority-filter" }, h("option", { value: "" }, "any priority"), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0].map((p) => h("option", { value: p }, p)));
   const groupFilter = h("input", { id: "group-filter", type: "search", autocomplete: "off" });
   let listed = [];
-  for (const control of [stateFilter, priorityFilter, groupFilter]) control.addEventListener("input", () => renderMessages());
+  // Pages of the API's browse: `cursor` is the shown page's, `earlier` the cursors of the pages before it.
+  let fifo = null;
+  let cursor = null;
+  let nextCursor = null;
+  const earlier = [];
+  const pager = h("div", { class: "toolbar", id: "messages-pager" });
+  const firstPage = () => {
+    cursor = null;
+    earlier.length = 0;
+    refresh().catch((error) => notice(failure(error), "error"));
+  };
+  stateFilter.addEventListener("input", firstPage);
+  priorityFilter.addEventListener("input", firstPage);
+  groupFilter.addEventListener("change", firstPage);
 
   const lookup = h("form", { class: "toolbar", id: "lookup" });
   append(lookup, [input("lookup-id", "A message by id, in any state", { required: true, autocomplete: "off" }), h("button", { type: "submit" }, "Open")]);
@@ -794,21 +814,14 @@ function subQueueView(root, queue, client) {
   function renderMessages() {
     const now = Date.now();
     for (const [id, message] of received) if (message.until <= now) received.delete(id);
-    const seen = new Set(listed.map((m) => m.message_id));
-    const rows = [
-      ...[...received.values()].filter((m) => !seen.has(m.message_id)).map((m) => ({ ...m, state: "in_flight", visible_at: m.until })),
-      ...listed,
-    ].filter(
-      (m) =>
-        (!stateFilter.value || m.state === stateFilter.value) &&
-        (priorityFilter.value === "" || String(m.priority || 0) === priorityFilter.value) &&
-        (!groupFilter.value || (m.group_id || "").includes(groupFilter.value)),
-    );
+    // The API filtered the page; shown in receive order: highest priority first, then the oldest.
+    const rows = [...listed].sort((a, b) => (b.priority || 0) - (a.priority || 0) || a.sent_at - b.sent_at || (a.sequence < b.sequence ? -1 : 1));
+    renderPager();
     clear(messages).append(
       h(
         "table",
         { id: "messages" },
-        h("caption", {}, "Waiting messages (the next to be received) and those received here"),
+        h("caption", {}, `Waiting messages in every state, ${PAGE_SIZE} a page`),
         h("thead", {}, h("tr", {}, ["Message id", "State", "Priority", "Group", "Receives", "Sent", "Body"].map((t) => h("th", { scope: "col" }, t)))),
         h(
           "tbody",
@@ -833,11 +846,45 @@ function subQueueView(root, queue, client) {
     );
   }
 
+  function renderPager() {
+    const move = (to) => {
+      if (to) {
+        earlier.push(cursor);
+        cursor = nextCursor;
+      } else {
+        cursor = earlier.pop() || null;
+      }
+      refresh().catch((error) => notice(failure(error), "error"));
+    };
+    clear(pager).append(
+      h("button", { type: "button", class: "secondary", id: "messages-previous", disabled: !earlier.length, onclick: () => move(false) }, "Previous page"),
+      h("button", { type: "button", class: "secondary", id: "messages-next", disabled: !nextCursor, onclick: () => move(true) }, "Next page"),
+      h(
+        "span",
+        { id: "messages-page", role: "status" },
+        `Page ${earlier.length + 1}` + (nextCursor ? (listed.length < PAGE_SIZE ? ": a part of the sub-queue was read; more on the next page" : "") : ": the end of the sub-queue"),
+      ),
+    );
+  }
+
+  async function browse() {
+    if (fifo === null) fifo = Boolean((await api("GET", `/queues/${enc(queue)}`)).queue.fifo);
+    priorityFilter.disabled = fifo;
+    groupFilter.disabled = !fifo;
+    const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    if (stateFilter.value) query.set("state", stateFilter.value);
+    if (!fifo && priorityFilter.value !== "") query.set("priority", priorityFilter.value);
+    if (fifo && groupFilter.value.trim()) query.set("group", groupFilter.value.trim());
+    if (cursor) query.set("cursor", cursor);
+    return api("GET", `${base}/browse?${query.toString()}`);
+  }
+
   async function refresh() {
-    const [stats, peeked] = await Promise.all([api("GET", base + "/stats"), api("GET", base + "/messages?limit=50")]);
+    const [stats, page] = await Promise.all([api("GET", base + "/stats"), browse()]);
     sample(key, stats);
     clear(figures).append(figuresList(stats));
-    listed = peeked.messages;
+    listed = page.messages;
+    nextCursor = page.cursor;
     renderMessages();
     root.setAttribute("data-loaded", "true");
   }
@@ -854,9 +901,10 @@ function subQueueView(root, queue, client) {
       { class: "toolbar" },
       h("div", {}, h("label", { for: "state-filter" }, "State"), stateFilter),
       h("div", {}, h("label", { for: "priority-filter" }, "Priority"), priorityFilter),
-      h("div", {}, h("label", { for: "group-filter" }, "Group"), groupFilter),
+      h("div", {}, h("label", { for: "group-filter" }, "Group (FIFO; Enter)"), groupFilter),
     ),
     messages,
+    pager,
     lookup,
     h("h2", {}, "Receive to look"),
     h("p", { class: "muted" }, "Receives messages as a consumer would: hidden from others until you delete or release each."),
@@ -1040,31 +1088,92 @@ function dlqView(root, queue, client) {
   return { refresh };
 }
 
+// The series a deployed stack's functions published, as `dq metrics` reads them: one point per minute.
+const CLOUD_MINUTES = 60;
+const CLOUD_EVERY_MS = 60000;
+const CLOUD_KEYS = { visible: "visible", in_flight: "in_flight", delayed: "delayed", dlq: "dlq", oldest_age_seconds: "oldest", shards: "shards" };
+
+function cloudPoints(series) {
+  const byTime = new Map();
+  for (const [key, name] of Object.entries(CLOUD_KEYS)) {
+    for (const [stamp, value] of series[key] || []) {
+      const point = byTime.get(stamp) || { t: stamp * 1000 };
+      point[name] = value;
+      byTime.set(stamp, point);
+    }
+  }
+  return [...byTime.values()].sort((a, b) => a.t - b.t);
+}
+
+function cloudSection(found) {
+  if (found.source !== "cloudwatch") {
+    return [
+      h("p", { id: "metrics-source" }, `Not read from CloudWatch: ${found.reason}. The charts below are this page's own samples.`),
+    ];
+  }
+  const points = cloudPoints(found.series);
+  const clients = found.clients
+    ? `, the sum of ${found.clients.length} client(s)${found.more_clients ? " (the first by name: there are more)" : ""}`
+    : "";
+  const minutes = Math.round((found.end - found.start) / 60);
+  return [
+    h(
+      "p",
+      { id: "metrics-source" },
+      `From CloudWatch: ${found.namespace} in ${found.region}, the ${found.statistic} of each ${found.period / 60} min over the last ${minutes} min${clients}.`,
+    ),
+    points.length ? null : h("p", {}, "No point in this window: the sweeper publishes on its schedule."),
+    h("h3", {}, "Backlog"),
+    legend(SERIES),
+    lineChart("Backlog from CloudWatch", points, SERIES, "points"),
+    h("h3", {}, "Oldest message's age (s)"),
+    lineChart("Oldest age in seconds from CloudWatch", points, ["oldest"], "points"),
+    found.series.shards ? [h("h3", {}, "Shards"), lineChart("Shards from CloudWatch", points, ["shards"], "points")] : null,
+  ];
+}
+
 function chartsView(root, queue, client) {
   const key = client ? `${queue}/${client}` : queue;
-  const area = h("div", {});
+  const cloud = h("section", { id: "cloudwatch", "aria-labelledby": "cloudwatch-title" });
+  const area = h("section", { id: "sampled", "aria-labelledby": "sampled-title" });
   const title = client ? `${queue} / ${client}` : queue;
+  let cloudAt = 0;
   append(
     root,
     [client
       ? crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client, link.client(queue, client)], ["Charts"])
       : crumbs(["Queues", link.queues()], [queue, link.queue(queue)], ["Charts"]),
     h("h1", {}, `Charts of ${title}`),
+    h("h2", { id: "cloudwatch-title" }, "Published to CloudWatch"),
+    cloud,
+    h("h2", { id: "sampled-title" }, "Sampled by this page"),
     h("p", { class: "muted" }, `Sampled every ${REFRESH_MS / 1000} s while the console is open (not while paused).`),
     area],
   );
+
+  async function refreshCloud() {
+    // At most once a minute: CloudWatch holds a point a minute, and each read is a GetMetricData.
+    if (Date.now() - cloudAt < CLOUD_EVERY_MS) return;
+    const query = new URLSearchParams({ queue, minutes: String(CLOUD_MINUTES) });
+    if (client) query.set("client", client);
+    const found = await api("GET", "/metrics?" + query.toString());
+    cloudAt = Date.now();
+    clear(cloud);
+    append(cloud, cloudSection(found));
+  }
 
   async function refresh() {
     const stats = client ? await api("GET", sub(queue, client) + "/stats") : (await api("GET", `/queues/${enc(queue)}`)).queue.stats;
     sample(key, stats);
     const points = state.samples.get(key) || [];
     clear(area).append(
-      h("h2", {}, "Backlog"),
+      h("h3", {}, "Backlog"),
       legend(SERIES),
       lineChart("Backlog", points, SERIES),
-      h("h2", {}, "Oldest message's age (s)"),
+      h("h3", {}, "Oldest message's age (s)"),
       lineChart("Oldest age in seconds", points, ["oldest"]),
     );
+    await refreshCloud();
     root.setAttribute("data-loaded", "true");
   }
   return { refresh };

@@ -7,6 +7,7 @@ to drain a DLQ at a steady rate.
 
 from __future__ import annotations
 
+from . import plain_operations
 from .core_client import queue_client
 from .observability import count, tracer
 from .schemas import (
@@ -23,8 +24,7 @@ from .schemas import (
 
 @tracer.capture_method(capture_response=False)
 def list_dlq(address: SubQueueAddress, request: ListRequest) -> MessageList:
-    messages = queue_client().queue(address.queue, address.client).dlq_list(request.limit)
-    return MessageList.model_validate({"messages": [message.to_dict() for message in messages]})
+    return MessageList.model_validate(plain_operations.list_dlq(address.queue, address.client, request.limit))
 
 
 @tracer.capture_method(capture_response=False)

@@ -5,8 +5,9 @@ event without `action` (an EventBridge rule's `Scheduled Event`, a Scheduler's c
 function's scheduled action when it has one.
 
 Both are built from `queue_api.operations` on the first event that needs them, not when the handler is imported:
-a cold start loads pydantic, Powertools' validation, the models and the core only for the request in hand, and
-an invoke never builds the resolver.
+a cold start loads pydantic, Powertools' validation, the models and the core only for the request in hand (a
+well-formed request of a fast route, `queue_api.fast_routes`, loads none but the core), and an invoke never
+builds the resolver.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ def is_http_event(event: Any) -> bool:
 def handle_event(event: Any, context: Any, *, function: str) -> dict[str, Any]:
     """`function`'s answer to `event`: an API Gateway proxy answer, or an invoke answer (JSON or error)."""
     if is_http_event(event):
-        from .resolver import proxy_response, resolve, resolver_for
+        from .resolver import answer_http
 
-        app = resolver_for(function)
-        if app is None:
-            from .error_mapping import RouteNotFound, error_answer
+        return answer_http(function, event, context)
+    from .fast_actions import answer_invoke
 
-            return proxy_response(*error_answer(RouteNotFound("this function serves no HTTP routes")))
-        return resolve(app, event, context)
+    fast = answer_invoke(function, event, context)
+    if fast is not None:
+        return fast
     from .invoke import actions_for, dispatch
 
     return dispatch(actions_for(function), event, context, default_action=scheduled_action(function))

@@ -2,7 +2,9 @@
 
 HTTP routes and invoke actions both go through `error_answer`, so a caller sees the same code and message
 whichever way it came in. Validation problems are 400 (not Powertools' 422); anything unexpected is a 500
-`InternalError` whose message says nothing about the code, while the details go to the log.
+`InternalError` whose message says nothing about the code, while the details go to the log. pydantic and
+Powertools' validation errors are imported only to read such an error: a request that never met them does not
+load them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import pydantic
 from queue_core import QueueError
 
 from .observability import logger
@@ -47,9 +48,10 @@ def error_answer(error: BaseException) -> tuple[int, dict[str, dict[str, str]]]:
         code, status = ("NotFound", 404) if isinstance(error, RouteNotFound) else ("ValidationError", 400)
         logger.info("request refused", extra={"code": code, "reason": str(error)})
         return status, error_body(code, str(error))
-    problems = _validation_problems(error)
-    if problems is not None:
-        message = describe_problems(problems, http=not isinstance(error, pydantic.ValidationError))
+    found = _validation_problems(error)
+    if found is not None:
+        problems, http = found
+        message = describe_problems(problems, http=http)
         logger.info("request refused", extra={"code": "ValidationError", "reason": message})
         return 400, error_body("ValidationError", message)
     logger.exception("request failed", exc_info=error)
@@ -58,14 +60,16 @@ def error_answer(error: BaseException) -> tuple[int, dict[str, dict[str, str]]]:
     return 500, error_body("InternalError", INTERNAL_MESSAGE)
 
 
-def _validation_problems(error: BaseException) -> list[Mapping[str, Any]] | None:
-    """The list of problems of a request validation error, or None when `error` is not one."""
+def _validation_problems(error: BaseException) -> tuple[list[Mapping[str, Any]], bool] | None:
+    """The problems of a request validation error and whether it came from an HTTP request (Powertools') rather
+    than from an invoke event's models (pydantic's); None when `error` is not one."""
+    import pydantic
     from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
     if isinstance(error, RequestValidationError):
-        return list(error.errors())
+        return list(error.errors()), True
     if isinstance(error, pydantic.ValidationError):
-        return list(error.errors(include_url=False, include_input=False))
+        return list(error.errors(include_url=False, include_input=False)), False
     return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, Final, NamedTuple
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -47,7 +47,26 @@ PATH_PARAMETERS: Final = {
     "c": PathParameter("c", ClientPath, "client"),
     "id": PathParameter("message_id", MessageIdPath, "message_id"),
 }
-QUERY_PARAMETERS: Final = {"limit": QueryParameter(LimitQuery, 10)}
+StateQuery = Annotated[
+    Literal["visible", "in_flight", "delayed"] | None, Query(description="only messages in this state")
+]
+PriorityQuery = Annotated[
+    int | None, Query(ge=0, le=limits.MAX_PRIORITY, description="only messages of this priority (standard queues)")
+]
+GroupQuery = Annotated[
+    str | None, Query(min_length=1, max_length=limits.MAX_GROUP_ID, description="only this group (FIFO queues)")
+]
+CursorQuery = Annotated[
+    str | None, Query(min_length=1, max_length=1000, description="the previous page's cursor: go on from there")
+]
+
+QUERY_PARAMETERS: Final = {
+    "limit": QueryParameter(LimitQuery, 10),
+    "state": QueryParameter(StateQuery, None),
+    "priority": QueryParameter(PriorityQuery, None),
+    "group": QueryParameter(GroupQuery, None),
+    "cursor": QueryParameter(CursorQuery, None),
+}
 
 _ERROR_DESCRIPTIONS: Final = {
     400: "ValidationError: malformed JSON, a wrong type, an unknown field, a value out of range, a bad name",

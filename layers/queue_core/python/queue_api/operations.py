@@ -193,6 +193,13 @@ OPERATIONS: Final = (
         errors=(400, 404, 429),
     ),
     Operation(
+        "browse", "GET", f"{SUB_QUEUE}/browse", POLLER, Access.CONSUME, request="BrowseRequest",
+        query=("limit", "state", "priority", "group", "cursor"), answer="BrowsePageAnswer", tag=MESSAGES_TAG,
+        summary="Waiting messages in any state (visible, in flight, delayed) with until when, page by page, "
+        "filtered by state, priority or group, without claiming them; a bounded read: a page may be short",
+        errors=(400, 404, 429),
+    ),
+    Operation(
         "get", "GET", f"{SUB_QUEUE}/messages/{{id}}", POLLER, Access.CONSUME, answer="MessageAnswer",
         summary="One message and its state: visible, in_flight, delayed or dlq", tag=MESSAGES_TAG,
         errors=(400, 404, 410, 429),

@@ -1,15 +1,14 @@
-"""The poller's operations: receive (long poll), delete, change visibility, release, peek, get, cancel, purge,
+"""The poller's operations: receive (long poll), delete, change visibility, release, peek, browse, get, cancel, purge,
 stats. Their routes and actions are in `queue_api.operations`."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import TYPE_CHECKING
-
+from . import plain_operations
 from .core_client import queue_client
 from .observability import count, tracer
-from .payloads import within_budget
 from .schemas import (
+    BrowsePageAnswer,
+    BrowseRequest,
     DeleteAnswer,
     Deleted,
     DeleteRequest,
@@ -29,30 +28,12 @@ from .schemas import (
     VisibleAt,
 )
 
-if TYPE_CHECKING:
-    from queue_core import QueueWide, ReceivedMessage, SubQueue
-
 
 @tracer.capture_method(capture_response=False)
 def receive(address: SubQueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
     """Waits up to `wait_seconds` and returns as soon as anything is received: as many messages as the answer can
     carry through Lambda (`payloads`), the others given back to the queue at once."""
-    sub_queue = queue_client().queue(address.queue, address.client)
-    return _answer(sub_queue.receive(**request.model_dump()), sub_queue)
-
-
-def _answer(claimed: list[ReceivedMessage], holder: SubQueue | QueueWide) -> ReceiveAnswer:
-    """The messages the answer can carry through Lambda (`payloads`); the others are given back at once, as they
-    were before this receive: nobody saw them, so their receive does not count."""
-    from queue_core import QueueError
-
-    received, surplus = within_budget(claimed)
-    for message in surplus:
-        with contextlib.suppress(QueueError):  # a message not given back is visible again after its timeout
-            holder.return_unseen(message.receipt_handle)
-    count("MessagesReceived", len(received))
-    count("ClaimConflicts", holder.claim_conflicts)
-    return ReceiveAnswer.model_validate({"messages": [message.to_dict() for message in received]})
+    return ReceiveAnswer.model_validate(plain_operations.receive(address.queue, address.client, request.model_dump()))
 
 
 @tracer.capture_method(capture_response=False)
@@ -80,7 +61,8 @@ def receive_any(address: QueueAddress, request: ReceiveRequest) -> ReceiveAnswer
     """Any client's messages, fairly: the highest priority first, then the clients in rotation; as many as the
     answer can carry, as a client's receive."""
     queue_wide = queue_client().queue_wide(address.queue)
-    return _answer(queue_wide.receive(**request.model_dump()), queue_wide)
+    claimed = queue_wide.receive(**request.model_dump())
+    return ReceiveAnswer.model_validate(plain_operations.received_answer(claimed, queue_wide))
 
 
 @tracer.capture_method(capture_response=False)
@@ -105,8 +87,14 @@ def release_any(address: QueueAddress, request: ReleaseRequest) -> VisibleAt:
 
 @tracer.capture_method(capture_response=False)
 def peek(address: SubQueueAddress, request: ListRequest) -> MessageList:
-    messages = queue_client().queue(address.queue, address.client).peek(request.limit)
-    return MessageList.model_validate({"messages": [message.to_dict() for message in messages]})
+    return MessageList.model_validate(plain_operations.peek(address.queue, address.client, request.limit))
+
+
+@tracer.capture_method(capture_response=False)
+def browse(address: SubQueueAddress, request: BrowseRequest) -> BrowsePageAnswer:
+    sub_queue = queue_client().queue(address.queue, address.client)
+    page = sub_queue.browse(request.limit, request.state, request.priority, request.group, request.cursor)
+    return BrowsePageAnswer.model_validate(page.to_dict())
 
 
 @tracer.capture_method(capture_response=False)

@@ -3,8 +3,9 @@ messages, and describe the API itself. Their routes and actions are in `queue_ap
 
 from __future__ import annotations
 
+from . import plain_operations
 from .core_client import queue_client
-from .observability import count, tracer
+from .observability import tracer
 from .openapi import document
 from .schemas import (
     ClientList,
@@ -73,15 +74,11 @@ def delete_queue(address: QueueAddress, _request: NoAddress) -> Deleted:
 @tracer.capture_method(capture_response=False)
 def send(address: SubQueueAddress, request: SendMessageRequest | SendBatchRequest) -> SendAnswer:
     """One message or a batch. Fields left out (or null) are not passed on, so the queue's own defaults apply."""
-    sub_queue = queue_client().queue(address.queue, address.client)
     if isinstance(request, SendBatchRequest):
-        batch = sub_queue.send_batch([entry.model_dump(exclude_none=True) for entry in request.messages])
-        answer = SendBatchAnswer.model_validate(batch.to_dict())
-        count("MessagesSent", sum(not entry.duplicate for entry in answer.successful))
-        return answer
-    result = sub_queue.send(**request.model_dump(exclude_none=True)).to_dict()
-    count("MessagesSent", 0 if result.get("duplicate") else 1)
-    return SendMessageAnswer.model_validate({**result, "successful": [{"index": 0, **result}], "failed": []})
+        entries = [entry.model_dump(exclude_none=True) for entry in request.messages]
+        return SendBatchAnswer.model_validate(plain_operations.send_batch(address.queue, address.client, entries))
+    fields = request.model_dump(exclude_none=True)
+    return SendMessageAnswer.model_validate(plain_operations.send_one(address.queue, address.client, fields))
 
 
 def openapi(_address: NoAddress, _request: NoAddress) -> OpenApiDocument:

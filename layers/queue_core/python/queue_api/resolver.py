@@ -1,4 +1,10 @@
-"""The REST resolver of a function's routes, with validation on and errors mapped once."""
+"""The REST resolver of a function's routes, with validation on and errors mapped once, and the way into it.
+
+`answer_http` refuses what no route may take (too large, not JSON, not UTF-8), lets `queue_api.fast_routes`
+answer the requests it vouches for, and builds the validating resolver (pydantic, Powertools' OpenAPI
+parameters, the models) only for the others: a cold start whose first request is a well-formed send, receive or
+listing does not load them.
+"""
 
 from __future__ import annotations
 
@@ -13,17 +19,24 @@ from typing import Any, Final
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from queue_core import MessageTooLarge, limits
 
-from . import http, operations
+from . import fast_routes, operations
 from .error_mapping import RouteNotFound, UnsupportedBody, error_answer, http_error_response
 from .operations import Operation
+from .proxy import proxy_response
 
 # Room for one message at the body limit with worst-case JSON escaping, and SQS's 1 MiB total of a batch.
 MAX_REQUEST_BYTES: Final = 4 * limits.MAX_BODY_BYTES
+# Nesting a request body may have; every route's body is a few levels deep. A fixed bound, unlike the parser's,
+# which depends on how deep the stack already is where it runs: a body the check below parsed could otherwise still
+# escape Powertools' own parse, deeper in the stack, as a RecursionError (a 500).
+MAX_BODY_DEPTH: Final = 64
 
 
 def build_resolver(served: Iterable[Operation]) -> APIGatewayRestResolver:
     """A resolver serving the routes of `served`: request bodies, path and query parameters and answers are
     validated against the operations' pydantic models, and every error leaves as `{"error": {"code", "message"}}`."""
+    from . import http
+
     app = APIGatewayRestResolver(
         enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
     )
@@ -48,15 +61,83 @@ def build_resolver(served: Iterable[Operation]) -> APIGatewayRestResolver:
     return app
 
 
+def served_routes(function: str) -> list[Operation]:
+    return [operation for operation in operations.of_function(function) if operation.path is not None]
+
+
 @functools.cache
 def resolver_for(function: str) -> APIGatewayRestResolver | None:
     """The resolver of `function`'s routes, built on its first HTTP request; None when it serves no route."""
-    served = [operation for operation in operations.of_function(function) if operation.path is not None]
+    served = served_routes(function)
     return build_resolver(served) if served else None
 
 
+def answer_http(function: str, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    """`function`'s answer to an API Gateway REST proxy event: a refusal, a fast route's answer, or the
+    validating resolver's. A function without routes answers 404 to any such event, before looking at its body."""
+    if not served_routes(function):
+        return _no_routes()
+    refused = refusal(event)
+    if refused is not None:
+        return refused
+    fast = fast_routes.answer(function, event)
+    if fast is not None:
+        return fast
+    app = resolver_for(function)
+    if app is None:
+        return _no_routes()
+    return _not_an_object(event) or app.resolve(dict(event), context)
+
+
+def _no_routes() -> dict[str, Any]:
+    return proxy_response(*error_answer(RouteNotFound("this function serves no HTTP routes")))
+
+
 def resolve(app: APIGatewayRestResolver, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """Answers an API Gateway REST proxy event; a body over `MAX_REQUEST_BYTES` is refused before it is parsed."""
+    """Answers an API Gateway REST proxy event; a body over `MAX_REQUEST_BYTES` is refused before it is parsed,
+    and one that is not a JSON object before Powertools reads it."""
+    return refusal(event) or _not_an_object(event) or app.resolve(dict(event), context)
+
+
+def _not_an_object(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Every request body is one JSON object. Powertools reads a top-level array as its first element (a batch
+    sent as a bare list would send its first message and drop the rest with a 200), and JSON nested past the
+    parser's depth escapes it as a RecursionError (a 500): both are refused here. Malformed JSON is left to the
+    resolver's own answer."""
+    body = event.get("body")
+    if not body:
+        return None
+    text = base64.b64decode(str(body)).decode("utf-8") if event.get("isBase64Encoded") else str(body)
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        return proxy_response(*error_answer(UnsupportedBody("request body nests too deep; send a JSON object")))
+    except ValueError:
+        return None
+    if isinstance(parsed, list):
+        return proxy_response(*error_answer(UnsupportedBody("request body is a JSON array; send a JSON object")))
+    if _deeper_than(parsed, MAX_BODY_DEPTH):
+        return proxy_response(*error_answer(UnsupportedBody("request body nests too deep; send a JSON object")))
+    return None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether parsed JSON nests past `limit` containers; without recursion, so at any depth of the stack."""
+    pending = [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        children = current.values() if isinstance(current, dict) else current if isinstance(current, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The answer to a request no route may take, before its body is parsed: over `MAX_REQUEST_BYTES`, of a type
+    other than JSON, or base64 that is not UTF-8; None for any other."""
     size = request_size(event)
     if size > MAX_REQUEST_BYTES:
         refused = MessageTooLarge(f"request body is {size} bytes; at most {MAX_REQUEST_BYTES} bytes allowed")
@@ -67,7 +148,7 @@ def resolve(app: APIGatewayRestResolver, event: Mapping[str, Any], context: Any)
         return proxy_response(*error_answer(refused))
     if size and event.get("isBase64Encoded") and not _is_utf8(str(event["body"])):
         return proxy_response(*error_answer(UnsupportedBody("request body is not UTF-8 text; send JSON")))
-    return app.resolve(dict(event), context)
+    return None
 
 
 def _is_utf8(body: str) -> bool:
@@ -102,13 +183,3 @@ def request_size(event: Mapping[str, Any]) -> int:
         except (binascii.Error, ValueError):
             return len(body)
     return len(body.encode("utf-8", errors="surrogatepass"))
-
-
-def proxy_response(status: int, body: Mapping[str, Any]) -> dict[str, Any]:
-    """An API Gateway proxy answer built without the resolver, in the shape the resolver gives."""
-    return {
-        "statusCode": status,
-        "multiValueHeaders": {"Content-Type": ["application/json"]},
-        "body": json.dumps(body, separators=(",", ":")),
-        "isBase64Encoded": False,
-    }

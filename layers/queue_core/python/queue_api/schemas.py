@@ -14,9 +14,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstrai
 from pydantic_core import PydanticCustomError
 from queue_core import limits
 
-QUEUE_NAME_PATTERN: Final = r"^([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$"
-CLIENT_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,80}$"
-MAX_MESSAGE_ID: Final = 400
+from .names import CLIENT_ID_PATTERN, MAX_MESSAGE_ID, QUEUE_NAME_PATTERN
 
 QueueName = Annotated[
     str,
@@ -367,6 +365,32 @@ class MessageAnswer(Answer):
 
 class MessageList(Answer):
     messages: list[MessageAnswer]
+
+
+class BrowseRequest(Request):
+    """A page of a sub-queue's waiting messages, for invoke events (HTTP takes it from the query string)."""
+
+    limit: Annotated[int, _int(1, limits.MAX_PEEK)] = 10
+    state: Literal["visible", "in_flight", "delayed"] | None = Field(None, description="only messages in this state")
+    priority: Annotated[int | None, _int(0, limits.MAX_PRIORITY, "only this priority (standard queues)")] = None
+    group: Annotated[
+        str | None, Field(min_length=1, max_length=limits.MAX_GROUP_ID, description="only this group (FIFO queues)")
+    ] = None
+    cursor: Annotated[
+        str | None, Field(min_length=1, max_length=1000, description="the previous page's cursor: go on from there")
+    ] = None
+
+
+class BrowsedMessageAnswer(MessageAnswer):
+    state: Literal["visible", "in_flight", "delayed"]
+    until: int | None = Field(
+        None, description="in flight: when the claim ends; delayed: when it is delivered; visible: null"
+    )
+
+
+class BrowsePageAnswer(Answer):
+    messages: list[BrowsedMessageAnswer]
+    cursor: str | None = Field(description="go on from here with the next request; null: read to the end")
 
 
 class Purged(Answer):

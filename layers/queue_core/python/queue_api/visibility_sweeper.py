@@ -9,14 +9,16 @@ a margin for the sub-queue in progress and for publishing; an unfinished sweep r
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from .core_client import queue_client
 from .dispatcher import wake_dispatchers
 from .observability import NAMESPACE, count, tracer
-from .schemas import NoAddress, SweepAnswer, SweepRequest
+
+if TYPE_CHECKING:
+    from .schemas import NoAddress, SweepAnswer, SweepRequest
 
 SHARDS_METRIC: Final = "Shards"
 MIN_MARGIN_SECONDS: Final = 2.0
@@ -37,7 +39,11 @@ DEPTH_METRICS: Final = (
 
 def budget_seconds(request: SweepRequest, context: Any) -> float | None:
     """The smaller of the asked budget and the function's remaining time less a margin; None: no limit."""
-    budgets = [request.budget_seconds] if request.budget_seconds else []
+    return _budget(request.budget_seconds, context)
+
+
+def _budget(asked: float | None, context: Any) -> float | None:
+    budgets = [asked] if asked else []
     remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
     if callable(remaining_ms):
         remaining = remaining_ms() / 1000
@@ -47,7 +53,16 @@ def budget_seconds(request: SweepRequest, context: Any) -> float | None:
 
 @tracer.capture_method(capture_response=False)
 def sweep(_address: NoAddress, request: SweepRequest, context: Any) -> SweepAnswer:
-    budget = budget_seconds(request, context)
+    from .schemas import SweepAnswer
+
+    return SweepAnswer.model_validate(sweep_report(request.budget_seconds, context))
+
+
+@tracer.capture_method(capture_response=False)
+def sweep_report(asked_budget: float | None, context: Any) -> dict[str, Any]:
+    """The sweep's work over plain values (its report as JSON), shared by the action and its fast form
+    (`queue_api.fast_actions`), which answers a schedule's event without loading pydantic."""
+    budget = _budget(asked_budget, context)
     # A fresh sweep of a function's run holds the lease for its budget: a sweep that overlaps it (a slow run, a
     # manual invoke) answers `skipped` instead of reading every sub-queue a second time.
     report = queue_client().sweep(budget_seconds=budget, lease_seconds=budget)
@@ -55,7 +70,7 @@ def sweep(_address: NoAddress, request: SweepRequest, context: Any) -> SweepAnsw
     publish_depths(report.depths)
     publish_shards(report.shards)
     wake_dispatchers(report.depths)
-    return SweepAnswer.model_validate(report.to_dict())
+    return report.to_dict()
 
 
 def publish_depths(depths: Iterable[Mapping[str, Any]]) -> None:

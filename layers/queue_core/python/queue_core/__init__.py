@@ -17,7 +17,16 @@ from .errors import (
     TransactionConditionFailed,
     ValidationError,
 )
-from .models import BatchResult, Message, QueueStats, ReceivedMessage, SendResult, SweepReport
+from .models import (
+    BatchResult,
+    BrowsedMessage,
+    BrowsePage,
+    Message,
+    QueueStats,
+    ReceivedMessage,
+    SendResult,
+    SweepReport,
+)
 from .queuewide import QueueWide
 from .settings import QueueSettings
 from .sqs_client import sqs_client
@@ -26,6 +35,8 @@ from .transactions import TransactAck, TransactSend
 
 __all__ = [
     "BatchResult",
+    "BrowsePage",
+    "BrowsedMessage",
     "Consumer",
     "ConsumerReport",
     "DuplicateMessage",

@@ -9,8 +9,12 @@ TTL'd), and only when it carried at least `REPORT_MIN_SHARE` of a key's limit in
 writes nothing.
 
 Decisions are made where code already runs. The sweep reads every client's reports once per pass and sizes the count
-for `SIZE_FOR` of a key's limit on the busiest shard; a process whose sends or receives were throttled grows the
-count at once (at most `THROTTLE_GROWTH` times) when they come at `THROTTLES_PER_MINUTE` or more. A decision is
+for `SIZE_FOR` of a key's limit on the busiest shard; a process whose sends or receives were throttled, at
+`THROTTLES_PER_MINUTE` or more, reads its client's reports and decides at once. Either way the count goes straight
+to the need the reports measure (a standard client's sends go round its shards: its busiest key carries its total
+over the count), and a throttled one at least `THROTTLE_GROWTH` times, since senders that back off measure less
+than they want to send; throttles the measured load does not explain (a table-level quota, a change still
+settling) grow nothing, as more shards would not help. A decision is
 written as a change by hand is (`Registry.reshard`: conditional on the settings' version and generation, its own
 write recognised after a lost answer), and keeps the same layout history, so nothing is stranded when the count goes
 down.
@@ -60,7 +64,7 @@ FRESH_SECONDS: Final = 20
 GROW_COOLDOWN_SECONDS: Final = 20
 QUIET_SECONDS: Final = 300
 
-# This process in the load reports.
+# This process in the load reports (each meter adds its own suffix: see `LoadMeter.reporter`).
 PROCESS: Final = uuid.uuid4().hex[:12]
 
 
@@ -77,6 +81,9 @@ class LoadMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._windows: dict[Space, _Window] = {}
+        # Its own report item: clients in one process (threads, a worker pool) each count only their own load,
+        # and one's report must not overwrite another's.
+        self.reporter = f"{PROCESS}-{uuid.uuid4().hex[:6]}"
 
     def record(self, space: Space, shard: int, units: float, now: int) -> None:
         with self._lock:
@@ -121,17 +128,27 @@ def after_traffic(ctx: Context, settings: QueueSettings, space: Space) -> None:
     if report is None:
         return
     try:
-        ctx.store.write(writes.report_load(space.load_key(PROCESS), report, now // 1000 + 2 * QUIET_SECONDS))
+        ctx.store.write(writes.report_load(space.load_key(ctx.load.reporter), report, now // 1000 + 2 * QUIET_SECONDS))
         if report["throttles"] >= THROTTLES_PER_MINUTE:
-            decide(ctx, settings.name, throttled=True)
+            # The client's other processes' reports too: a receiver throttled on claims sends nothing itself.
+            reports = [list(ctx.store.query_all(space.load_pk()))]
+            decide(ctx, settings.name, throttled=True, reports=reports, grow_only=True)
     except QueueError as error:  # e.g. a tenant confined to its sub-queue may not change settings
         logger.debug("load report or decision skipped: %s", error)
 
 
-def _share(reports: list[list[dict[str, Any]]], since: int) -> float:
-    """The busiest shard key's load as a share of a key's write limit: per client (each its own keys), the sum
-    over its processes' busiest shards (an upper bound), and the most of any client."""
-    per_client = [sum(float(r["busiest_wu"]) for r in client if int(r["at"]) >= since) for client in reports]
+def _share(settings: QueueSettings, reports: list[list[dict[str, Any]]], since: int) -> float:
+    """The busiest shard key's load at the current count as a share of a key's write limit, the most of any client
+    (each has its own keys). A standard client's sends go round its shards, so each key carries the client's total
+    over the count; a FIFO group keeps to one shard, so there it is the sum of each process's busiest shard (an upper
+    bound). Each process has one report (the latest)."""
+    per_client = []
+    for client in reports:
+        recent = [r for r in client if int(r["at"]) >= since]
+        if settings.fifo:
+            per_client.append(sum(float(r["busiest_wu"]) for r in recent))
+        else:
+            per_client.append(sum(float(r["total_wu"]) for r in recent) / settings.shards)
     return max(per_client, default=0.0) / KEY_WRITE_UNITS
 
 
@@ -149,14 +166,16 @@ def wanted_shards(
     since = max(now - FRESH_SECONDS * 1000, settings.shards_changed_at + 1)
     fresh = [[r for r in client if int(r["at"]) >= since] for client in reports]
     throttled = throttled or any(int(r["throttles"]) >= THROTTLES_PER_MINUTE for client in fresh for r in client)
-    share = _share(fresh, since)
+    share = _share(settings, fresh, since)
+    # Throttles grow the count only when the measured load explains them (see the module's docstring).
+    throttled = throttled and share >= SIZE_FOR
     if (share > GROW_AT or throttled) and since_change >= GROW_COOLDOWN_SECONDS * 1000:
         target = _power_of_two(current * share / SIZE_FOR)
         if throttled:
             target = max(target, current * THROTTLE_GROWTH)
         return max(current, min(target, settings.max_shards))
     recent = [[r for r in client if int(r["at"]) >= now - QUIET_SECONDS * 1000] for client in reports]
-    recent_share = _share(recent, now - QUIET_SECONDS * 1000)
+    recent_share = _share(settings, recent, now - QUIET_SECONDS * 1000)
     recently_throttled = any(int(r["throttles"]) >= THROTTLES_PER_MINUTE for client in recent for r in client)
     if since_change >= QUIET_SECONDS * 1000 and recent_share <= SHRINK_AT and not recently_throttled:
         target = _power_of_two(current * recent_share / SIZE_FOR)
@@ -177,15 +196,16 @@ def decide(
     throttled: bool = False,
     reports: list[list[dict[str, Any]]] | None = None,
     settings: QueueSettings | None = None,
+    grow_only: bool = False,
 ) -> int | None:
-    """Makes the automatic decision for queue `name` now; the new count when it changed, else None. Without
-    `reports` (a throttled process), only growth is decided, from the throttle."""
+    """Makes the automatic decision for queue `name` now; the new count when it changed, else None. With
+    `grow_only` (a throttled process, which sees one client's reports), only growth is decided."""
     current = settings or ctx.registry.get(name, fresh=True)
     if not current.auto_shards:
         return None
     now = ctx.now_ms()
     wanted = wanted_shards(current, reports or [], now, throttled)
-    if reports is None and wanted < current.shards:
+    if (grow_only or reports is None) and wanted < current.shards:
         return None
     return _apply(ctx, current, wanted, now)
 

@@ -71,6 +71,22 @@ class Message(_Json):
 
 
 @dataclass(frozen=True)
+class BrowsedMessage(Message):
+    """A waiting message as a browse lists it: `get`'s fields, and until when its state lasts (in flight: the
+    claim's end; delayed: its delivery time; visible: None)."""
+
+    until: int | None = None
+
+
+@dataclass(frozen=True)
+class BrowsePage(_Json):
+    """One page of a browse; `cursor` goes on from where it stopped, None once the sub-queue was read to its end."""
+
+    messages: list[BrowsedMessage] = field(default_factory=list)
+    cursor: str | None = None
+
+
+@dataclass(frozen=True)
 class QueueStats(_Json):
     visible: int = 0
     in_flight: int = 0

@@ -211,10 +211,14 @@ class Dispatcher:
             batches_before = report.batches
             try:
                 while self._has_time(remaining_seconds()):
-                    batch = self._gather()
+                    # Read before anything is claimed: the settings are cached for seconds and an invocation may
+                    # run for minutes, so a read after it meets the table again, and one that failed there would
+                    # end this run with what the batch still holds neither handed over nor given back.
+                    settings = self.sub_queue.settings
+                    batch = self._gather(settings.fifo)
                     if not batch:
                         break
-                    self._deliver(batch, report, remaining_seconds)
+                    self._deliver(batch, settings.max_receive_count, report, remaining_seconds)
             finally:
                 self._client.give_back_consumer_slot(spec.queue, spec.client, slot, holder)
             # A message inserted after the last empty receive woke a dispatcher that found no free slot: it was this
@@ -230,12 +234,11 @@ class Dispatcher:
     def _has_time(self, remaining: float) -> bool:
         return remaining >= self.spec.timeout_seconds + self.spec.max_batching_window_seconds + SETTLE_MARGIN_SECONDS
 
-    def _gather(self) -> dict[str, _Claim]:
+    def _gather(self, fifo: bool) -> dict[str, _Claim]:
         """Up to `batch_size` messages by id, in the core's order; with a batching window, waits up to the window
         (on the core's clock, as the claims run) for a full batch. A FIFO queue (also one whose name does not say
         so, which the construct could not check) takes SQS's FIFO limits: 10 at most, no window."""
         spec = self.spec
-        fifo = self.sub_queue.settings.fifo
         size = min(spec.batch_size, MAX_BATCH_SIZE_WITHOUT_WINDOW) if fifo else spec.batch_size
         window_ms = 0 if fifo else int(spec.max_batching_window_seconds * 1000)
         window_ends = self._client.now_ms() + window_ms
@@ -265,7 +268,11 @@ class Dispatcher:
         return batch
 
     def _deliver(
-        self, batch: dict[str, _Claim], report: DispatchReport, remaining_seconds: Callable[[], float]
+        self,
+        batch: dict[str, _Claim],
+        max_receives: int,
+        report: DispatchReport,
+        remaining_seconds: Callable[[], float],
     ) -> None:
         """Part after part (see `split_for_payload`), each settled as soon as its answer comes, and every message
         still held extended before each invocation when its claim would not outlast it: no claim runs out while
@@ -299,9 +306,9 @@ class Dispatcher:
                 else:
                     succeeded.append(claim)
             if ended:
-                self._settle(succeeded, failed, report)
+                self._settle(succeeded, failed, max_receives, report)
             else:
-                self._leave(failed, report)
+                self._leave(failed, max_receives, report)
         self._return_unseen(list(held.values()), report)
 
     def _invoke_once(
@@ -338,7 +345,7 @@ class Dispatcher:
             kept.append(claim)
         return kept
 
-    def _settle(self, succeeded: list[_Claim], failed: list[_Claim], report: DispatchReport) -> None:
+    def _settle(self, succeeded: list[_Claim], failed: list[_Claim], max_receives: int, report: DispatchReport) -> None:
         """Deletes before releases, so that a FIFO group's lock is given back by the last message settled. A
         delete counts as delivered only under a claim still held (extended first if it ran short), so a delete
         that finds the message gone because another holder deleted it is not counted twice."""
@@ -348,7 +355,6 @@ class Dispatcher:
             report.delivered += len(result.successful)
             for failure in result.failed:
                 logger.warning("delete after delivery failed: %s", failure.get("message"))
-        max_receives = self.sub_queue.settings.max_receive_count
         for claim in failed:
             message = claim.message
             report.failed += 1
@@ -362,11 +368,10 @@ class Dispatcher:
             report.released += 1
             report.moved_to_dlq += last
 
-    def _leave(self, failed: list[_Claim], report: DispatchReport) -> None:
+    def _leave(self, failed: list[_Claim], max_receives: int, report: DispatchReport) -> None:
         """An invocation that timed out or never answered may still be running: its messages are not released
         but come back when their claim runs out (it covered the consumer's timeout and more when the invocation
         started, see `_keep`), as SQS's mapping lets a timed-out batch come back."""
-        max_receives = self.sub_queue.settings.max_receive_count
         for claim in failed:
             report.failed += 1
             report.timed_out += 1

@@ -1,7 +1,8 @@
 """The queue registry: what queues exist, their settings, and the clients of each.
 
 Four kinds of item (formats in `keys`): a settings item per queue, which a tenant of the queue may read and which
-holds no secret; a listing entry per queue and a tombstone per deleted incarnation, for the queue's own functions;
+holds no secret; a listing entry per queue (with a copy of its settings, written with them, so that the list of
+queues is one query) and a tombstone per deleted incarnation, for the queue's own functions;
 and a registration per client and generation, written by the first send to a sub-queue, which holds that
 sub-queue's receipt-signing secret, so that a tenant confined to its sub-queue can sign its own receipt handles
 and no other's.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import keys, leases, limits
-from .errors import QueueExists, QueueNotFound
+from .errors import QueueExists, QueueNotFound, Throttled
 from .keys import Space
 from .layout import LayoutGuard
 from .receipts import new_secret
@@ -59,7 +60,7 @@ class Registry:
             self._store.transact_writes(
                 [
                     writes.create_settings(self._settings_item(settings)),
-                    put({**keys.listing_key(settings.name), "name": settings.name}),
+                    writes.list_queue(keys.listing_key(settings.name), settings.to_item()),
                     *_links(None, settings),
                 ]
             )
@@ -128,14 +129,17 @@ class Registry:
 
     def use_queue_wide(self, name: str, now_ms: int) -> QueueSettings:
         """The first queue-wide receive switches sends' ready markers on (see `QueueSettings.marking`), fenced like
-        a `PATCH`; a change that raced it is read again. Whatever the outcome, the settings as they now are."""
+        a `PATCH`; a change that raced it is read again. Settings writes are transactions (they carry the listing's
+        copy), and DynamoDB cancels one of two at once as a conflict, which the store reports as `Throttled`:
+        consumers starting together must not answer 429 for it, so that too is read again. Whatever the outcome,
+        the settings as they now are (without markers yet, a queue-wide receive visits every client)."""
         for _ in range(3):
             current = self.get(name, fresh=True)
             if current.queue_wide:
                 return current
             try:
                 return self._replace(current, current.marking(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000)))
-            except QueueExists:
+            except (QueueExists, Throttled):
                 continue
         return self.get(name, fresh=True)
 
@@ -149,16 +153,14 @@ class Registry:
         return True
 
     def _replace(self, current: QueueSettings, wanted: QueueSettings) -> QueueSettings:
+        """The settings and their copy on the listing entry change together, conditional on the settings read."""
         replace_write = writes.replace_settings(self._settings_item(wanted), current.version, current.generation)
-        links = _links(current, wanted)
+        listed = writes.list_queue(keys.listing_key(wanted.name), wanted.to_item())
         try:
-            if links:
-                try:
-                    self._store.transact_writes([replace_write, *links])
-                except TransactionCancelled as cancelled:
-                    raise ConditionFailed(cancelled.reasons[0][1]) from None
-            else:
-                self._store.write(replace_write)
+            try:
+                self._store.transact_writes([replace_write, listed, *_links(current, wanted)])
+            except TransactionCancelled as cancelled:
+                raise ConditionFailed(cancelled.reasons[0][1]) from None
         except ConditionFailed as failed:
             stored = QueueSettings.from_item(failed.item) if failed.item else None
             if stored is None or stored.to_item() != wanted.to_item():  # the same: our write, its answer lost
@@ -184,13 +186,54 @@ class Registry:
         return settings
 
     def list(self) -> list[QueueSettings]:
+        """One query of the listing entries, which carry a copy of each queue's settings; an entry written before
+        they carried it (it holds only the name) is completed from the settings item, in batches."""
         self.layout.ensure()
-        names = [item["name"] for item in self._listing(keys.listing_prefix())]
-        wanted = [keys.settings_key(name) for name in names]
         found: list[dict[str, Any]] = []
+        wanted: list[dict[str, str]] = []
+        for item in self._listing(keys.listing_prefix(), writes.LISTED_ATTRIBUTES):
+            copy = writes.listed_settings(item)
+            if copy is not None:
+                found.append(copy)
+            else:
+                wanted.append(keys.settings_key(item["name"]))
         for start in range(0, len(wanted), _MAX_BATCH_GET):
             found += self._store.batch_get(wanted[start : start + _MAX_BATCH_GET])
         return sorted((QueueSettings.from_item(item) for item in found), key=lambda settings: settings.name)
+
+    def listed_with_copies(self) -> list[tuple[QueueSettings, QueueSettings | None]]:
+        """Each queue's settings as its settings item holds them (read in batches, as `list` read them before the
+        listing entries carried a copy), with the copy its entry carries (None: an entry without one). For the
+        sweep, which acts on the settings themselves and refreshes the copies that differ (`refresh_copy`)."""
+        self.layout.ensure()
+        copies: dict[str, QueueSettings | None] = {}
+        for item in self._listing(keys.listing_prefix(), writes.LISTED_ATTRIBUTES):
+            copy = writes.listed_settings(item)
+            copies[item["name"]] = None if copy is None else QueueSettings.from_item(copy)
+        wanted = [keys.settings_key(name) for name in copies]
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(wanted), _MAX_BATCH_GET):
+            found += self._store.batch_get(wanted[start : start + _MAX_BATCH_GET])
+        settings = sorted((QueueSettings.from_item(item) for item in found), key=lambda listed: listed.name)
+        return [(listed, copies.get(listed.name)) for listed in settings]
+
+    def refresh_copy(self, settings: QueueSettings) -> bool:
+        """Writes `settings` as the copy on the queue's listing entry, only while the settings item is still at
+        their version and generation (a condition checked in the same transaction): a copy left behind by an
+        earlier release's settings write is brought up to date, and never made older than the settings, nor
+        written for a queue deleted meanwhile. False when the settings changed meanwhile (their writer wrote the
+        copy, or the next sweep looks again). A repeat after a lost answer writes the same copy under the same
+        condition (and the transaction's token makes DynamoDB answer the first commit), so it needs no telling."""
+        try:
+            self._store.transact_writes(
+                [
+                    writes.settings_unchanged(keys.settings_key(settings.name), settings.version, settings.generation),
+                    writes.list_queue(keys.listing_key(settings.name), settings.to_item()),
+                ]
+            )
+        except TransactionCancelled:
+            return False
+        return True
 
     def delete(self, name: str, now_ms: int) -> QueueSettings:
         """Removes the queue (its settings and listing entry) and leaves a tombstone of this incarnation, in one
@@ -295,8 +338,8 @@ class Registry:
             self._secrets[space] = secret
         return secret
 
-    def _listing(self, prefix: str) -> list[dict[str, Any]]:
-        return self._store.prefixed(keys.REGISTRY_PK, prefix)
+    def _listing(self, prefix: str, attributes: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        return self._store.prefixed(keys.REGISTRY_PK, prefix, attributes)
 
     @staticmethod
     def _settings_item(settings: QueueSettings) -> dict[str, Any]:

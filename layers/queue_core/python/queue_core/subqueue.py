@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from . import autoshard, dead_letter_moves, dead_letters, keys, limits, receive_attempts, validation
+from . import autoshard, browse, dead_letter_moves, dead_letters, keys, limits, receive_attempts, validation
 from .context import Context
 from .dead_letters import DeadLetter
 from .engine import Engine
@@ -23,7 +23,7 @@ from .errors import MessageBodyMissing, MessageNotFound, QueueError, ReceiptHand
 from .fifo import FifoQueue
 from .keys import MessageRef, Space
 from .messages import DLQ, Entry, is_expired, looked_at
-from .models import BatchResult, Message, QueueStats, ReceivedMessage, SendResult
+from .models import BatchResult, BrowsePage, Message, QueueStats, ReceivedMessage, SendResult
 from .receipts import Receipt
 from .settings import QueueSettings
 from .standard import StandardQueue
@@ -328,6 +328,25 @@ class SubQueue:
     def peek(self, limit: int = 10) -> list[Message]:
         limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
         return self.engine().peek(limit, self._now())
+
+    def browse(
+        self,
+        limit: int = 10,
+        state: str | None = None,
+        priority: int | None = None,
+        group: str | None = None,
+        cursor: str | None = None,
+    ) -> BrowsePage:
+        """Up to `limit` waiting messages, whatever their state (visible, in flight, delayed), each with until when
+        that lasts, `get`'s fields, and nothing changed; `state`, `priority` (standard) and `group` (FIFO) keep
+        only those. Bounded: at most `limits.BROWSE_READ_ITEMS` items read in at most `limits.BROWSE_QUERIES`
+        Queries of the messages' own partitions, so a filtered page may be short or empty; the page's `cursor`
+        goes on from where it stopped (None: read to the end). Order: standard, shard by shard in send order;
+        FIFO, group by group in each group's order."""
+        limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
+        engine = self.engine()
+        wanted = browse.Filter.of(state, priority, group, engine.settings.fifo)
+        return browse.browse(engine, limit, wanted, cursor, self._now())  # type: ignore[arg-type]
 
     def _ref(self, message_id: Any) -> MessageRef:
         if not isinstance(message_id, str) or not 1 <= len(message_id) <= 400:

@@ -4,9 +4,10 @@ Visibility needs no sweep (an expired claim is visible by itself). The sweep doe
 soon: moves messages past their receive limit to the DLQ while no receive touches them, frees FIFO groups a
 crashed consumer left locked, deletes messages past retention before TTL does, drops shard layouts nothing lives
 under any more, sizes automatic shard counts by their load (see `autoshard`), finishes the removal of deleted
-queues, puts the ready markers of what was sent to a queue before its first queue-wide receive (see `ready`), and
-reports each sub-queue's depth. Every write it makes is conditional, so it is safe beside receives and beside
-another sweep.
+queues, puts the ready markers of what was sent to a queue before its first queue-wide receive (see `ready`),
+refreshes the copies of settings the list of queues shows where an earlier release's settings write left them
+behind (see `Registry.refresh_copy`), and reports each sub-queue's depth. Every write it makes is conditional,
+so it is safe beside receives and beside another sweep.
 
 A throttle or a lost answer (`Throttled`) stops only the step it hit: that sub-queue, or that queue-wide step, is
 counted in the report's `failures` and the pass goes on with the rest; the next pass does it again. A pass that
@@ -76,7 +77,9 @@ class Sweeper:
         deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
         if not cursor:
             self._finish_deleted_queues(report)
-        for settings in self._ctx.registry.list():
+        listed = self._ctx.registry.listed_with_copies()
+        self._refresh_copies(listed, report, deadline)
+        for settings, _ in listed:
             listed_at = self._ctx.now_ms()
             try:
                 clients = self._ctx.registry.clients(settings.name, settings.generation)
@@ -116,10 +119,35 @@ class Sweeper:
                 continue
             if whole_queue:
                 self._whole_queue(
-                    settings, clients, listed_at, report, old_place_in_use or missed, building and not missed
+                    settings, clients, listed_at, report, old_place_in_use or missed, building and not missed, deadline
                 )
         report.cursor = None
         return report
+
+    def _refresh_copies(
+        self,
+        listed: list[tuple[QueueSettings, QueueSettings | None]],
+        report: SweepReport,
+        deadline: float | None,
+    ) -> None:
+        """The copies of settings on the listing entries (what the list of queues shows) that differ from the
+        settings, written again: left behind by an earlier release's settings write, or an entry from before they
+        carried one. First, so that a pass whose budget runs out on sub-queues still refreshes every queue's; but
+        within the budget (at least one a pass): the first pass over a table of an earlier release finds every
+        entry without a copy, a write each, and a pass past its budget would be cut off by the function's timeout."""
+        written = 0
+        for settings, copy in listed:
+            if copy is not None and copy.to_item() == settings.to_item():
+                continue
+            if written and deadline is not None and time.monotonic() >= deadline:
+                report.complete = False  # the rest on the next pass
+                return
+            written += 1
+            try:
+                if self._ctx.registry.refresh_copy(settings):
+                    logger.info("sweep refreshed the listed copy of %s's settings", settings.name)
+            except Throttled:
+                _failed(report, f"{settings.name} (listed copy)")
 
     def _whole_queue(
         self,
@@ -129,6 +157,7 @@ class Sweeper:
         report: SweepReport,
         old_place_in_use: bool,
         built: bool,
+        deadline: float | None = None,
     ) -> None:
         """The steps of a queue swept whole, each on its own: a throttled one leaves the others done. A FIFO
         queue's old places count as in use when a sub-queue was missed (its group items were not looked at); a
@@ -137,7 +166,7 @@ class Sweeper:
         try:
             # As of the listing: a client registered within the index's lag before it may be missing from it.
             if not settings.fifo:
-                old_place_in_use = old_shards_in_use(self._ctx, settings, clients, listed_at)
+                old_place_in_use = old_shards_in_use(self._ctx, settings, clients, listed_at, deadline)
             self._ctx.registry.prune_layouts(settings, listed_at, not old_place_in_use)
         except Throttled:
             _failed(report, f"{settings.name} (layouts)")
@@ -224,12 +253,16 @@ class Sweeper:
             return False
 
 
-def old_shards_in_use(ctx: Context, settings: QueueSettings, clients: list[str], now: int) -> bool:
+def old_shards_in_use(
+    ctx: Context, settings: QueueSettings, clients: list[str], now: int, deadline: float | None = None
+) -> bool:
     """Whether a standard queue's shards past its current count may still hold anything (a message, in flight,
     delayed or in the DLQ) for any of `clients`. Looked at only once every process sends by the current count (a
     send with settings cached from before may land there until then), with one strongly consistent read of at most
     one item per partition. Until none does, receivers keep visiting those shards; once none does, the layout a
-    shrink kept goes long before its time is up."""
+    shrink kept goes long before its time is up. Past the sweep's `deadline` (monotonic) it answers True, as
+    unknown: a shrink from hundreds of shards costs two queries per old shard and client, which must not run a
+    sweep past its function's time (the layout then goes at its time, or after a later pass)."""
     old = range(settings.shards, settings.read_shards)
     if not old:
         return False
@@ -238,6 +271,8 @@ def old_shards_in_use(ctx: Context, settings: QueueSettings, clients: list[str],
     for client in clients:
         space = Space(settings.name, client, settings.generation)
         for shard in old:
+            if deadline is not None and time.monotonic() >= deadline:
+                return True
             for pk in (space.message_pk(shard), space.dlq_pk(shard)):
                 if ctx.store.query(pk, limit=1, consistent=True, projection="pk")[0]:
                     return True

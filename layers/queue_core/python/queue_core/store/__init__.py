@@ -52,6 +52,8 @@ Item = dict[str, Any]
 
 # The answers that say a key or the table is past its throughput (not an outage).
 _KEY_THROTTLES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+# The same, as a cancelled transaction's reasons give it.
+_KEY_CANCELLATIONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 _THROTTLES = frozenset(
     {
         "ProvisionedThroughputExceededException",
@@ -214,6 +216,9 @@ class Store:
                 repeated = error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
                 raise ConditionFailed(deserialize(error.response.get("Item")), repeated) from None
             if code == "TransactionCanceledException":
+                reasons = error.response.get("CancellationReasons", [])
+                if any(reason.get("Code") in _KEY_CANCELLATIONS for reason in reasons):
+                    self.note_throttle()
                 self._raise_cancelled(error)
             _raise_mapped(error)
         except BotoCoreError as error:
@@ -357,6 +362,7 @@ class Store:
                 continue
             pending = answer.get("UnprocessedItems", {}).get(self.table, [])
             if pending:
+                self.note_throttle()  # items left unprocessed: DynamoDB throttled their keys
                 _backoff(attempt)
         return sorted(positions[_request_id(request)] for request in pending)
 
@@ -459,10 +465,28 @@ class Store:
         """One page of a queue's ready markers whose index key is at most `high` (see `keys.ready_index_sk`)."""
         return self.query(pk, index=True, sk_condition="gsi1sk <= :hi", values={":hi": high}, limit=limit, start=start)
 
-    def prefixed(self, pk: str, prefix: str) -> list[Item]:
-        """The items of a partition whose sort key starts with `prefix`, strongly consistent."""
+    def after(self, pk: str, after: str | None, limit: int) -> tuple[list[Item], bool]:
+        """One page of a partition's items in sort-key order, those after `after` (all when None), strongly
+        consistent: (items, whether more may follow). One Query of at most `limit` items (and 1 MB)."""
+        condition, values = ("sk > :after", {":after": after}) if after is not None else ("", None)
+        items, more, _ = self.query(pk, sk_condition=condition, values=values, limit=limit, consistent=True)
+        return items, more is not None
+
+    def prefixed(self, pk: str, prefix: str, attributes: tuple[str, ...] = ()) -> list[Item]:
+        """The items of a partition whose sort key starts with `prefix`, strongly consistent; only the named
+        `attributes` of each when any are named (an answer costs by its attributes, in moto's serializer most)."""
+        projection = {
+            "projection": ", ".join(f"#a{n}" for n in range(len(attributes))),
+            "names": {f"#a{n}": attribute for n, attribute in enumerate(attributes)},
+        }
         return list(
-            self.query_all(pk, sk_condition="begins_with(sk, :prefix)", values={":prefix": prefix}, consistent=True)
+            self.query_all(
+                pk,
+                sk_condition="begins_with(sk, :prefix)",
+                values={":prefix": prefix},
+                consistent=True,
+                **(projection if attributes else {}),
+            )
         )
 
     def query_all(self, pk: str, *, max_items: int | None = None, **kwargs: Any) -> Iterator[Item]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .write import Key, Write, delete, put, put_new
@@ -10,6 +11,36 @@ from .write import Key, Write, delete, put, put_new
 def create_settings(item: dict[str, Any]) -> Write:
     """A queue's settings item, only if the queue does not exist (the old item tells which settings it has)."""
     return put_new(item)
+
+
+def list_queue(key: Key, settings: dict[str, Any]) -> Write:
+    """The queue's listing entry, with a copy of its settings: the list of queues is one query of the entries.
+    Written in the same transaction as every settings write, so the copy is never older than what it copies,
+    except after a write by an earlier release, which knew no copy: the sweep refreshes those (`settings_unchanged`).
+    The copy is one JSON string: a thousand entries are read and decoded far faster than as nested attributes."""
+    return put({**key, "name": settings["name"], "settings": json.dumps(settings, separators=(",", ":"))})
+
+
+# What a list of queues reads of each listing entry: the name (all an entry from before the copy holds) and the
+# copy, not the keys; half the attributes to answer and decode.
+LISTED_ATTRIBUTES = ("name", "settings")
+
+
+def listed_settings(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The settings copied on a listing entry; None for an entry written before entries carried them."""
+    copy = item.get("settings")
+    return None if copy is None else json.loads(copy)
+
+
+def settings_unchanged(key: Key, version: int, generation: str) -> Write:
+    """Holds only while the settings are still at `version` in `generation`: what a copy of them (on the listing
+    entry) is written beside, so that it never replaces a copy of newer settings, nor revives a deleted queue's."""
+    return Write(
+        "ConditionCheck",
+        key=key,
+        condition="version = :v AND generation = :g",
+        values={":v": version, ":g": generation},
+    )
 
 
 def replace_settings(item: dict[str, Any], version: int, generation: str) -> Write:

@@ -1,0 +1,181 @@
+"""Answers written as their pydantic models would write them, without loading pydantic, when that is certain.
+
+An answer model (`queue_api.schemas`) writes its declared fields in their order (a default for each one left
+out), then any other field of the answer as it came. A `Shape` does the same for an answer whose every declared
+value already has the exact JSON type the model declares (an `int` that is not a `bool`, a `str`, a
+`dict[str, str]`, ...) and whose other fields are plain JSON; anything else raises `Unsure`, and the answer is
+validated and written by its model instead. tests/functions/test_fast_routes.py holds each shape against its model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .request_checks import REQUIRED, Unsure, choice, is_text, nullable, text, text_map
+
+Write = Callable[[Any], Any]
+
+
+def integer(value: Any) -> int:
+    if type(value) is not int:
+        raise Unsure
+    return value
+
+
+def flag(value: Any) -> bool:
+    if type(value) is not bool:
+        raise Unsure
+    return value
+
+
+def plain_json(value: Any) -> Any:
+    """A value pydantic writes unchanged: JSON's own types, exactly, with finite numbers and text keys."""
+    kind = type(value)
+    if value is None or kind in (bool, int) or is_text(value):
+        return value
+    if kind is float and math.isfinite(value):
+        return value
+    if kind is list:
+        return [plain_json(item) for item in value]
+    if kind is dict and all(is_text(key) for key in value):
+        return {key: plain_json(item) for key, item in value.items()}
+    raise Unsure
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An answer model's declared fields in its order: name -> (write, default or `REQUIRED`)."""
+
+    fields: Mapping[str, tuple[Write, Any]]
+
+    def __call__(self, value: Any) -> dict[str, Any]:
+        if type(value) is not dict or not all(is_text(key) for key in value):
+            raise Unsure
+        written = {}
+        for name, (write, default) in self.fields.items():
+            if name in value:
+                written[name] = write(value[name])
+            elif default is REQUIRED:
+                raise Unsure
+            else:
+                written[name] = default() if callable(default) else default
+        for name, item in value.items():
+            if name not in self.fields:
+                written[name] = plain_json(item)
+        return written
+
+
+def many(write: Write) -> Write:
+    def each(value: Any) -> list[Any]:
+        if type(value) is not list:
+            raise Unsure
+        return [write(item) for item in value]
+
+    return each
+
+
+TEXT: Final = text()
+MAYBE_TEXT: Final = nullable(TEXT)
+MAYBE_INT: Final = nullable(integer)
+TEXT_MAP: Final = text_map(2**63)
+
+SEND_ENTRY_RESULT: Final = Shape(
+    {
+        "index": (integer, REQUIRED),
+        "message_id": (TEXT, REQUIRED),
+        "sequence": (TEXT, REQUIRED),
+        "duplicate": (flag, False),
+    }
+)
+ENTRY_FAILURE: Final = Shape({"index": (integer, REQUIRED), "code": (TEXT, REQUIRED), "message": (TEXT, REQUIRED)})
+_BATCH_FIELDS: Final = {
+    "successful": (many(SEND_ENTRY_RESULT), REQUIRED),
+    "failed": (many(ENTRY_FAILURE), REQUIRED),
+}
+SEND_BATCH_ANSWER: Final = Shape(_BATCH_FIELDS)
+SEND_MESSAGE_ANSWER: Final = Shape(
+    {**_BATCH_FIELDS, "message_id": (TEXT, REQUIRED), "sequence": (TEXT, REQUIRED), "duplicate": (flag, False)}
+)
+RECEIVED_MESSAGE_ANSWER: Final = Shape(
+    {
+        "message_id": (TEXT, REQUIRED),
+        "receipt_handle": (TEXT, REQUIRED),
+        "body": (TEXT, REQUIRED),
+        "attributes": (TEXT_MAP, REQUIRED),
+        "group_id": (MAYBE_TEXT, REQUIRED),
+        "sequence": (TEXT, REQUIRED),
+        "receive_count": (integer, REQUIRED),
+        "sent_at": (integer, REQUIRED),
+        "first_received_at": (MAYBE_INT, REQUIRED),
+        "attribute_types": (TEXT_MAP, dict),
+        "client": (TEXT, ""),
+        "priority": (integer, 0),
+        "dedup_id": (MAYBE_TEXT, None),
+    }
+)
+RECEIVE_ANSWER: Final = Shape({"messages": (many(RECEIVED_MESSAGE_ANSWER), REQUIRED)})
+MESSAGE_ANSWER: Final = Shape(
+    {
+        "message_id": (TEXT, REQUIRED),
+        "body": (TEXT, REQUIRED),
+        "attributes": (TEXT_MAP, REQUIRED),
+        "group_id": (MAYBE_TEXT, REQUIRED),
+        "sequence": (TEXT, REQUIRED),
+        "receive_count": (integer, REQUIRED),
+        "sent_at": (integer, REQUIRED),
+        "first_received_at": (MAYBE_INT, REQUIRED),
+        "state": (choice("visible", "in_flight", "delayed", "dlq"), REQUIRED),
+        "visible_at": (MAYBE_INT, REQUIRED),
+        "expires_at": (integer, REQUIRED),
+        "attribute_types": (TEXT_MAP, dict),
+        "priority": (integer, 0),
+        "dedup_id": (MAYBE_TEXT, None),
+        "body_stored": (choice("item", "compressed", "s3"), "item"),
+        "moved_at": (MAYBE_INT, None),
+    }
+)
+MESSAGE_LIST: Final = Shape({"messages": (many(MESSAGE_ANSWER), REQUIRED)})
+QUEUE_DEPTH: Final = Shape(
+    {
+        "queue": (TEXT, REQUIRED),
+        "client": (TEXT, REQUIRED),
+        "visible": (integer, REQUIRED),
+        "in_flight": (integer, REQUIRED),
+        "delayed": (integer, REQUIRED),
+        "dlq": (integer, REQUIRED),
+        "oldest_age_seconds": (MAYBE_INT, REQUIRED),
+    }
+)
+QUEUE_SHARDS: Final = Shape({"queue": (TEXT, REQUIRED), "shards": (integer, REQUIRED), "auto": (flag, REQUIRED)})
+SWEEP_ANSWER: Final = Shape(
+    {
+        "sub_queues": (integer, REQUIRED),
+        "moved_to_dlq": (integer, REQUIRED),
+        "expired_deleted": (integer, REQUIRED),
+        "groups_freed": (integer, REQUIRED),
+        "items_read": (integer, REQUIRED),
+        "complete": (flag, REQUIRED),
+        "cursor": (MAYBE_TEXT, REQUIRED),
+        "skipped": (flag, False),
+        "depths": (many(QUEUE_DEPTH), REQUIRED),
+        "shards": (many(QUEUE_SHARDS), list),
+        "failures": (integer, 0),
+    }
+)
+# Each shape by the name of the model it mirrors in `queue_api.schemas`.
+MODELS: Final = {
+    "SendEntryResult": SEND_ENTRY_RESULT,
+    "EntryFailure": ENTRY_FAILURE,
+    "SendBatchAnswer": SEND_BATCH_ANSWER,
+    "SendMessageAnswer": SEND_MESSAGE_ANSWER,
+    "ReceivedMessageAnswer": RECEIVED_MESSAGE_ANSWER,
+    "ReceiveAnswer": RECEIVE_ANSWER,
+    "MessageAnswer": MESSAGE_ANSWER,
+    "MessageList": MESSAGE_LIST,
+    "QueueDepth": QUEUE_DEPTH,
+    "QueueShards": QUEUE_SHARDS,
+    "SweepAnswer": SWEEP_ANSWER,
+}

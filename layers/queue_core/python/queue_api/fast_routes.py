@@ -1,0 +1,161 @@
+"""Answers to the common requests of some routes without loading pydantic or building the validating resolver.
+
+A cold start pays for whatever its first answer loads: pydantic, Powertools' OpenAPI validation and the models
+cost a function's first answer more than its own work. Yet nearly every request is well-formed. So a request
+to a route listed in `FAST_ROUTES` is first checked by `queue_api.request_checks`, which vouches only for inputs
+pydantic accepts identically, and answered through `queue_api.plain_operations` (the same work the pydantic
+handlers call) and `queue_api.answer_shapes` (the same JSON the models write). Whenever any step is unsure
+(another route, an odd path, a query string or body it does not vouch for, an answer of a type it does not
+know), the request takes the validating resolver as before, so every error answer and `/openapi.json` stay
+exactly what they were; `answer` only ever returns None before it has changed anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from queue_core import limits
+
+from . import answer_shapes, plain_operations, request_checks
+from .error_mapping import error_answer
+from .operations import ROUTES, Operation
+from .proxy import proxy_response
+from .request_checks import Unsure
+
+Address = dict[str, str]
+
+
+@dataclass(frozen=True)
+class FastRoute:
+    """How one route is answered without pydantic.
+
+    `check` takes the event and returns the checked request (or raises `Unsure`); `run` does the work and returns
+    the answer mapping and the name of its model in `queue_api.schemas`.
+    """
+
+    check: Callable[[Mapping[str, Any]], Any]
+    run: Callable[[Address, Any], tuple[Any, str]]
+
+
+def _json_body(event: Mapping[str, Any], optional: bool) -> Any:
+    """The body as Powertools parses it: JSON text, or absent when the request model allows that (`None`)."""
+    body = event.get("body")
+    if event.get("isBase64Encoded") or _content_types(event) not in ([], ["application/json"]):
+        raise Unsure
+    if body is None and optional:
+        return None
+    if type(body) is not str or not body:
+        raise Unsure
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as error:  # deep nesting: the resolver's own answer, whatever it is
+        raise Unsure from error
+
+
+def _content_types(event: Mapping[str, Any]) -> list[str]:
+    headers = event.get("headers") or {}
+    return [str(value).strip() for name, value in headers.items() if name.lower() == "content-type"]
+
+
+def _no_body(event: Mapping[str, Any]) -> None:
+    if event.get("body") is not None:
+        raise Unsure
+
+
+def _send(event: Mapping[str, Any]) -> tuple[str, Any]:
+    """A body with `messages` is a batch, anything else one message (the send union's discriminator)."""
+    body = _json_body(event, optional=False)
+    if type(body) is dict and "messages" in body:
+        entries = request_checks.SEND_BATCH(body)["messages"]
+        return "batch", [{name: value for name, value in entry.items() if value is not None} for entry in entries]
+    return "single", {name: value for name, value in request_checks.SEND_MESSAGE(body).items() if value is not None}
+
+
+def _run_send(address: Address, request: tuple[str, Any]) -> tuple[Any, str]:
+    kind, fields = request
+    if kind == "batch":
+        return plain_operations.send_batch(address["q"], address["c"], fields), "SendBatchAnswer"
+    return plain_operations.send_one(address["q"], address["c"], fields), "SendMessageAnswer"
+
+
+def _receive(event: Mapping[str, Any]) -> dict[str, Any]:
+    body = _json_body(event, optional=True)
+    return request_checks.RECEIVE({} if body is None else body)
+
+
+def _limit(event: Mapping[str, Any]) -> int:
+    _no_body(event)
+    return request_checks.limit_query(event, default=10, high=limits.MAX_PEEK)
+
+
+FAST_ROUTES: Final[dict[str, FastRoute]] = {
+    "send": FastRoute(_send, _run_send),
+    "receive": FastRoute(
+        _receive,
+        lambda address, options: (plain_operations.receive(address["q"], address["c"], options), "ReceiveAnswer"),
+    ),
+    "peek": FastRoute(
+        _limit, lambda address, limit: (plain_operations.peek(address["q"], address["c"], limit), "MessageList")
+    ),
+    "list_dlq": FastRoute(
+        _limit, lambda address, limit: (plain_operations.list_dlq(address["q"], address["c"], limit), "MessageList")
+    ),
+}
+
+
+def route_of(method: Any, path: Any) -> tuple[Operation, dict[str, str]] | None:
+    """The one route of `method` (of any function) whose template matches `path` segment by segment, with its
+    parameters; None when no route or more than one matches (then the resolver's own matching decides)."""
+    if type(path) is not str:
+        return None
+    segments = path.split("/")
+    matches = []
+    for operation in ROUTES:
+        template = (operation.path or "").split("/")
+        if operation.method != method or len(template) != len(segments):
+            continue
+        parameters = {}
+        for expected, actual in zip(template, segments, strict=True):
+            if expected.startswith("{"):
+                if not actual:
+                    break
+                parameters[expected[1:-1]] = actual
+            elif expected != actual:
+                break
+        else:
+            matches.append((operation, parameters))
+    return matches[0] if len(matches) == 1 else None
+
+
+def answer(function: str, event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The proxy answer to `event` by `function`, or None (nothing done) when the validating resolver must
+    answer it."""
+    found = route_of(event.get("httpMethod"), event.get("path"))
+    if found is None or found[0].function != function or found[0].name not in FAST_ROUTES:
+        return None
+    operation, parameters = found
+    route = FAST_ROUTES[operation.name]
+    try:
+        address = request_checks.path_names(parameters)
+        request = route.check(event)
+    except Unsure:
+        return None
+    try:
+        result, model = route.run(address, request)
+        written = _written(result, model)
+    except Exception as error:  # mapped once, as the resolver's exception handler maps it
+        return proxy_response(*error_answer(error))
+    return proxy_response(200, written)
+
+
+def _written(result: Any, model: str) -> Any:
+    """The answer as its model writes it: by its shape when sure, else validated and written by the model."""
+    try:
+        return answer_shapes.MODELS[model](result)
+    except Unsure:
+        from . import schemas
+
+        return getattr(schemas, model).model_validate(result).model_dump(mode="json", by_alias=True)

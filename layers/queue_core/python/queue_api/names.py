@@ -1,0 +1,14 @@
+"""The rules of a queue name, a client id and a message id, as the API checks them.
+
+They live apart from the pydantic models so that a request can be checked against them without loading
+pydantic: the models (`queue_api.schemas`) and the HTTP path parameters (`queue_api.http`) are built from these
+same constants, and the fast checks of `queue_api.request_checks` match them with `re.fullmatch`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+QUEUE_NAME_PATTERN: Final = r"^([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$"
+CLIENT_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,80}$"
+MAX_MESSAGE_ID: Final = 400

@@ -1,0 +1,75 @@
+"""What some operations ask of the core, over plain values: a mapping of checked fields in, the answer's JSON
+mapping out.
+
+The pydantic handlers (`queue_api.producer.send`, `queue_api.poller.receive`, ...) and the fast routes
+(`queue_api.fast_routes`) both call these, so an operation's work is written once whichever way its request
+was checked; nothing here imports pydantic, which is what lets a first answer skip loading it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .core_client import queue_client
+from .observability import count, tracer
+from .payloads import within_budget
+
+if TYPE_CHECKING:
+    from queue_core import QueueWide, ReceivedMessage, SubQueue
+
+
+@tracer.capture_method(capture_response=False)
+def send_one(queue: str, client: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """One message; `fields` holds only what the caller gave, so the queue's own defaults apply to the rest.
+    The answer is the batch shape of one entry, with its id also at the top level."""
+    result = queue_client().queue(queue, client).send(**fields).to_dict()
+    count("MessagesSent", 0 if result.get("duplicate") else 1)
+    return {**result, "successful": [{"index": 0, **result}], "failed": []}
+
+
+@tracer.capture_method(capture_response=False)
+def send_batch(queue: str, client: str, entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    batch = queue_client().queue(queue, client).send_batch([dict(entry) for entry in entries]).to_dict()
+    count("MessagesSent", sum(not entry.get("duplicate", False) for entry in batch["successful"]))
+    return batch
+
+
+@tracer.capture_method(capture_response=False)
+def receive(queue: str, client: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Waits up to `wait_seconds` and returns as soon as anything is received: as many messages as the answer can
+    carry through Lambda (`payloads`), the others given back to the queue at once."""
+    sub_queue = queue_client().queue(queue, client)
+    return received_answer(sub_queue.receive(**options), sub_queue)
+
+
+def received_answer(claimed: list[ReceivedMessage], holder: SubQueue | QueueWide) -> dict[str, Any]:
+    """The messages the answer can carry through Lambda (`payloads`); the others are given back at once, as they
+    were before this receive: nobody saw them, so their receive does not count."""
+    from queue_core import QueueError
+
+    received, surplus = within_budget(claimed)
+    for message in surplus:
+        with contextlib.suppress(QueueError):  # a message not given back is visible again after its timeout
+            holder.return_unseen(message.receipt_handle)
+    count("MessagesReceived", len(received))
+    count("ClaimConflicts", holder.claim_conflicts)
+    return {"messages": [message.to_dict() for message in received]}
+
+
+@tracer.capture_method(capture_response=False)
+def peek(queue: str, client: str, limit: int) -> dict[str, Any]:
+    return _looked_at(queue_client().queue(queue, client).peek(limit))
+
+
+@tracer.capture_method(capture_response=False)
+def list_dlq(queue: str, client: str, limit: int) -> dict[str, Any]:
+    return _looked_at(queue_client().queue(queue, client).dlq_list(limit))
+
+
+def _looked_at(messages: Sequence[Any]) -> dict[str, Any]:
+    """As many of the looked-at messages as one Lambda answer carries (a hundred 1 MiB bodies would not): a look
+    changes nothing, so the ones left out are simply not shown."""
+    shown, _ = within_budget(messages)
+    return {"messages": [message.to_dict() for message in shown]}

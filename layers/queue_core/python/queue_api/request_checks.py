@@ -1,0 +1,185 @@
+"""Checks of a request that vouch only for what they are sure of, without loading pydantic.
+
+A check returns the request as the pydantic model would hold it (every field, defaults filled in, in the model's
+order) or raises `Unsure`. It accepts a value only when pydantic would accept exactly that value: the exact JSON
+type (an `int` that is not a `bool`, a `str`), in range, with only the model's known fields. Anything else (a
+quoted number, a float where an integer goes, an unknown field, a value out of range, text that is not
+UTF-8) is `Unsure`, and the request goes the pydantic way, which gives the same 400 as ever. So these checks
+decide nothing a client can see; they only spare a well-formed request the cost of loading the models.
+
+Each `Fields` table mirrors one model of `queue_api.schemas`; tests/functions/test_fast_routes.py holds each table
+against its model (same fields, order and defaults) and feeds both the same generated requests.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from queue_core import limits
+
+from .names import CLIENT_ID_PATTERN, QUEUE_NAME_PATTERN
+
+Check = Callable[[Any], Any]
+REQUIRED: Final = object()
+
+
+class Unsure(Exception):
+    """The fast check cannot vouch for this input: the pydantic path decides."""
+
+
+def is_text(value: Any) -> bool:
+    """An exact `str` that encodes as UTF-8 (no lone surrogate)."""
+    if type(value) is not str:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def strict_int(low: int, high: int | None = None) -> Check:
+    """`Field(strict=True, ge=low, le=high)` on an `int`."""
+
+    def check(value: Any) -> int:
+        if type(value) is not int or value < low or (high is not None and value > high):
+            raise Unsure
+        return value
+
+    return check
+
+
+def text(min_length: int = 0, max_length: int | None = None) -> Check:
+    """A `str` with `min_length`/`max_length` (counted in characters, as pydantic counts)."""
+
+    def check(value: Any) -> str:
+        if not is_text(value) or len(value) < min_length or (max_length is not None and len(value) > max_length):
+            raise Unsure
+        return value
+
+    return check
+
+
+def text_map(max_items: int) -> Check:
+    """A `dict[str, str]` of at most `max_items` entries."""
+
+    def check(value: Any) -> dict[str, str]:
+        if type(value) is not dict or len(value) > max_items:
+            raise Unsure
+        if not all(is_text(key) and is_text(item) for key, item in value.items()):
+            raise Unsure
+        return dict(value)
+
+    return check
+
+
+def choice(*values: str) -> Check:
+    """A `Literal` of strings."""
+
+    def check(value: Any) -> str:
+        if type(value) is not str or value not in values:
+            raise Unsure
+        return value
+
+    return check
+
+
+def instant(value: Any) -> Any:
+    """A strict `int`, a strict finite `float` or a `str`, tried left to right (a send's `deliver_at`)."""
+    if type(value) is int or (type(value) is float and math.isfinite(value)) or is_text(value):
+        return value
+    raise Unsure
+
+
+def nullable(check: Check) -> Check:
+    """`X | None`."""
+    return lambda value: None if value is None else check(value)
+
+
+@dataclass(frozen=True)
+class Fields:
+    """A request model's fields in its order: name -> (check, default or `REQUIRED`); unknown fields refused."""
+
+    fields: Mapping[str, tuple[Check, Any]]
+
+    def __call__(self, value: Any) -> dict[str, Any]:
+        if type(value) is not dict or not value.keys() <= self.fields.keys():
+            raise Unsure
+        checked = {}
+        for name, (check, default) in self.fields.items():
+            if name in value:
+                checked[name] = check(value[name])
+            elif default is REQUIRED:
+                raise Unsure
+            else:
+                checked[name] = default
+        return checked
+
+
+def items(check: Check, min_length: int, max_length: int) -> Check:
+    """A `list[X]` of `min_length`..`max_length` items."""
+
+    def each(value: Any) -> list[Any]:
+        if type(value) is not list or not min_length <= len(value) <= max_length:
+            raise Unsure
+        return [check(item) for item in value]
+
+    return each
+
+
+SEND_MESSAGE: Final = Fields(
+    {
+        "body": (text(1), REQUIRED),
+        "attributes": (nullable(text_map(limits.MAX_ATTRIBUTES)), None),
+        "attribute_types": (nullable(text_map(limits.MAX_ATTRIBUTES)), None),
+        "delay_seconds": (nullable(strict_int(0, limits.MAX_RETENTION_SECONDS)), None),
+        "deliver_at": (nullable(instant), None),
+        "priority": (nullable(strict_int(0, limits.MAX_PRIORITY)), None),
+        "group_id": (nullable(text(1, limits.MAX_GROUP_ID)), None),
+        "dedup_id": (nullable(text(1, limits.MAX_DEDUP_ID)), None),
+    }
+)
+SEND_BATCH: Final = Fields({"messages": (items(SEND_MESSAGE, 1, limits.MAX_BATCH), REQUIRED)})
+RECEIVE: Final = Fields(
+    {
+        "max_messages": (strict_int(1, limits.MAX_RECEIVE), 1),
+        "visibility_timeout": (nullable(strict_int(0, limits.MAX_VISIBILITY_SECONDS)), None),
+        "wait_seconds": (strict_int(0, limits.MAX_WAIT_SECONDS), 0),
+        "order": (choice("oldest", "newest"), "oldest"),
+    }
+)
+# Each table by the name of the model it mirrors in `queue_api.schemas`.
+MODELS: Final = {"SendMessageRequest": SEND_MESSAGE, "SendBatchRequest": SEND_BATCH, "ReceiveRequest": RECEIVE}
+
+_PATH_PATTERNS: Final = {"q": re.compile(QUEUE_NAME_PATTERN), "c": re.compile(CLIENT_ID_PATTERN)}
+_DIGITS: Final = re.compile(r"[1-9][0-9]{0,5}")
+
+
+def path_names(parameters: Mapping[str, str]) -> dict[str, str]:
+    """The queue and client of a route's path parameters (`q`, `c`); any other parameter is `Unsure`."""
+    for name, value in parameters.items():
+        pattern = _PATH_PATTERNS.get(name)
+        if pattern is None or not is_text(value) or pattern.fullmatch(value) is None:
+            raise Unsure
+    return dict(parameters)
+
+
+def limit_query(event: Mapping[str, Any], default: int, high: int) -> int:
+    """The `limit` query parameter of a listing: absent, or one plain decimal number in range; any other query
+    string (another parameter, repeated values, signs, spaces, leading zeros) is `Unsure`."""
+    single = event.get("queryStringParameters") or {}
+    multiple = event.get("multiValueQueryStringParameters") or {}
+    if not single and not multiple:
+        return default
+    if type(single) is not dict or single.keys() != {"limit"} or multiple not in ({}, {"limit": [single["limit"]]}):
+        raise Unsure
+    value = single["limit"]
+    if type(value) is not str or _DIGITS.fullmatch(value) is None or not 1 <= int(value) <= high:
+        raise Unsure
+    return int(value)

@@ -1,0 +1,609 @@
+"""The fast routes answer exactly as the validating resolver does, and a well-formed first request of a send, a
+receive or a listing does not load pydantic.
+
+The fast checks and answer shapes are tables written by hand; these tests hold each against the pydantic model it
+mirrors: the same fields in the same order with the same defaults, and, for generated inputs both well-formed and
+not, never a value pydantic would refuse or hold differently, never JSON the model would write differently. Then
+the same events go to both paths through the real handlers on moto: every answer the fast path gives is the
+resolver's, byte for byte (ids and times aside where both paths write a new message).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_core import PydanticUndefined
+from queue_api import answer_shapes, fast_routes, request_checks, schemas
+from queue_api.resolver import MAX_REQUEST_BYTES, answer_http, resolve, resolver_for
+from queue_core import QueueClient, limits
+
+from tests.events import FakeLambdaContext, api_event, scheduled_rule_event
+
+ROOT = Path(__file__).resolve().parents[2]
+PROPERTY_SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+# Values written afresh by each path: the comparison of two sends or receives replaces them.
+FRESH = frozenset(
+    {
+        "message_id",
+        "sequence",
+        "receipt_handle",
+        "sent_at",
+        "first_received_at",
+        "visible_at",
+        "receive_count",
+        "oldest_age_seconds",
+    }
+)
+# Every message of the sub-queue the receives read is this one, so either path may receive any of them.
+SAME = ("a message", {"k": "v"}, 3)
+
+
+def _declared(table: Any) -> list[tuple[str, Any]]:
+    return [(name, default) for name, (_check, default) in table.fields.items()]
+
+
+def _model_fields(model: type[pydantic.BaseModel]) -> list[tuple[str, Any]]:
+    fields = []
+    for name, info in model.model_fields.items():
+        if info.is_required():
+            fields.append((name, request_checks.REQUIRED))
+        elif info.default_factory is not None:
+            fields.append((name, info.default_factory))
+        else:
+            assert info.default is not PydanticUndefined
+            fields.append((name, info.default))
+    return fields
+
+
+@pytest.mark.parametrize("name", sorted(request_checks.MODELS))
+def test_each_request_check_has_its_models_fields_order_and_defaults(name: str) -> None:
+    model = getattr(schemas, name)
+    assert model.model_config.get("extra") == "forbid"
+    assert _declared(request_checks.MODELS[name]) == _model_fields(model)
+
+
+@pytest.mark.parametrize("name", sorted(answer_shapes.MODELS))
+def test_each_answer_shape_has_its_models_fields_order_and_defaults(name: str) -> None:
+    model = getattr(schemas, name)
+    assert model.model_config.get("extra") == "allow"
+    assert _declared(answer_shapes.MODELS[name]) == _model_fields(model)
+
+
+# Values near every bound and of every JSON type (and some that JSON cannot carry but Python can).
+_TEXTS = st.one_of(
+    st.text(max_size=6),
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=0, max_size=3),
+    st.sampled_from(["", "a", "oldest", "newest", "visible", "item", "s3", "\ud800", "x" * 129, "x" * 128]),
+)
+_NUMBERS = st.one_of(
+    st.integers(min_value=-2, max_value=25),
+    st.sampled_from(
+        [
+            limits.MAX_PEEK,
+            limits.MAX_RETENTION_SECONDS,
+            limits.MAX_RETENTION_SECONDS + 1,
+            limits.MAX_VISIBILITY_SECONDS,
+            limits.MAX_VISIBILITY_SECONDS + 1,
+            2**64,
+        ]
+    ),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, 1.0, 3.5, -0.0]),
+    st.booleans(),
+)
+_SCALARS = st.one_of(st.none(), _NUMBERS, _TEXTS)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_TEXTS, inner, max_size=3)),
+    max_leaves=6,
+)
+
+
+# What a strict field refuses though Python calls it a number or text: bools are ints, 1.0 == 1, lone surrogates.
+_NOT_INTS = st.one_of(st.booleans(), st.sampled_from([0.0, 1.0, -0.0, 1e2]))
+_NOT_UTF8 = st.sampled_from(["\ud800", "a\udfff", "\udc80" * 2])
+
+
+def _count(low: int, high: int) -> st.SearchStrategy[Any]:
+    return st.one_of(st.integers(low - 1, low + 2), st.integers(high - 1, high + 1), _NOT_INTS)
+
+
+def _name(high: int) -> st.SearchStrategy[str]:
+    return st.one_of(_TEXTS, st.sampled_from(["x" * high, "x" * (high + 1)]), _NOT_UTF8)
+
+
+def _text_map(high: int) -> st.SearchStrategy[dict[str, Any]]:
+    """Maps near the count bound, and maps with one key or value that is not UTF-8 text."""
+    texts = st.text(max_size=3)
+    return st.one_of(
+        st.dictionaries(_TEXTS, _VALUES, max_size=high + 1),
+        st.dictionaries(texts, texts, min_size=high, max_size=high + 1),
+        st.tuples(_NOT_UTF8, texts).map(lambda pair: {pair[0]: pair[1]}),
+        st.tuples(texts, st.one_of(_NOT_UTF8, _NOT_INTS, st.none())).map(lambda pair: {pair[0]: pair[1]}),
+    )
+
+
+def _valid_or_one_wrong(
+    fields: Any, valid: dict[str, st.SearchStrategy[Any]], wrong: dict[str, st.SearchStrategy[Any]]
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Half well-formed mappings of `fields` (a table of `request_checks` or `answer_shapes`), half the same with
+    one thing wrong: a field given a value near its rule or any value, or a field nobody declared."""
+    required = {name: valid[name] for name, (_check, default) in fields.items() if default is request_checks.REQUIRED}
+    optional = {name: valid[name] for name in fields if name not in required}
+    right = st.fixed_dictionaries(required, optional=optional)
+    names = st.sampled_from([*fields, "unknown"])
+
+    def one_wrong(example: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+        return names.flatmap(
+            lambda name: st.one_of(wrong.get(name, _VALUES), _VALUES).map(lambda value: {**example, name: value})
+        )
+
+    return st.one_of(right, right.flatmap(one_wrong))
+
+
+# Well-formed values of each request field, and values near its rule (both sides of each bound), by field name.
+_VALID_REQUEST_FIELDS = {
+    "body": st.text(min_size=1, max_size=5),
+    "attributes": st.one_of(st.none(), st.dictionaries(st.text(), st.text(), max_size=limits.MAX_ATTRIBUTES)),
+    "attribute_types": st.one_of(st.none(), st.dictionaries(st.text(), st.text(), max_size=limits.MAX_ATTRIBUTES)),
+    "delay_seconds": st.one_of(st.none(), st.integers(0, limits.MAX_RETENTION_SECONDS)),
+    "deliver_at": st.one_of(st.none(), st.integers(0, 2**40), st.floats(allow_nan=False, allow_infinity=False)),
+    "priority": st.one_of(st.none(), st.integers(0, limits.MAX_PRIORITY)),
+    "group_id": st.one_of(st.none(), st.text(min_size=1, max_size=limits.MAX_GROUP_ID)),
+    "dedup_id": st.one_of(st.none(), st.text(min_size=1, max_size=limits.MAX_DEDUP_ID)),
+    "max_messages": st.integers(1, limits.MAX_RECEIVE),
+    "visibility_timeout": st.one_of(st.none(), st.integers(0, limits.MAX_VISIBILITY_SECONDS)),
+    "wait_seconds": st.integers(0, limits.MAX_WAIT_SECONDS),
+    "order": st.sampled_from(["oldest", "newest"]),
+}
+_NEAR_REQUEST_FIELDS = {
+    "body": st.one_of(_TEXTS, _NOT_UTF8),
+    "attributes": _text_map(limits.MAX_ATTRIBUTES),
+    "attribute_types": _text_map(limits.MAX_ATTRIBUTES),
+    "delay_seconds": _count(0, limits.MAX_RETENTION_SECONDS),
+    "deliver_at": st.one_of(st.floats(), _TEXTS, st.booleans(), _NOT_UTF8),
+    "priority": _count(0, limits.MAX_PRIORITY),
+    "group_id": _name(limits.MAX_GROUP_ID),
+    "dedup_id": _name(limits.MAX_DEDUP_ID),
+    "max_messages": _count(1, limits.MAX_RECEIVE),
+    "visibility_timeout": _count(0, limits.MAX_VISIBILITY_SECONDS),
+    "wait_seconds": _count(0, limits.MAX_WAIT_SECONDS),
+    "order": st.sampled_from(["Oldest", "", "newest "]),
+}
+
+
+def _requests(table: Any) -> st.SearchStrategy[dict[str, Any]]:
+    return _valid_or_one_wrong(table.fields, _VALID_REQUEST_FIELDS, _NEAR_REQUEST_FIELDS)
+
+
+_SEND_MESSAGES = _requests(request_checks.SEND_MESSAGE)
+_VALID_REQUEST_FIELDS["messages"] = st.lists(
+    _valid_or_one_wrong(request_checks.SEND_MESSAGE.fields, _VALID_REQUEST_FIELDS, {}).filter(
+        lambda entry: "unknown" not in entry
+    ),
+    min_size=1,
+    max_size=3,
+)
+_NEAR_REQUEST_FIELDS["messages"] = st.one_of(
+    st.lists(_SEND_MESSAGES, max_size=3), st.lists(st.just({"body": "x"}), min_size=limits.MAX_BATCH + 1)
+)
+_REQUESTS = {
+    "SendMessageRequest": _SEND_MESSAGES,
+    "SendBatchRequest": _requests(request_checks.SEND_BATCH),
+    "ReceiveRequest": _requests(request_checks.RECEIVE),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_REQUESTS))
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_a_request_check_accepts_only_what_pydantic_accepts_and_holds_it_alike(name: str, data: st.DataObject) -> None:
+    body = data.draw(_REQUESTS[name])
+    try:
+        fast = request_checks.MODELS[name](body)
+    except request_checks.Unsure:
+        return
+    validated = getattr(schemas, name).model_validate(body)
+    assert list(validated.model_dump().items()) == list(fast.items())
+    assert json.dumps(validated.model_dump()) == json.dumps(fast)
+
+
+# Values that Python's own checks take for an int or a str, and values just past a length or count bound.
+_TRAPS = [
+    True,
+    False,
+    1.0,
+    0.0,
+    1e2,
+    float("nan"),
+    "1",
+    "",
+    "\ud800",
+    "x" * (max(limits.MAX_GROUP_ID, limits.MAX_DEDUP_ID) + 1),
+    {"k": "\ud800"},
+    {"\ud800": "v"},
+    {"k": 1},
+    {f"k{index}": "v" for index in range(limits.MAX_ATTRIBUTES + 1)},
+    [],
+    [{"body": "x"}] * (limits.MAX_BATCH + 1),
+    None,
+]
+_SMALLEST = {"SendMessageRequest": {"body": "x"}, "SendBatchRequest": {"messages": [{"body": "x"}]}}
+
+
+def _trapped(name: str) -> list[dict[str, Any]]:
+    """The smallest well-formed request of `name` with each field (of a batch's entry too) set to each trap."""
+    smallest = _SMALLEST.get(name, {})
+    requests = [{**smallest, field: trap} for field in request_checks.MODELS[name].fields for trap in _TRAPS]
+    if name == "SendBatchRequest":
+        entries = _trapped("SendMessageRequest")
+        requests += [{"messages": [entry]} for entry in entries] + [{"messages": [{"body": "x"}, *entries[:3]]}]
+    return requests
+
+
+@pytest.mark.parametrize("name", sorted(request_checks.MODELS))
+def test_no_request_check_takes_a_trap_pydantic_refuses_or_holds_otherwise(name: str) -> None:
+    """Deterministic where the property above is probabilistic: every field against every trap."""
+    for body in _trapped(name):
+        try:
+            fast = request_checks.MODELS[name](body)
+        except request_checks.Unsure:
+            continue
+        validated = getattr(schemas, name).model_validate(body)  # raises if the check took what pydantic refuses
+        assert json.dumps(validated.model_dump()) == json.dumps(fast), body
+
+
+def test_the_common_requests_are_vouched_for() -> None:
+    """Without this the fast path would be correct and useless."""
+    assert request_checks.SEND_MESSAGE({"body": "hello"}) == schemas.SendMessageRequest(body="hello").model_dump()
+    assert request_checks.SEND_MESSAGE(
+        {"body": "é", "attributes": {"k": "v"}, "delay_seconds": 5, "priority": 9, "group_id": "g", "dedup_id": "d"}
+    )
+    assert request_checks.SEND_BATCH({"messages": [{"body": "a"}, {"body": "b", "deliver_at": 1.5}]})
+    assert request_checks.RECEIVE({}) == schemas.ReceiveRequest().model_dump()
+    assert request_checks.RECEIVE({"max_messages": 10, "wait_seconds": 20, "visibility_timeout": 30, "order": "newest"})
+
+
+# Well-formed values of each kind of answer field, and the types pydantic would convert or refuse.
+_VALID_ANSWERS = {
+    answer_shapes.TEXT: st.text(max_size=5),
+    answer_shapes.MAYBE_TEXT: st.one_of(st.none(), st.text(max_size=5)),
+    answer_shapes.integer: st.integers(0, 2**40),
+    answer_shapes.MAYBE_INT: st.one_of(st.none(), st.integers(0, 2**40)),
+    answer_shapes.TEXT_MAP: st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2),
+    answer_shapes.flag: st.booleans(),
+}
+_NEAR_ANSWERS = {
+    answer_shapes.TEXT: st.one_of(_TEXTS, st.integers(0, 3), st.booleans()),
+    answer_shapes.MAYBE_TEXT: st.one_of(_TEXTS, st.integers(0, 3)),
+    answer_shapes.integer: st.one_of(st.booleans(), st.sampled_from([1.0, 1.5, "1", None])),
+    answer_shapes.MAYBE_INT: st.one_of(st.booleans(), st.sampled_from([1.0, "1"])),
+    answer_shapes.TEXT_MAP: st.one_of(st.dictionaries(_TEXTS, _VALUES, max_size=2), st.none()),
+    answer_shapes.flag: st.one_of(st.integers(0, 1), st.sampled_from(["true", None])),
+}
+_ANSWER_FIELDS = {
+    "state": (st.sampled_from(["visible", "in_flight", "delayed", "dlq"]), st.sampled_from(["gone", None])),
+    "body_stored": (st.sampled_from(["item", "compressed", "s3"]), st.sampled_from(["S3", 1])),
+}
+
+
+def _answers(shape: Any, nested: dict[str, Any] | None = None) -> st.SearchStrategy[dict[str, Any]]:
+    """Answer mappings of `shape`'s fields, well-formed or with one thing wrong, and now and then with fields the
+    model does not declare (which it passes through as they are)."""
+    valid, wrong = {}, {}
+    for name, (write, _default) in shape.fields.items():
+        if name in (nested or {}):
+            valid[name], wrong[name] = nested[name], _VALUES
+        elif name in _ANSWER_FIELDS:
+            valid[name], wrong[name] = _ANSWER_FIELDS[name]
+        else:
+            valid[name], wrong[name] = _VALID_ANSWERS[write], _NEAR_ANSWERS[write]
+    examples = _valid_or_one_wrong(shape.fields, valid, wrong)
+    extras = st.fixed_dictionaries({}, optional={"extra": _VALUES, "by_priority": _VALUES})
+    return st.one_of(examples, st.tuples(examples, extras).map(lambda parts: {**parts[0], **parts[1]}))
+
+
+_BATCH_PARTS = {
+    "successful": st.lists(_answers(answer_shapes.SEND_ENTRY_RESULT), max_size=3),
+    "failed": st.lists(_answers(answer_shapes.ENTRY_FAILURE), max_size=2),
+}
+_ANSWERS = {
+    "SendMessageAnswer": _answers(answer_shapes.SEND_MESSAGE_ANSWER, _BATCH_PARTS),
+    "SendBatchAnswer": _answers(answer_shapes.SEND_BATCH_ANSWER, _BATCH_PARTS),
+    "ReceiveAnswer": _answers(
+        answer_shapes.RECEIVE_ANSWER,
+        {"messages": st.lists(_answers(answer_shapes.RECEIVED_MESSAGE_ANSWER), max_size=2)},
+    ),
+    "MessageList": _answers(
+        answer_shapes.MESSAGE_LIST, {"messages": st.lists(_answers(answer_shapes.MESSAGE_ANSWER), max_size=2)}
+    ),
+    "SweepAnswer": _answers(
+        answer_shapes.SWEEP_ANSWER,
+        {
+            "depths": st.lists(_answers(answer_shapes.QUEUE_DEPTH), max_size=2),
+            "shards": st.lists(_answers(answer_shapes.QUEUE_SHARDS), max_size=2),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ANSWERS))
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_an_answer_shape_writes_what_its_model_writes(name: str, data: st.DataObject) -> None:
+    answer = data.draw(_ANSWERS[name])
+    try:
+        written = answer_shapes.MODELS[name](answer)
+    except request_checks.Unsure:
+        return
+    model = getattr(schemas, name).model_validate(answer)
+    assert json.dumps(written, separators=(",", ":")) == json.dumps(
+        model.model_dump(mode="json", by_alias=True), separators=(",", ":")
+    )
+
+
+# Both paths through the real handlers, on moto (tests/functions/conftest.py).
+
+
+def _both(function: str, event: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(the fast path's answer or None, the validating resolver's answer) to the same event."""
+    fast = fast_routes.answer(function, event)
+    app = resolver_for(function)
+    assert app is not None
+    return fast, resolve(app, event, FakeLambdaContext())
+
+
+def _without_fresh(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: ("fresh" if key in FRESH else _without_fresh(item)) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_fresh(item) for item in value]
+    return value
+
+
+def _masked(text: str) -> str:
+    """The answer's JSON text as written, with the values of `FRESH` fields replaced (escapes and order kept)."""
+    fields = "|".join(sorted(FRESH))
+    return re.sub(rf'"({fields})":("[^"]*"|-?\d+|null)', r'"\1":"fresh"', text)
+
+
+def _same(fast: dict[str, Any], slow: dict[str, Any], fresh: bool) -> None:
+    assert {**fast, "body": None} == {**slow, "body": None}
+    if fresh:
+        assert _masked(fast["body"]) == _masked(slow["body"])
+    else:
+        assert fast["body"] == slow["body"]
+
+
+@pytest.fixture
+def queues(core: QueueClient) -> QueueClient:
+    core.create_queue("orders")
+    core.create_queue("jobs.fifo", fifo=True)
+    body, attributes, priority = SAME
+    core.queue("orders", "c1").send(body, attributes=attributes, priority=priority)
+    return core
+
+
+_SEND_BODIES = st.one_of(_REQUESTS["SendMessageRequest"], _REQUESTS["SendBatchRequest"], _VALUES)
+_PATHS = st.sampled_from(["orders", "jobs.fifo", "missing", "bad name", "x" * 81]).flatmap(
+    lambda queue: st.sampled_from(["c1", "c2", "bad!", ""]).map(lambda client: f"/queues/{queue}/clients/{client}")
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(path=_PATHS, body=_SEND_BODIES)
+def test_a_send_is_answered_alike_by_both_paths(queues: QueueClient, path: str, body: Any) -> None:
+    event = api_event("POST", f"{path}/messages", body)
+    fast, slow = _both("producer", event)
+    if fast is not None:
+        _same(fast, slow, fresh=slow["statusCode"] == 200)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(path=_PATHS, body=st.one_of(st.none(), _REQUESTS["ReceiveRequest"], _VALUES))
+def test_a_receive_is_answered_alike_by_both_paths(queues: QueueClient, path: str, body: Any) -> None:
+    if isinstance(body, dict) and body.get("wait_seconds"):
+        body = {**body, "wait_seconds": 0}
+    wanted = body.get("max_messages") if isinstance(body, dict) else None
+    message, attributes, priority = SAME
+    for _ in range(2 * (wanted if type(wanted) is int and 1 <= wanted <= limits.MAX_RECEIVE else 1)):
+        queues.queue("orders", "c1").send(message, attributes=attributes, priority=priority)
+    event = api_event("POST", f"{path}/receive", body)
+    fast, slow = _both("poller", event)
+    if fast is not None:
+        _same(fast, slow, fresh=True)
+
+
+_LIMITS = st.one_of(st.none(), st.sampled_from(["1", "10", "100", "101", "0", "01", " 5", "+5", "5.0", "1e1", "x"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(path=_PATHS, limit=_LIMITS, listing=st.sampled_from([("poller", "messages"), ("dlq_redriver", "dlq")]))
+def test_a_listing_is_answered_alike_by_both_paths(
+    queues: QueueClient, path: str, limit: str | None, listing: tuple[str, str]
+) -> None:
+    function, tail = listing
+    event = api_event("GET", f"{path}/{tail}", query={"limit": limit} if limit is not None else None)
+    fast, slow = _both(function, event)
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_a_listing_without_a_limit_takes_the_routes_default() -> None:
+    """The default is written in the fast route as in the query parameter and the invoke model; the listings
+    compared above hold too few messages to tell them apart."""
+    from queue_api import http
+
+    default = http.QUERY_PARAMETERS["limit"].default
+    assert default == schemas.ListRequest().limit
+    for name, tail in (("peek", "messages"), ("list_dlq", "dlq")):
+        assert fast_routes.FAST_ROUTES[name].check(api_event("GET", f"/queues/q/clients/c/{tail}")) == default
+
+
+def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: QueueClient) -> None:
+    sub_queue = "/queues/orders/clients/c1"
+    answered = [
+        ("producer", api_event("POST", f"{sub_queue}/messages", {"body": "hi"})),
+        ("producer", api_event("POST", f"{sub_queue}/messages", {"messages": [{"body": "a"}]})),
+        ("poller", api_event("POST", f"{sub_queue}/receive", None)),
+        ("poller", api_event("GET", f"{sub_queue}/messages", query={"limit": "5"})),
+        ("dlq_redriver", api_event("GET", f"{sub_queue}/dlq")),
+        ("producer", api_event("POST", "/queues/missing/clients/c1/messages", {"body": "hi"})),
+    ]
+    for function, event in answered:
+        assert fast_routes.answer(function, event) is not None, event["path"]
+    left = [
+        ("producer", api_event("POST", f"{sub_queue}/messages", {"body": ""})),
+        ("producer", api_event("POST", f"{sub_queue}/messages", {"body": "hi", "priority": "3"})),
+        ("producer", api_event("POST", f"{sub_queue}/messages", raw_body="{")),
+        ("producer", api_event("GET", "/queues")),
+        ("producer", api_event("POST", "/queues/bad name/clients/c1/messages", {"body": "hi"})),
+        ("poller", api_event("POST", f"{sub_queue}/messages", {"body": "hi"})),
+        ("poller", api_event("POST", f"{sub_queue}/receive", {"max_messages": 11})),
+        ("poller", api_event("GET", f"{sub_queue}/messages", query={"limit": "0"})),
+        ("poller", api_event("GET", f"{sub_queue}/messages/", query={"limit": "5"})),
+    ]
+    for function, event in left:
+        assert fast_routes.answer(function, event) is None, (event["path"], event["body"])
+
+
+_FIRST_ANSWERS = """
+import json, os, sys
+from moto import mock_aws
+from tests.events import FakeLambdaContext, api_event
+
+with mock_aws():
+    from queue_core import QueueClient
+    core = QueueClient(os.environ["TABLE_NAME"])
+    core.create_table()
+    core.create_queue("orders")
+    handler = __import__(f"functions.{sys.argv[1]}.handler", fromlist=["lambda_handler"])
+    request = json.loads(sys.argv[2])
+    event = api_event(*request) if isinstance(request, list) else request
+    answer = handler.lambda_handler(event, FakeLambdaContext())
+    status = answer.get("statusCode", answer.get("status", 200))
+    print(json.dumps([status, "pydantic" in sys.modules]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "request_line", "expected"),
+    [
+        ("producer", ["POST", "/queues/orders/clients/c1/messages", {"body": "hi"}], [200, False]),
+        ("poller", ["POST", "/queues/orders/clients/c1/receive", {}], [200, False]),
+        ("dlq_redriver", ["GET", "/queues/orders/clients/c1/dlq"], [200, False]),
+        ("producer", ["POST", "/queues/orders/clients/c1/messages", {"body": ""}], [400, True]),
+        ("visibility_sweeper", {"action": "sweep"}, [200, False]),
+        ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),
+    ],
+)
+def test_a_well_formed_first_request_does_not_load_pydantic(
+    function: str, request_line: list[Any] | dict[str, Any], expected: list[Any]
+) -> None:
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "queue_core" / "python"), str(ROOT)]),
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_ANSWERS, function, json.dumps(request_line)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == expected
+
+
+@pytest.mark.parametrize("tail", ["messages", "receive"])
+def test_json_too_deep_for_the_parser_is_left_to_the_resolver(queues: QueueClient, tail: str) -> None:
+    depth = 100_000  # far past the interpreter's recursion limit
+    event = api_event("POST", f"/queues/orders/clients/c1/{tail}", raw_body="[" * depth + "]" * depth)
+    function = "producer" if tail == "messages" else "poller"
+    fast, slow = _both(function, event)
+    assert fast is None
+    assert answer_http(function, event, FakeLambdaContext()) == slow
+    assert (slow["statusCode"], json.loads(slow["body"])["error"]["code"]) == (400, "ValidationError")
+
+
+def test_json_just_within_the_parsers_depth_is_refused_not_a_500(queues: QueueClient) -> None:
+    """A depth the check's own parse takes can still be past the limit where Powertools parses, deeper in the
+    stack: every depth near the interpreter's limit is a 400, none a 500."""
+    before = queues.queue("orders", "c1").stats().to_dict()
+    limit = sys.getrecursionlimit()
+    for depth in range(limit - 200, limit + 1, 2):
+        body = '{"body": "x", "attributes": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
+        event = api_event("POST", "/queues/orders/clients/c1/messages", raw_body=body)
+        answer = answer_http("producer", event, FakeLambdaContext())
+        assert answer["statusCode"] == 400, (depth, answer["body"])
+    assert queues.queue("orders", "c1").stats().to_dict() == before
+
+
+@pytest.mark.parametrize(
+    ("function", "tail", "body"),
+    [
+        ("producer", "messages", [{"body": "first"}, {"garbage": 1}]),
+        ("producer", "messages", [{"body": "first"}]),
+        ("poller", "receive", [{"max_messages": 2}, "junk"]),
+    ],
+)
+def test_a_body_that_is_a_json_array_is_refused_and_changes_nothing(
+    queues: QueueClient, function: str, tail: str, body: list[Any]
+) -> None:
+    """Powertools would read a top-level array as its first element: a 200 that sent one message of several."""
+    queues.queue("orders", "c1").send("waiting")
+    before = queues.queue("orders", "c1").stats().to_dict()
+    event = api_event("POST", f"/queues/orders/clients/c1/{tail}", raw_body=json.dumps(body))
+    answer = answer_http(function, event, FakeLambdaContext())
+    assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (400, "ValidationError")
+    assert "JSON array" in json.loads(answer["body"])["error"]["message"]
+    assert queues.queue("orders", "c1").stats().to_dict() == before
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        api_event("POST", "/queues/orders/clients/c1/messages", {"body": "hi"}),
+        api_event("POST", "/queues/orders/clients/c1/messages", raw_body="hi", headers={"Content-Type": "text/plain"}),
+        api_event("POST", "/queues/orders/clients/c1/messages", raw_body="x" * (MAX_REQUEST_BYTES + 1)),
+    ],
+    ids=["well-formed", "not-json", "too-large"],
+)
+def test_a_function_without_routes_answers_404_before_looking_at_the_body(event: dict[str, Any]) -> None:
+    answer = answer_http("visibility_sweeper", event, FakeLambdaContext())
+    assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (404, "NotFound")
+
+
+def test_a_scheduled_sweep_is_answered_alike_by_both_paths(queues: QueueClient) -> None:
+    from queue_api import fast_actions
+    from queue_api.invoke import actions_for, dispatch
+
+    queues.queue("orders", "c1").send("late", delay_seconds=60)
+    for event in ({"action": "sweep"}, scheduled_rule_event()):
+        fast = fast_actions.answer_invoke("visibility_sweeper", event, FakeLambdaContext())
+        slow = dispatch(actions_for("visibility_sweeper"), event, FakeLambdaContext(), default_action="sweep")
+        assert fast is not None and json.dumps(_without_fresh(fast)) == json.dumps(_without_fresh(slow))
+        assert fast["depths"] and fast["sub_queues"] == 1
+    for event in ({"action": "sweep", "budget_seconds": 5}, {"action": None}, {"action": "sweep", "x": 1}):
+        assert fast_actions.answer_invoke("visibility_sweeper", event, FakeLambdaContext()) is None
+    assert fast_actions.answer_invoke("producer", {"action": "sweep"}, FakeLambdaContext()) is None
+
+
+def test_finite_floats_only() -> None:
+    """A non-finite float is written as null by pydantic but as NaN by json: the shapes leave it to the model."""
+    with pytest.raises(request_checks.Unsure):
+        answer_shapes.plain_json(math.inf)
