@@ -144,7 +144,7 @@ def settings_summary(queue: Mapping[str, Any]) -> str:
 
 
 def shards_text(queue: Mapping[str, Any]) -> str:
-    """`4 shards`, or of a queue whose count follows its load `4 shards (auto 1-64)`."""
+    """`4 shards`, or of a queue whose count follows its load `4 shards (auto 1-512)`."""
     shards = queue.get("shards", 1)
     text = f"{shards} shard" + ("" if shards == 1 else "s")
     if queue.get("auto_shards"):

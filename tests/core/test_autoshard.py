@@ -193,3 +193,20 @@ def test_the_count_has_hysteresis_and_never_flaps(client: QueueClient) -> None:
     assert wanted(_report(quiet - 200, 150), now=quiet) == 8, "between a tenth and a half: stays, either way"
     assert wanted(now=quiet) == 1, "no report at all: back to the minimum"
     assert autoshard.wanted_shards(settings, [[_report(at - 30, 900)]], int(at * 1000)) == 8, "a stale report"
+
+
+def test_bodies_offloaded_to_s3_count_as_the_pointer_they_leave(large: QueueClient, clock: FakeClock) -> None:
+    """Two 200 KB messages a second: each leaves a small item (its body goes to S3), far under a key's limit.
+    Counted at their full size they would read as 1,600 write units a second on one key and grow the queue."""
+    large.create_queue("big")
+    queue = large.queue("big", "c")
+    body = "y" * (200 * 1024)
+    sent = []
+    for number in range(2 * autoshard.FLUSH_SECONDS):
+        sent.append(f"{number}:{body}")
+        queue.send(sent[-1])
+    clock.advance(autoshard.FLUSH_SECONDS)
+    sent.append(f"last:{body}")
+    queue.send(sent[-1])
+    assert large.sweep().shards == [{"queue": "big", "shards": 1, "auto": True}]
+    assert sorted(_drain(queue)) == sorted(sent)

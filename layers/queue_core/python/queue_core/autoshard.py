@@ -112,9 +112,14 @@ class LoadMeter:
         return {"at": now, **rates, "throttles": math.ceil(window.throttles * 60 / seconds)}
 
 
-def message_units(body: str, attributes: dict[str, str] | None = None) -> int:
-    """Write units of one message's life on its shard's key (item size rounded up to the KB, about)."""
-    size = len(body.encode()) + sum(len(k) + len(v) for k, v in (attributes or {}).items()) + 300
+def message_units(body: str, attributes: dict[str, str] | None = None, stored_at_most: int | None = None) -> int:
+    """Write units of one message's life on its shard's key (item size rounded up to the KB, about). A body larger
+    than `stored_at_most` (a client's offload threshold) goes to S3 and leaves a pointer in the item: counted at
+    that size, or a few large bodies a second would read as the load of thousands of small ones."""
+    body_bytes = len(body.encode())
+    if stored_at_most is not None:
+        body_bytes = min(body_bytes, stored_at_most)
+    size = body_bytes + sum(len(k) + len(v) for k, v in (attributes or {}).items()) + 300
     return LIFE_WRITES * math.ceil(size / 1024)
 
 

@@ -210,9 +210,12 @@ class SubQueue:
             return
         load = self._ctx.load
         shards = settings.placement_shards(now)
+        bodies = self._ctx.bodies
+        stored_at_most = bodies.offload_bytes if bodies.bucket else None
         for entry in sent:
             shard = keys.group_shard(entry.group_id, shards) if entry.group_id is not None else random.randrange(shards)
-            load.record(engine.space, shard, autoshard.message_units(entry.body, entry.attributes), now)
+            units = autoshard.message_units(entry.body, entry.attributes, stored_at_most)
+            load.record(engine.space, shard, units, now)
         if self._ctx.store.throttles > throttles_before:
             load.throttled(engine.space, now, self._ctx.store.throttles - throttles_before)
         autoshard.after_traffic(self._ctx, settings, engine.space)
