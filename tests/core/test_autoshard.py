@@ -167,6 +167,78 @@ def test_automatic_changes_are_fenced_and_kept_as_few_layouts(client: QueueClien
     assert sorted(_drain(queue), key=int) == sent
 
 
+def _send_groups(queue, count: int, groups: list[str], prefix: str) -> list[str]:
+    """`count` messages in turn over `groups`, 25 a batch."""
+    bodies = [f"{prefix}{i}:{BODY}" for i in range(count)]
+    for start in range(0, count, 25):
+        batch = [
+            {"body": body, "group_id": groups[(start + i) % len(groups)]}
+            for i, body in enumerate(bodies[start : start + 25])
+        ]
+        assert not queue.send_batch(batch).failed
+    return bodies
+
+
+def _fifo_load(queue, clock: FakeClock, hot: int, spread: int, prefix: str) -> list[str]:
+    """For one report window, `hot` messages a second in group "hot" and `spread` over a hundred other groups, then
+    one more send that reports it."""
+    seconds = autoshard.FLUSH_SECONDS
+    sent = _send_groups(queue, hot * seconds, ["hot"], f"{prefix}h") if hot else []
+    sent += _send_groups(queue, spread * seconds, [f"g{i}" for i in range(100)], f"{prefix}s") if spread else []
+    clock.advance(seconds)
+    return sent + _send_groups(queue, 1, ["hot"], f"{prefix}last")
+
+
+@pytest.mark.parametrize(
+    ("hot", "spread", "shards"),
+    [
+        (15, 0, 1),  # 60 WU/s in one group: past a key's limit, but that group's own; more shards cannot split it
+        (0, 15, 8),  # the same load over a hundred groups: spread as a standard queue's is
+        (5, 10, 4),  # mixed: sized on the 40 WU/s the other groups carry, not on the hot group's 20 on top
+    ],
+)
+def test_fifo_grows_only_for_the_load_more_shards_can_spread(
+    client: QueueClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, hot: int, spread: int, shards: int
+) -> None:
+    monkeypatch.setattr(autoshard, "KEY_WRITE_UNITS", 50)  # scaled down twenty times, as the load
+    client.create_queue("orders.fifo", max_receive_count=0)
+    queue = client.queue("orders.fifo", "c")
+    sent = []
+    for round_ in range(3):  # the same load again once groups are placed by the new count: no staircase either
+        sent += _fifo_load(queue, clock, hot, spread, f"r{round_}")
+        assert client.sweep().shards == [{"queue": "orders.fifo", "shards": shards, "auto": True}], round_
+        clock.advance(3 * autoshard.GROW_COOLDOWN_SECONDS)
+    received = _drain(queue)
+    assert sorted(received) == sorted(sent)
+    in_hot = {body for body in sent if "h" in body.split(":")[0] or "last" in body}
+    assert [body for body in received if body in in_hot] == [body for body in sent if body in in_hot], "in order"
+
+
+def test_throttles_one_fifo_group_explains_grow_nothing(client: QueueClient) -> None:
+    """A FIFO process whose busiest shard carries one group near a key's limit and is throttled: more shards would
+    move nothing off that key. The same throttles with the load over many groups grow the count at once."""
+    at = 1_000.0
+    settings = client.create_queue("hot.fifo").resharded(4, now_ms=int((at - 100) * 1000), cache_ms=10_000)
+    throttles = autoshard.THROTTLES_PER_MINUTE
+
+    def wanted(**report: int) -> int:
+        return autoshard.wanted_shards(
+            settings, [[{"at": int(at * 1000), "throttles": throttles, **report}]], int(at * 1000)
+        )
+
+    assert wanted(busiest_wu=990, total_wu=1_000, spread_wu=30) == 4, "one group's own limit"
+    assert wanted(busiest_wu=990, total_wu=1_000, spread_wu=300) == 16, "other groups share its key: four times"
+    assert wanted(busiest_wu=990, total_wu=1_000) == 16, "an older report, without the field, reads as before"
+    assert (
+        autoshard.wanted_shards(
+            settings,
+            [[{"at": int(at * 1000), "busiest_wu": 990, "total_wu": 990, "throttles": 0, "spread_wu": 0}] * 3],
+            int(at * 1000),
+        )
+        == 4
+    ), "three processes, one group"
+
+
 def _report(at_s: float, busiest_wu: int, throttles: int = 0) -> dict:
     """A process's report on a standard queue of 8 shards: its sends go round them, each carries an eighth."""
     return {"at": int(at_s * 1000), "busiest_wu": busiest_wu, "total_wu": 8 * busiest_wu, "throttles": throttles}

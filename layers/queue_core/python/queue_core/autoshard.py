@@ -14,7 +14,10 @@ for `SIZE_FOR` of a key's limit on the busiest shard; a process whose sends or r
 to the need the reports measure (a standard client's sends go round its shards: its busiest key carries its total
 over the count), and a throttled one at least `THROTTLE_GROWTH` times, since senders that back off measure less
 than they want to send; throttles the measured load does not explain (a table-level quota, a change still
-settling) grow nothing, as more shards would not help. A decision is
+settling) grow nothing, as more shards would not help. On a FIFO queue the same holds for one busy group: it keeps to
+one shard at any count, so a report also carries its busiest shard's load but that shard's busiest group
+(`spread_wu`, counted in memory per window), and only that part sizes the count, grows it on throttles, or keeps it
+from shrinking. A decision is
 written as a change by hand is (`Registry.reshard`: conditional on the settings' version and generation, its own
 write recognised after a lost answer), and keeps the same layout history, so nothing is stranded when the count goes
 down.
@@ -73,6 +76,8 @@ class _Window:
     started: int
     units: dict[int, float] = field(default_factory=dict)
     throttles: int = 0
+    # FIFO: each group's units on its shard, to tell the load more shards can spread from what one group carries.
+    groups: dict[tuple[int, str], float] = field(default_factory=dict)
 
 
 class LoadMeter:
@@ -85,10 +90,12 @@ class LoadMeter:
         # and one's report must not overwrite another's.
         self.reporter = f"{PROCESS}-{uuid.uuid4().hex[:6]}"
 
-    def record(self, space: Space, shard: int, units: float, now: int) -> None:
+    def record(self, space: Space, shard: int, units: float, now: int, group: str | None = None) -> None:
         with self._lock:
             window = self._windows.setdefault(space, _Window(now))
             window.units[shard] = window.units.get(shard, 0.0) + units
+            if group is not None:
+                window.groups[shard, group] = window.groups.get((shard, group), 0.0) + units
 
     def throttled(self, space: Space, now: int, count: int = 1) -> None:
         with self._lock:
@@ -109,7 +116,18 @@ class LoadMeter:
         if not window.throttles and total < REPORT_MIN_SHARE * KEY_WRITE_UNITS:
             return None
         rates = {"busiest_wu": math.ceil(busiest), "total_wu": math.ceil(total)}
+        if window.groups:
+            rates["spread_wu"] = math.ceil(_spreadable(window) / seconds)
         return {"at": now, **rates, "throttles": math.ceil(window.throttles * 60 / seconds)}
+
+
+def _spreadable(window: _Window) -> float:
+    """The most units on one shard that more shards could move elsewhere: the shard's load but its busiest group's.
+    A group keeps to one shard at any count, so what it carries alone is its own keys' limit, not the queue's."""
+    busiest_group: dict[int, float] = {}
+    for (shard, _), units in window.groups.items():
+        busiest_group[shard] = max(busiest_group.get(shard, 0.0), units)
+    return max((units - busiest_group.get(shard, 0.0) for shard, units in window.units.items()), default=0.0)
 
 
 def message_units(body: str, attributes: dict[str, str] | None = None, stored_at_most: int | None = None) -> int:
@@ -145,13 +163,15 @@ def after_traffic(ctx: Context, settings: QueueSettings, space: Space) -> None:
 def _share(settings: QueueSettings, reports: list[list[dict[str, Any]]], since: int) -> float:
     """The busiest shard key's load at the current count as a share of a key's write limit, the most of any client
     (each has its own keys). A standard client's sends go round its shards, so each key carries the client's total
-    over the count; a FIFO group keeps to one shard, so there it is the sum of each process's busiest shard (an upper
-    bound). Each process has one report (the latest)."""
+    over the count; a FIFO group keeps to one shard, so there it is the sum of each process's busiest shard but that
+    shard's busiest group (`spread_wu`: a group's load stays on one key at any count, more shards only spread the
+    rest; a report without it, from an older process, counts its busiest shard whole). Each process has one report
+    (the latest)."""
     per_client = []
     for client in reports:
         recent = [r for r in client if int(r["at"]) >= since]
         if settings.fifo:
-            per_client.append(sum(float(r["busiest_wu"]) for r in recent))
+            per_client.append(sum(float(r.get("spread_wu", r["busiest_wu"])) for r in recent))
         else:
             per_client.append(sum(float(r["total_wu"]) for r in recent) / settings.shards)
     return max(per_client, default=0.0) / KEY_WRITE_UNITS

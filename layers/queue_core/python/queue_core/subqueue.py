@@ -215,7 +215,7 @@ class SubQueue:
         for entry in sent:
             shard = keys.group_shard(entry.group_id, shards) if entry.group_id is not None else random.randrange(shards)
             units = autoshard.message_units(entry.body, entry.attributes, stored_at_most)
-            load.record(engine.space, shard, units, now)
+            load.record(engine.space, shard, units, now, entry.group_id if settings.fifo else None)
         if self._ctx.store.throttles > throttles_before:
             load.throttled(engine.space, now, self._ctx.store.throttles - throttles_before)
         autoshard.after_traffic(self._ctx, settings, engine.space)
