@@ -123,7 +123,9 @@ BACKLOG_CAP = 30  # messages stored and not yet settled, per sub-queue: keeps mo
 SECONDS_PER_CALL = 0.2
 CLOCK_TICK_SECONDS = 0.02  # how often the driver and the operator look (wall time; no clock moves with it)
 SWEEP_EVERY_FAKE_SECONDS = 100.0
-SWEEP_BUDGET_SECONDS = 1.0
+# Wall seconds a leased pass of the sweep has: under load the churn queues' tombstones take a few before the
+# sub-queues, so that passes run out of time and resume (and, between them, still go round within a run).
+SWEEP_BUDGET_SECONDS = 8.0
 SETTLED_EVERY_SECONDS = 1.0
 # A run that makes no progress at all (nothing sent, settled, resharded or recreated) for this long has hung.
 STALL_SECONDS = 300.0
@@ -131,6 +133,19 @@ STALL_SECONDS = 300.0
 RAW_LAYOUT_KEY = {"pk": {"S": "META"}, "sk": {"S": "LAYOUT"}}
 IDLE_FIRST_SECONDS = 0.01
 IDLE_MAX_SECONDS = 0.25
+
+
+def _place(cursor: str | None) -> tuple[str, str]:
+    """A sweep's cursor as its place in the sweep's order (queue, then client); None: before the first."""
+    queue, _, client = (cursor or "").partition("/")
+    return queue, client
+
+
+def _went_past(start: str | None, stop: str | None, mark: str | None) -> bool:
+    """Whether a resumed pass, from after `start` round to `stop`, went past `mark` (None: the first queue's
+    start): the round of passes that began at `mark` has reached every sub-queue."""
+    after, to, at = _place(start), _place(stop), _place(mark)
+    return after < at <= to if after < to else (at > after or at <= to)
 
 
 @dataclass(frozen=True)
@@ -945,20 +960,63 @@ class StressRun:
         return sent, self._settled_count, reshards, recreations, self.paths.redrives
 
     def _sweep_steadily(self) -> None:
-        """The scheduled sweeper, beside the consumers: a pass in budgeted slices, each resuming where the last
-        one stopped, as the deployed sweeper runs (every `SWEEP_EVERY_FAKE_SECONDS` of the fake clock). It stops
-        for checkpoints between slices, like the workers."""
+        """The scheduled sweeper, beside the consumers: leased passes of `SWEEP_BUDGET_SECONDS` each, as the
+        deployed sweeper runs them (a pass that runs out of time leaves where it stopped on the lease's item, the
+        next one resumes there and goes round past the last queue). Every `SWEEP_EVERY_FAKE_SECONDS` of the fake
+        clock a round of passes starts, one after the other until they have gone round once. It stops for
+        checkpoints between passes, like the workers."""
         self._gate.enter()
-        cursor: str | None = None
+        in_round, wait = False, CLOCK_TICK_SECONDS
+        # Where the last pass stopped (None: it was complete, the next starts at the first queue), and where the
+        # round's first pass started.
+        stopped: str | None = None
+        round_from: str | None = None
+        rounds = 0
         next_pass = self.clock() + SWEEP_EVERY_FAKE_SECONDS
         try:
-            while not self._stop.wait(CLOCK_TICK_SECONDS if cursor is None else 0):
+            while not self._stop.wait(wait):
                 self._gate.wait_if_paused()
-                if cursor is None and self.clock() < next_pass:
+                if not in_round and self.clock() < next_pass:
                     continue
-                if cursor is None:
+                if not in_round:
                     next_pass = self.clock() + SWEEP_EVERY_FAKE_SECONDS
-                cursor = self._sweep(cursor, SWEEP_BUDGET_SECONDS)
+                    in_round, round_from = True, stopped
+                    expired = self.truth.expire(self.now_ms())
+                    with self._lock:
+                        self.figures.add("expired_by_ttl", expired)
+                began = time.monotonic()
+                try:
+                    report = self.client.sweep(
+                        budget_seconds=SWEEP_BUDGET_SECONDS, lease_seconds=SWEEP_EVERY_FAKE_SECONDS / 2
+                    )
+                except QueueError as error:
+                    with self._lock:
+                        self.figures.add("sweep_errors")
+                        self.figures.add(f"sweep error {error.code}")
+                    in_round, wait = False, CLOCK_TICK_SECONDS
+                    continue
+                if report.skipped:  # a lease a lost release left: it runs out on the fake clock
+                    with self._lock:
+                        self.figures.add("sweep_skipped")
+                    wait = CLOCK_TICK_SECONDS
+                    continue
+                with self._lock:
+                    self.figures.add("sweep_passes")
+                    self.figures.add("sweep_sub_queues", report.sub_queues)
+                    self.figures.add("sweep_passes_out_of_time", not report.complete)
+                    self.figures.add("sweep_ms", int((time.monotonic() - began) * 1000))
+                went_round = report.complete or _went_past(stopped, report.cursor, round_from)
+                stopped = None if report.complete else report.cursor
+                if went_round:
+                    self._count("sweeps")
+                    rounds += 1
+                    if rounds % 2 == 0:
+                        # Now and then a whole pass without a budget, as a manual invoke runs it: every queue's
+                        # whole-queue steps (old layouts dropped, shard counts, markers built) under load, which
+                        # resumed passes give a queue only when one pass sees all of its clients.
+                        self._sweep()
+                in_round = not went_round
+                wait = 0 if in_round else CLOCK_TICK_SECONDS
         finally:
             self._gate.leave()
 
@@ -1171,7 +1229,10 @@ class StressRun:
             f"{figures.stale_handles} stale handles, {figures.send_retries} send retries, "
             f"{figures.duplicates_answered} duplicates answered, {figures.receive_errors} receive errors, "
             f"{figures.settle_errors} settle errors, "
-            f"{figures.sweeps} sweeps ({figures.counts['sweep_errors']} failed: "
+            f"{figures.sweeps} sweeps ({figures.counts['sweep_passes']} leased passes, "
+            f"{figures.counts['sweep_passes_out_of_time']} out of time, {figures.counts['sweep_sub_queues']} "
+            f"sub-queues in {figures.counts['sweep_ms'] / 1000:.1f} s, {figures.counts['sweep_skipped']} skipped; "
+            f"{figures.counts['sweep_errors']} failed: "
             f"{_named(figures.counts, 'sweep error ')}), "
             f"{figures.checkpoints} checkpoints, {figures.counts['expired_by_ttl']} items expired by TTL, "
             f"{figures.migrations} migrations, "

@@ -67,15 +67,17 @@ def sweep_report(asked_budget: float | None, context: Any) -> dict[str, Any]:
     # manual invoke) answers `skipped` instead of reading every sub-queue a second time.
     report = queue_client().sweep(budget_seconds=budget, lease_seconds=budget)
     count("MessagesMovedToDlq", report.moved_to_dlq)
-    publish_depths(report.depths)
+    publish_depths(report.depths, with_totals=report.complete and not report.skipped)
     publish_shards(report.shards)
     wake_dispatchers(report.depths)
     return report.to_dict()
 
 
-def publish_depths(depths: Iterable[Mapping[str, Any]]) -> None:
+def publish_depths(depths: Iterable[Mapping[str, Any]], with_totals: bool = True) -> None:
     """One EMF record per (queue, client) with dimensions `queue` and `client`, and one without dimensions for
-    the totals an alarm watches: DLQ depth summed, oldest message age the maximum."""
+    the totals an alarm watches: DLQ depth summed, oldest message age the maximum. The totals only from a pass
+    that saw every sub-queue: a pass out of time (the next resumes after it) or one that another's lease skipped
+    saw a part or nothing, and its sum would turn the DLQ alarm off and on again round after round."""
     dlq_total, oldest = 0, None
     for depth in depths:
         per_queue = _metrics()
@@ -89,6 +91,8 @@ def publish_depths(depths: Iterable[Mapping[str, Any]]) -> None:
         age = depth.get("oldest_age_seconds")
         if age is not None:
             oldest = age if oldest is None else max(oldest, age)
+    if not with_totals:
+        return
     totals = _metrics()
     totals.add_metric(name="DlqDepth", unit=MetricUnit.Count, value=dlq_total)
     if oldest is not None:

@@ -25,6 +25,26 @@ def take(store: Store, key: dict[str, str], now_ms: int, until_ms: int) -> str |
     return holder
 
 
+def take_keeping(store: Store, key: dict[str, str], now_ms: int, until_ms: int) -> tuple[str, dict] | None:
+    """`take`, keeping what else the lease's item holds: the new holder's token and the item as taken, or None.
+    After a lost answer the repeat fails its condition on our own lease, and the item it shows is the one taken."""
+    holder = new_token()
+    try:
+        taken = store.write(writes.take_lease_keeping(key, holder, now_ms, until_ms))
+    except ConditionFailed as failed:
+        if failed.item is None or failed.item.get("holder") != holder:
+            return None
+        taken = failed.item
+    return holder, taken or {}
+
+
+def give_back_resuming(store: Store, key: dict[str, str], holder: str, resume: str) -> None:
+    """Ends the holder's lease early and leaves `resume` on its item for the next holder; nothing once another
+    holder has it (that holder's resume point stands)."""
+    with contextlib.suppress(ConditionFailed):
+        store.write(writes.release_lease_resuming(key, holder, resume))
+
+
 def give_back(store: Store, key: dict[str, str], holder: str) -> None:
     """Ends the holder's lease early, only if it is still the holder's (a repeat finds it gone: nothing to do)."""
     with contextlib.suppress(ConditionFailed):

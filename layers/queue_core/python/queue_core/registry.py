@@ -271,12 +271,27 @@ class Registry:
 
     def take_sweep_lease(self, now_ms: int, seconds: float) -> str | None:
         """The lease's holder token when this sweep may run (no other sweep's lease is running), else None."""
-        self.layout.ensure()
-        return leases.take(self._store, keys.sweep_lease_key(), now_ms, now_ms + int(seconds * 1000))
+        taken = self.take_sweep_lease_resuming(now_ms, seconds)
+        return None if taken is None else taken[0]
 
-    def release_sweep_lease(self, holder: str) -> None:
-        """A finished sweep lets the next one run at once (a crashed one's lease runs out by itself)."""
-        leases.give_back(self._store, keys.sweep_lease_key(), holder)
+    def take_sweep_lease_resuming(self, now_ms: int, seconds: float) -> tuple[str, str | None] | None:
+        """The lease's holder token and where the last sweep that ran out of time stopped (None: at the start),
+        or None while another sweep's lease runs. What is not a position is read as none (the start)."""
+        self.layout.ensure()
+        taken = leases.take_keeping(self._store, keys.sweep_lease_key(), now_ms, now_ms + int(seconds * 1000))
+        if taken is None:
+            return None
+        holder, item = taken
+        resume = item.get("resume")
+        return holder, resume if isinstance(resume, str) and "/" in resume else None
+
+    def release_sweep_lease(self, holder: str, resume: str | None = None) -> None:
+        """A finished sweep lets the next one run at once (a crashed one's lease runs out by itself); one that ran
+        out of time leaves where the next one resumes (`resume`), a complete one removes it with the lease."""
+        if resume is None:
+            leases.give_back(self._store, keys.sweep_lease_key(), holder)
+        else:
+            leases.give_back_resuming(self._store, keys.sweep_lease_key(), holder, resume)
 
     def forget(self, name: str) -> None:
         with self._lock:

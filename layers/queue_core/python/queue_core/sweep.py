@@ -58,28 +58,50 @@ class Sweeper:
         where to resume (`cursor`) and that work is left (`complete` False). With `lease_seconds`, a fresh sweep
         first takes the sweep lease (one conditional write) and does nothing (`skipped`) while another sweep's
         lease runs: overlapping sweeps are harmless, every write being conditional, but read everything twice. The
-        lease is given back at the end (a second write), so a finished sweep never delays the next one."""
+        lease is given back at the end (a second write), so a finished sweep never delays the next one.
+
+        A leased sweep that runs out of time leaves where it stopped on the lease's item, and the next leased
+        sweep starts after it, goes to the last queue and on from the first one back to it: every sub-queue is
+        reached within as many passes as there are sub-queues (each pass sweeps at least one), instead of the
+        queues after a big one never. A complete pass removes the point, so the next one starts at the first
+        queue. A point naming a queue or client that is gone is only a place in the order."""
         if not lease_seconds or cursor:
             return self._run(budget_seconds, max_items, cursor)
-        holder = self._ctx.registry.take_sweep_lease(self._ctx.now_ms(), lease_seconds)
-        if holder is None:
+        taken = self._ctx.registry.take_sweep_lease_resuming(self._ctx.now_ms(), lease_seconds)
+        if taken is None:
             return SweepReport(skipped=True)
+        holder, resume = taken
+        # Kept as it was should the pass fail before it reaches a sub-queue.
+        next_resume = resume
         try:
-            return self._run(budget_seconds, max_items, cursor)
+            report = self._run(budget_seconds, max_items, None, resume, leased=True)
+            # A pass that went all the way round ends with no cursor, even when something else was left over.
+            next_resume = None if report.complete else report.cursor
+            return report
         finally:
             try:
-                self._ctx.registry.release_sweep_lease(holder)
+                self._ctx.registry.release_sweep_lease(holder, next_resume)
             except Throttled:
                 logger.warning("sweep lease not given back; it ends by itself", exc_info=True)
 
-    def _run(self, budget_seconds: float | None, max_items: int | None, cursor: str | None) -> SweepReport:
+    def _run(
+        self,
+        budget_seconds: float | None,
+        max_items: int | None,
+        cursor: str | None,
+        resume: str | None = None,
+        leased: bool = False,
+    ) -> SweepReport:
+        """From after `cursor` to the last queue; from after `resume` around to it (a leased pass: it sweeps at
+        least one sub-queue, whatever its budget, so that successive passes get round)."""
         report = SweepReport()
         deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
         if not cursor:
             self._finish_deleted_queues(report)
         listed = self._ctx.registry.listed_with_copies()
         self._refresh_copies(listed, report, deadline)
-        for settings, _ in listed:
+        swept = 0
+        for settings, after, upto in _rounds([listed_settings for listed_settings, _ in listed], cursor, resume):
             listed_at = self._ctx.now_ms()
             try:
                 clients = self._ctx.registry.clients(settings.name, settings.generation)
@@ -87,7 +109,7 @@ class Sweeper:
                 _failed(report, settings.name)
                 continue
             # Shard layouts belong to the whole queue: dropped only when this pass saw every one of its clients.
-            whole_queue = not cursor or f"{settings.name}/" > cursor
+            whole_queue = after is None and upto is None
             old_place_in_use = False
             # A sub-queue this pass could not sweep: its old places and its markers are unknown.
             missed = False
@@ -100,19 +122,21 @@ class Sweeper:
             )
             try:
                 for client in clients:
-                    position = f"{settings.name}/{client}"
-                    if cursor and position <= cursor:
+                    position = (settings.name, client)
+                    if (after is not None and position <= after) or (upto is not None and position > upto):
                         continue
                     out_of_time = deadline is not None and time.monotonic() >= deadline
-                    if out_of_time or (max_items is not None and report.items_read >= max_items):
+                    spent = out_of_time or (max_items is not None and report.items_read >= max_items)
+                    if spent and (swept or not leased):
                         report.complete = False
                         return report
+                    swept += 1
                     try:
                         old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report, building)
                     except Throttled:
-                        _failed(report, position)
+                        _failed(report, "/".join(position))
                         missed = True
-                    report.cursor = position
+                    report.cursor = "/".join(position)
             except QueueNotFound:
                 # Deleted since the listing: what it left is its deletion's to remove (see the tombstones), and the
                 # queues after it are still swept in this pass.
@@ -251,6 +275,36 @@ class Sweeper:
             return old is not None
         except ConditionFailed:
             return False
+
+
+def _position(text: str | None) -> tuple[str, str] | None:
+    """A cursor ("queue/client") as a place in the order of the pass: by queue name, then client. Compared as
+    a pair, not as text: "a-b/x" comes after "a/y" (queue "a" before "a-b"), though "-" sorts before "/"."""
+    if not text:
+        return None
+    queue, _, client = text.partition("/")
+    return queue, client
+
+
+def _rounds(
+    listed: list[QueueSettings], cursor: str | None, resume: str | None
+) -> list[tuple[QueueSettings, tuple[str, str] | None, tuple[str, str] | None]]:
+    """What a pass sweeps, in order, as (queue, after, up to): its sub-queues whose place is past `after` and
+    not past `up to` (None: no bound). After `cursor` to the last queue; or after `resume`, to the last queue,
+    then from the first queue up to `resume`, the queue it names split in two (neither part is the whole queue)."""
+    start = _position(cursor) or _position(resume)
+    if start is None:
+        return [(settings, None, None) for settings in listed]
+    rounds: list[tuple[QueueSettings, tuple[str, str] | None, tuple[str, str] | None]] = [
+        (settings, start if settings.name == start[0] else None, None)
+        for settings in listed
+        if settings.name >= start[0]
+    ]
+    if cursor or not resume:
+        return rounds
+    rounds += [(settings, None, None) for settings in listed if settings.name < start[0]]
+    rounds += [(settings, None, start) for settings in listed if settings.name == start[0]]
+    return rounds
 
 
 def old_shards_in_use(

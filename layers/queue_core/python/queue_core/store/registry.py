@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .write import Key, Write, delete, put, put_new
+from .write import Key, Write, delete, put, put_new, update
 
 
 def create_settings(item: dict[str, Any]) -> Write:
@@ -59,6 +59,26 @@ def take_lease(key: Key, holder: str, now: int, until: int) -> Write:
     remove it."""
     item = {**key, "holder": holder, "lease_until": until, "expires_at": until // 1000 + 3600}
     return put(item, condition="attribute_not_exists(pk) OR lease_until <= :now", values={":now": now})
+
+
+def take_lease_keeping(key: Key, holder: str, now: int, until: int) -> Write:
+    """`take_lease` as an update, which keeps what else the item holds (the sweep's resume point) and answers
+    the item after it; the same condition."""
+    return update(
+        key,
+        "SET holder = :h, lease_until = :u, expires_at = :e",
+        {":h": holder, ":u": until, ":e": until // 1000 + 3600, ":now": now},
+        condition="attribute_not_exists(pk) OR lease_until <= :now",
+        returns="ALL_NEW",
+    )
+
+
+def release_lease_resuming(key: Key, holder: str, resume: str) -> Write:
+    """The holder's lease ends early and leaves where the next holder resumes, only if it is still the holder's
+    (a repeat after a lost answer writes the same again)."""
+    return update(
+        key, "SET lease_until = :zero, resume = :r", {":zero": 0, ":r": resume, ":h": holder}, condition="holder = :h"
+    )
 
 
 def release_lease(key: Key, holder: str) -> Write:
