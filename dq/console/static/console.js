@@ -1,7 +1,7 @@
 // The dq console's page: a hash router over views of queues, clients, messages and dead letters.
 // Every name and message is put on the page as text (textContent, text nodes, attribute values): nothing that the
-// API returns is ever parsed as HTML. The console server signs and forwards the API calls; this script holds no
-// credentials.
+// API returns is ever parsed as HTML. The console server signs and forwards the API calls; this script holds no AWS
+// credential, only the console's own secret, which it sends to the console server alone.
 "use strict";
 
 const REFRESH_MS = 5000;
@@ -11,7 +11,9 @@ const MAX_SAMPLES = 720;
 const SERIES = ["visible", "in_flight", "delayed", "dlq"];
 const SERIES_NAMES = { visible: "Visible", in_flight: "In flight", delayed: "Delayed", dlq: "DLQ" };
 
-const state = { paused: false, view: null, timer: null, samples: new Map(), received: new Map() };
+const SECRET_KEY = "dq-console-secret";
+
+const state = { paused: false, view: null, timer: null, samples: new Map(), received: new Map(), secret: "" };
 
 // ---- DOM, text only -------------------------------------------------------------------------------------------
 
@@ -52,6 +54,23 @@ function notice(text, kind) {
   box.className = "notice " + (kind || "");
 }
 
+// ---- the console's secret -------------------------------------------------------------------------------------
+
+// The printed URL gives the secret in its fragment (`#token=…`), which the browser sends to no server. The page
+// keeps it in this tab's sessionStorage, which pages of this origin alone read (another port of 127.0.0.1 is
+// another origin) and which a reload keeps, and sends it in a header: never a cookie, which the browser would send
+// to every server on 127.0.0.1 whatever its port.
+function takeSecret() {
+  const given = /^#token=([\w-]+)$/.exec(location.hash);
+  if (given) history.replaceState(null, "", location.pathname);
+  try {
+    if (given) sessionStorage.setItem(SECRET_KEY, given[1]);
+    return sessionStorage.getItem(SECRET_KEY) || "";
+  } catch (error) {
+    return given ? given[1] : ""; // storage refused: this page holds it until it is left or reloaded
+  }
+}
+
 // ---- API ------------------------------------------------------------------------------------------------------
 
 class ApiError extends Error {
@@ -63,7 +82,8 @@ class ApiError extends Error {
 }
 
 async function api(method, path, body) {
-  const options = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+  const headers = { Accept: "application/json", Authorization: "Bearer " + state.secret };
+  const options = { method, credentials: "omit", headers };
   if (body !== undefined) {
     options.headers["Content-Type"] = "application/json";
     options.body = JSON.stringify(body);
@@ -74,15 +94,19 @@ async function api(method, path, body) {
   } catch (error) {
     throw new ApiError(0, "ConnectionError", "the console server does not answer: is `dq console` running?");
   }
+  let text = "";
   let answer = null;
   try {
-    answer = await response.json();
+    text = await response.text();
+    answer = JSON.parse(text);
   } catch (error) {
     answer = null;
   }
   if (!response.ok) {
+    // The server's own refusals are a line of text (a page without the secret is told which URL to open).
     const failure = (answer && answer.error) || {};
-    throw new ApiError(response.status, failure.code || "HTTP" + response.status, failure.message || "refused");
+    const message = failure.message || text.trim() || "refused";
+    throw new ApiError(response.status, failure.code || "HTTP" + response.status, message);
   }
   return answer;
 }
@@ -1240,6 +1264,7 @@ function show() {
 }
 
 function start() {
+  state.secret = takeSecret();
   const pause = document.getElementById("pause");
   pause.addEventListener("click", () => {
     state.paused = !state.paused;
