@@ -14,22 +14,39 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from . import keys
 from .context import Context
 from .errors import DuplicateMessage, MessageBodyMissing, QueueError, TransactionConditionFailed
-from .keys import MessageRef
+from .keys import MessageRef, Space
 from .messages import DLQ, looked_at
+from .settings import QueueSettings
 from .store import Item
 from .store import messages as writes
 from .transactions import commit
 
-if TYPE_CHECKING:
-    from .subqueue import SubQueue
+
+class Source(Protocol):
+    """The sub-queue whose dead letters move."""
+
+    @property
+    def settings(self) -> QueueSettings: ...
+
+    @property
+    def space(self) -> Space: ...
 
 
-def move(ctx: Context, source: SubQueue, destination: SubQueue, items: Iterable[Item]) -> int:
+class Destination(Protocol):
+    """The sub-queue they move into: its send, as items of the move's own transaction."""
+
+    @property
+    def settings(self) -> QueueSettings: ...
+
+    def send_transact_items(self, body: str, **options: Any) -> Any: ...
+
+
+def move(ctx: Context, source: Source, destination: Destination, items: Iterable[Item]) -> int:
     """Moves each of `items` (DLQ items of `source`) into `destination`; the number moved. A copy gone meanwhile
     (deleted, redriven, moved by another task) is passed over."""
     fifo = source.settings.fifo

@@ -86,6 +86,9 @@ class Engine(Protocol):
     def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
         """The held message becomes visible at `visible_at`, which is returned."""
 
+    def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
+        """All of `receipts`' messages held by their claims until `visible_at`, or none (False: one is spent)."""
+
     def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
         """Gives the held message back, visible at `visible_at`, which is returned."""
 

@@ -702,15 +702,45 @@ class FifoQueue:
             self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
 
     def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
-        ref = MessageRef.parse(receipt.message_id)
-        key = self._group_key(ref.group or "", receipt.group_shard)
-        try:
-            self.ctx.store.write(group_writes.extend(key, receipt.token, visible_at))
-        except ConditionFailed:
-            raise ReceiptHandleStale("the group was received again since this receipt handle") from None
+        """Only while the handle's own message is held by it (SQS: `MessageNotInflight` otherwise): a handle of a
+        message deleted, given back or taken by a later claim moves nothing, even while its claim holds the group.
+        The group stays locked while any message of the claim is out: one of several given back now is released
+        (the group waits for the others, then offers it first), one of several held longer makes the lock longer,
+        never shorter. One transaction: the message's check and the group's lock."""
+        if receipt.held > 1 and visible_at <= now:
+            return self.release(receipt, visible_at, now)
+        if not self.hold_again([receipt], visible_at, now):
+            raise ReceiptHandleStale("the message is no longer held by this receipt handle (settled or received again)")
         # The group is available at the new time: queue-wide receives must know, whatever marker the client has.
         ready.announce(self.ctx, self.space, [(0, visible_at)])
         return visible_at
+
+    def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
+        """Every receipt's message held by its claim until `visible_at`, all or none in one transaction (at most
+        10 messages and their groups): False, nothing changed, when any of them is no longer held by its handle.
+        A lock only ever grows while other messages of its claim are out (`receipt.held > 1`)."""
+        checks, groups = [], {}
+        tokens = {receipt.token for receipt in receipts}
+        for receipt in receipts:
+            ref = MessageRef.parse(receipt.message_id)
+            checks.append(writes.held_by(ref.live_key(self.space), receipt.token))
+            key = self._group_key(ref.group or "", receipt.group_shard)
+            groups[(key["pk"], key["sk"])] = group_writes.extend(key, receipt.token, visible_at, receipt.held > 1)
+        pending = list(groups.values())
+        while True:
+            try:
+                self.ctx.store.transact_writes([*checks, *pending])
+                return True
+            except TransactionCancelled as cancelled:
+                if any(code not in _PASSED for code, _ in cancelled.reasons[: len(checks)]):
+                    return False
+                outcomes = list(zip(cancelled.reasons[len(checks) :], pending, strict=True))
+                # A lock may refuse to grow only when it is ours and later already: those need nothing more.
+                if not all(code in _PASSED or _later(old, tokens, visible_at) for (code, old), _ in outcomes):
+                    return False
+                pending = [write for (code, _), write in outcomes if code in _PASSED]
+                if not pending:
+                    return True
 
     # Housekeeping.
     def _remove_expired(self, item: Item, group_key: dict[str, str], now: int) -> None:
@@ -986,6 +1016,14 @@ def _in_order(outcomes: Iterable[Item | _Missed | _Stuck | Throttled | None]) ->
         if outcome is not None:
             marked.append(outcome)
     return marked, None
+
+
+_PASSED: Final = ("None", "")
+
+
+def _later(group_item: Item | None, tokens: set[str], visible_at: int) -> bool:
+    """A group lock held by one of `tokens` until `visible_at` or later."""
+    return group_item is not None and group_item.get("tok") in tokens and int(group_item["available_at"]) >= visible_at
 
 
 def _holds(group_item: Item | None, token: str) -> bool:

@@ -247,10 +247,16 @@ class Space:
         return {"pk": self.group_item_pk(shard), "sk": group}
 
     def attempt_key(self, attempt_id: str) -> dict[str, str]:
-        """A FIFO receive's answer kept under its ReceiveRequestAttemptId (SQS protocol), for its repeats."""
-        return {"pk": self.attempt_pk(), "sk": attempt_id}
+        """A FIFO receive's answer kept under its ReceiveRequestAttemptId (SQS protocol), for its repeats; spread
+        over the buckets as dedup items are."""
+        return {"pk": f"{self._attempt_prefix()}#{stable_hash(attempt_id) % DEDUP_BUCKETS}", "sk": attempt_id}
 
-    def attempt_pk(self) -> str:
+    def attempt_pks(self) -> list[str]:
+        """Every partition of the sub-queue's attempt records, the one of releases before the buckets first."""
+        prefix = self._attempt_prefix()
+        return [prefix, *(f"{prefix}#{bucket}" for bucket in range(DEDUP_BUCKETS))]
+
+    def _attempt_prefix(self) -> str:
         return f"A#{self.queue}#{self.client}#{self.generation}"
 
     def registration_key(self) -> dict[str, str]:

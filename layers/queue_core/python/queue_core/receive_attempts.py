@@ -2,32 +2,56 @@
 messages with the same handles, instead of finding their groups held until the visibility ends.
 
 The first receive under an attempt id keeps its answer (message ids and receipt handles, no bodies) in an item of
-the sub-queue for `ATTEMPT_SECONDS`, with a TTL. A repeat within that time resets each message's visibility with
-its handle, which is also the check that nothing changed meanwhile: if one of them was deleted, or received again
-by someone else after its visibility ran out, the attempt is spent (SQS: a retry works only while none of its
-messages was modified), and the repeat is a new receive whose answer replaces the kept one.
+the sub-queue for `ATTEMPT_SECONDS`, with a TTL. A repeat within that time holds every kept message again with its
+handle, all of them or none in one transaction, which is also the check that nothing changed meanwhile: if one of
+them was deleted, given back, or received again by someone else after its visibility ran out, the attempt is spent
+(SQS: a retry works only while none of its messages was modified) and nothing of it is held again; the repeat is a
+new receive whose answer replaces the kept one. A first receive whose answer cannot be kept gives its claims back
+before it fails, so its retry finds the messages instead of their groups held by nobody.
+
+Attempt records are spread over `DEDUP_BUCKETS` partitions by the attempt id's hash, as dedup items are: one
+partition per sub-queue would throttle first under load, which is when clients retry.
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import secrets
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from .context import Context
 from .errors import QueueError, ValidationError
-from .models import ReceivedMessage
+from .keys import Space
+from .models import Message, ReceivedMessage
 from .store import ConditionFailed, Item
 from .store import messages as writes
 
-if TYPE_CHECKING:
-    from .subqueue import SubQueue
-
 ATTEMPT_SECONDS: Final = 300
+logger = logging.getLogger("queue_core")
+
+
+class Receiver(Protocol):
+    """What a receive under an attempt id needs of its sub-queue."""
+
+    @property
+    def space(self) -> Space: ...
+
+    @property
+    def client(self) -> str: ...
+
+    def receive(
+        self, max_messages: int = 1, visibility_timeout: int | None = None, wait_seconds: int | None = 0
+    ) -> list[ReceivedMessage]: ...
+
+    def hold_handles(self, receipt_handles: list[str], visibility_timeout: int | None) -> bool: ...
+
+    def get(self, message_id: str) -> Message: ...
+
+    def return_unseen(self, receipt_handle: str) -> None: ...
 
 
 def receive_once(
-    ctx: Context, sub: SubQueue, attempt_id: str, want: int, visibility_timeout: int | None, wait_seconds: int | None
+    ctx: Context, sub: Receiver, attempt_id: str, want: int, visibility_timeout: int | None, wait_seconds: int | None
 ) -> list[ReceivedMessage]:
     """`sub.receive(...)` under an attempt id: the kept answer while it holds, else a new receive kept."""
     if not isinstance(attempt_id, str) or not 1 <= len(attempt_id) <= 128:
@@ -63,39 +87,54 @@ def receive_once(
     except ConditionFailed as failed:
         if failed.item is not None and failed.item.get("tok") != token:
             # Another receive under the same id kept its answer first: ours goes back unseen, theirs is the answer.
-            for message in got:
-                with contextlib.suppress(QueueError):
-                    sub.return_unseen(message.receipt_handle)
+            _give_back(sub, got)
             return _replayed(sub, failed.item, visibility_timeout) or []
+    except QueueError:
+        # Not kept (throttled, unavailable): the client is told to retry, and its retry must find these messages.
+        _give_back(sub, got)
+        raise
     return got
 
 
-def _replayed(sub: SubQueue, kept: Item, visibility_timeout: int | None) -> list[ReceivedMessage] | None:
-    """The kept messages, each made invisible again for the visibility timeout with its handle; None when one of
-    them is no longer held by its handle (the attempt is spent)."""
-    seconds = sub.settings.visibility_timeout if visibility_timeout is None else visibility_timeout
-    answer = []
-    try:
-        for message_id, handle in zip(kept["ids"], kept["handles"], strict=True):
-            sub.change_visibility(str(handle), seconds)
-            message = sub.get(str(message_id))
-            answer.append(
-                ReceivedMessage(
-                    message_id=message.message_id,
-                    receipt_handle=str(handle),
-                    body=message.body,
-                    attributes=message.attributes,
-                    group_id=message.group_id,
-                    sequence=message.sequence,
-                    receive_count=message.receive_count,
-                    sent_at=message.sent_at,
-                    first_received_at=message.first_received_at,
-                    attribute_types=message.attribute_types,
-                    client=sub.client,
-                    priority=message.priority,
-                    dedup_id=message.dedup_id,
-                )
+def _give_back(sub: Receiver, got: list[ReceivedMessage]) -> None:
+    """Best effort: a claim not given back is free again when its visibility timeout ends."""
+    for message in got:
+        try:
+            sub.return_unseen(message.receipt_handle)
+        except QueueError as error:
+            logger.warning(
+                "message %s of an unkept receive stays held until its visibility ends: %s",
+                message.message_id,
+                error.message,
             )
-    except QueueError:
+
+
+def _replayed(sub: Receiver, kept: Item, visibility_timeout: int | None) -> list[ReceivedMessage] | None:
+    """The kept messages, all held again for the visibility timeout with their handles; None, nothing held again,
+    when one of them is no longer held by its handle (the attempt is spent)."""
+    handles = [str(handle) for handle in kept["handles"]]
+    try:
+        if not sub.hold_handles(handles, visibility_timeout):
+            return None
+    except ValidationError:  # a handle this sub-queue no longer accepts (another generation): spent
         return None
-    return answer
+    return [_answer(sub, str(message_id), handle) for message_id, handle in zip(kept["ids"], handles, strict=True)]
+
+
+def _answer(sub: Receiver, message_id: str, handle: str) -> ReceivedMessage:
+    message = sub.get(message_id)
+    return ReceivedMessage(
+        message_id=message.message_id,
+        receipt_handle=handle,
+        body=message.body,
+        attributes=message.attributes,
+        group_id=message.group_id,
+        sequence=message.sequence,
+        receive_count=message.receive_count,
+        sent_at=message.sent_at,
+        first_received_at=message.first_received_at,
+        attribute_types=message.attribute_types,
+        client=sub.client,
+        priority=message.priority,
+        dedup_id=message.dedup_id,
+    )

@@ -375,6 +375,21 @@ class StandardQueue:
     def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
         return self._set_visible_at(receipt, visible_at, now, release=True)
 
+    def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
+        """Every receipt's message held by its claim until `visible_at`, all or none in one transaction: False,
+        nothing changed, when any of them is no longer held by its handle."""
+        refs = [MessageRef.parse(receipt.message_id) for receipt in receipts]
+        holds = [
+            writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, None, ref.priority)
+            for ref, receipt in zip(refs, receipts, strict=True)
+        ]
+        try:
+            self.ctx.store.transact_writes(holds)
+        except TransactionCancelled:
+            return False
+        ready.announce(self.ctx, self.space, [(ref.priority, visible_at) for ref in refs])
+        return True
+
     def _set_visible_at(self, receipt: Receipt, visible_at: int, now: int, release: bool) -> int:
         """Then puts the ready marker for `visible_at`, so that a queue-wide receive finds the message when it
         is visible again, not only when an earlier marker's time comes."""

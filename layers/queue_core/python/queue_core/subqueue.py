@@ -272,6 +272,15 @@ class SubQueue:
             self._ctx, self, attempt_id, max_messages, visibility_timeout, wait_seconds
         )
 
+    def hold_handles(self, receipt_handles: list[str], visibility_timeout: int | None) -> bool:
+        """Every handle's message held again by its claim for `visibility_timeout` seconds (the queue's when None),
+        all or none: False, nothing changed, when any of them is settled or was received again since."""
+        seconds = self.settings.visibility_timeout if visibility_timeout is None else visibility_timeout
+        seconds = validation.integer("visibility_timeout", seconds, 0, limits.MAX_VISIBILITY_SECONDS)
+        receipts = [self._receipt(handle) for handle in receipt_handles]
+        now = self._now()
+        return self.engine().hold_again(receipts, now + seconds * 1000, now)
+
     # Claimed messages.
     def _receipt(self, handle: Any) -> Receipt:
         secret = self.engine().secret()
@@ -580,7 +589,8 @@ def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_re
         for shard in range(settings.read_shards):
             ctx.store.delete_partition(engine.space.group_item_pk(shard))
     ctx.store.delete_partition(engine.space.ready_pk())
-    ctx.store.delete_partition(engine.space.attempt_pk())
+    for pk in engine.space.attempt_pks():
+        ctx.store.delete_partition(pk)
     # No item of this generation can name an object any more, nor can a send add one: whatever is left under
     # its prefix (a send cut short) goes too.
     ctx.bodies.discard_prefix(engine.space.object_prefix())

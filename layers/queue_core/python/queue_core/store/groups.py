@@ -132,10 +132,14 @@ def hold_stuck(key: Key, token: str, sequence: str, retry_at: int) -> Write:
     return update(key, expression, values, condition="tok = :tok")
 
 
-def extend(key: Key, token: str, visible_at: int) -> Write:
-    """The holder moves the group's lock."""
-    values = {":at": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": token}
-    return update(key, "SET available_at = :at, gsi1sk = :gsk", values, condition="tok = :tok")
+def extend(key: Key, token: str, visible_at: int, only_later: bool = False) -> Write:
+    """The holder moves the group's lock (in a transaction with `messages.held_by` of the handle's own message,
+    so a spent handle of a claim that still holds the group moves nothing). `only_later`: while other messages
+    of the claim are out, the lock is only ever made longer (a failed condition whose old item is ours and later
+    is that: nothing to do)."""
+    values: dict[str, Any] = {":at": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": token}
+    condition = "tok = :tok AND available_at < :at" if only_later else "tok = :tok"
+    return update(key, "SET available_at = :at, gsi1sk = :gsk", values, condition=condition)
 
 
 def count_removed(key: Key, sequence: str) -> Write:

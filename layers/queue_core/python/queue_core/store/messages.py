@@ -63,6 +63,12 @@ def fenced_delete(key: Key, token: str) -> Write:
     return delete(key, condition="tok = :tok", values={":tok": token})
 
 
+def held_by(key: Key, token: str) -> Write:
+    """The message is held by the claim `token` (a check in the transaction of an action by its handle): not
+    deleted, given back or taken by a later claim since."""
+    return Write("ConditionCheck", key=key, condition="tok = :tok", values={":tok": token})
+
+
 def set_visibility(key: Key, visible_at: int, token: str, release_id: str | None = None, priority: int = 0) -> Write:
     """The holder moves a standard message's visibility; a release (`release_id`, fresh for each call) also gives
     up the claim and leaves its id, so that the SDK's repeat of this very call is told from a second release."""
