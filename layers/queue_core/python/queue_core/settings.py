@@ -52,6 +52,11 @@ class QueueSettings:
     # have caught up). A FIFO layout stays until the sweep finds no group item left at its places.
     shard_history: tuple[tuple[int, int], ...] = field(default=(), compare=False)
     placement_from: int = field(default=0, compare=False)
+    # The counts FIFO groups are placed by before `placement_from`, each with the time (ms) from which it places,
+    # oldest first: the one in force when the count last changed and any change not yet in force then. A process
+    # holding older settings knows a beginning of this chain and places as the newest do until its end, by when
+    # its cache has caught up: however close together changes come, every process places a group alike.
+    placed_by: tuple[tuple[int, int], ...] = field(default=(), compare=False)
     # When `shards` last changed (ms), by hand or by itself: automatic changes wait a while after it.
     shards_changed_at: int = field(default=0, compare=False)
     # Where the queue's dead letters are read besides its own DLQ: another queue of the same kind that names this
@@ -127,10 +132,26 @@ class QueueSettings:
         return max([self.shards, *(shards for shards, _ in self.shard_history)])
 
     def placement_shards(self, now_ms: int) -> int:
-        """The shard count FIFO groups are placed by: the previous one until every process has the new one."""
-        if self.shard_history and now_ms < self.placement_from:
+        """The shard count FIFO groups are placed by: each count from when every process has the settings that
+        made it (`placement_from` for the current one, `placed_by` for those before), the previous one until then."""
+        if now_ms >= self.placement_from or not self.shard_history:
+            return self.shards
+        if not self.placed_by:  # settings written before the chain was kept
             return self.shard_history[-1][0]
-        return self.shards
+        placing = self.placed_by[0][0]
+        for shards, since in self.placed_by:
+            if since <= now_ms:
+                placing = shards
+        return placing
+
+    def _placements_after_change(self, now_ms: int) -> tuple[tuple[int, int], ...]:
+        """`placed_by` for a change of the count made now: the placement in force now and those still to come."""
+        earlier = self.placed_by
+        if not earlier and self.shard_history:  # settings written before the chain was kept
+            earlier = ((self.shard_history[-1][0], 0),)
+        chain = (*earlier, (self.shards, self.placement_from))
+        in_force = max((index for index, (_, since) in enumerate(chain) if since <= now_ms), default=0)
+        return chain[in_force:]
 
     def old_layouts(self, now_ms: int) -> list[int]:
         """Earlier shard counts under which a FIFO group item may still live: every one in the history (a busy
@@ -176,7 +197,7 @@ class QueueSettings:
         return self._with_shards(replace(self, shards=shards), now_ms, cache_ms)
 
     def _with_shards(self, fresh: QueueSettings, now_ms: int, cache_ms: int) -> QueueSettings:
-        history, placement_from = self.live_history(now_ms), self.placement_from
+        history, placement_from, placed_by = self.live_history(now_ms), self.placement_from, self.placed_by
         changed_at = self.shards_changed_at
         lifetime = self._lifetime_ms(max(self.retention_seconds, fresh.retention_seconds))
         if fresh.retention_seconds > self.retention_seconds:
@@ -188,6 +209,7 @@ class QueueSettings:
                     "while messages may live under it: try again once the oldest one has expired"
                 )
             history = _compacted((*history, (self.shards, now_ms + lifetime)), self.fifo)
+            placed_by = self._placements_after_change(now_ms)
             placement_from = now_ms + 2 * cache_ms + 20_000
             changed_at = now_ms
         return replace(
@@ -196,6 +218,7 @@ class QueueSettings:
             version=self.version + 1,
             shard_history=history,
             placement_from=placement_from,
+            placed_by=placed_by,
             shards_changed_at=changed_at,
             created=False,
             modified_at=now_ms,
@@ -247,7 +270,8 @@ class QueueSettings:
             history = self.live_history(now_ms)
             if history == self.shard_history:
                 return None
-        return replace(self, shard_history=history, version=self.version + 1, created=False)
+        placed_by = () if now_ms >= self.placement_from else self.placed_by
+        return replace(self, shard_history=history, placed_by=placed_by, version=self.version + 1, created=False)
 
     def _marking(self, queue_wide: bool, now_ms: int, cache_ms: int) -> dict[str, Any]:
         """The ready-marker fields for `queue_wide`: kept as they are, or switched on now. Every process's sends
@@ -287,7 +311,7 @@ class QueueSettings:
         data = asdict(self)
         # Internal, or kept for the SQS protocol's attributes and tags (which it reads from the settings).
         internals = ("generation", "version", "created", "shard_history", "placement_from", "modified_at", "tags")
-        for internal in (*internals, "shards_changed_at"):
+        for internal in (*internals, "placed_by", "shards_changed_at"):
             data.pop(internal)
         for internal in ("markers_from", "markers_built"):
             data.pop(internal)
@@ -299,6 +323,7 @@ class QueueSettings:
         data = asdict(self)
         data.pop("created")
         data["shard_history"] = [list(entry) for entry in self.shard_history]
+        data["placed_by"] = [list(entry) for entry in self.placed_by]
         data["redrive_sources"] = list(self.redrive_sources)
         return data
 
@@ -329,6 +354,7 @@ class QueueSettings:
             version=int(item.get("version", 1)),
             shard_history=tuple((int(shards), int(until)) for shards, until in item.get("shard_history", [])),
             placement_from=int(item.get("placement_from", 0)),
+            placed_by=tuple((int(shards), int(since)) for shards, since in item.get("placed_by", [])),
             shards_changed_at=int(item.get("shards_changed_at", 0)),
             dead_letter_target=str(item.get("dead_letter_target", "")),
             redrive_permission=str(item.get("redrive_permission", "")),

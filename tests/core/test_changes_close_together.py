@@ -1,0 +1,97 @@
+"""Shard changes close together, seen by processes whose cached settings are of different ages: a FIFO group has
+one place and one sequence whatever the number and spacing of the changes.
+
+Each process is its own `QueueClient` over the same table (its own settings cache, load meter and clock reading). A
+process holds the settings it last read for up to `limits.SETTINGS_CACHE_SECONDS`; the scenarios keep to that: a
+process is used with the settings of a change only until the next change plus that cache time."""
+
+from __future__ import annotations
+
+import pytest
+from queue_core import QueueClient, limits
+
+from tests.conftest import TABLE, FakeClock
+
+QUEUE = "orders.fifo"
+
+
+def _process(dynamodb, clock: FakeClock) -> QueueClient:
+    return QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+
+
+def _drain(queue) -> list:
+    got_all = []
+    while got := queue.receive(max_messages=10):
+        got_all += got
+        queue.delete_batch([m.receipt_handle for m in got])
+    return got_all
+
+
+def test_two_changes_twenty_seconds_apart_keep_one_place_and_one_sequence(
+    client: QueueClient, dynamodb, clock: FakeClock
+) -> None:
+    """1 -> 4, then 4 -> 16 twenty seconds later. A process with the newest settings sends m1 (received and
+    deleted), then X; a process still on the first change's settings sends Y. Y is not m1 again (same id,
+    sequence 1) and is not delivered before X."""
+    client.create_queue(QUEUE, max_receive_count=0)
+    newest, first_change = _process(dynamodb, clock), _process(dynamodb, clock)
+    assert client.reshard_automatically(QUEUE, 4) == 4
+    first_change.get_queue(QUEUE)  # read now, cached from here on
+    clock.advance(20)
+    client.reshard_automatically(QUEUE, 16)  # made, or waiting until it can be made safely
+    newest.get_queue(QUEUE)
+    sender = newest.queue(QUEUE, "c")
+    m1 = sender.send("m1", group_id="g")
+    [got] = sender.receive()
+    assert got.message_id == m1.message_id
+    sender.delete(got.receipt_handle)
+    x = sender.send("X", group_id="g")
+    y = first_change.queue(QUEUE, "c").send("Y", group_id="g")
+    assert len({m1.message_id, x.message_id, y.message_id}) == 3, "one sequence: no id handed out twice"
+    assert int(m1.sequence) < int(x.sequence) < int(y.sequence)
+    received = _drain(client.queue(QUEUE, "c"))
+    assert [m.body for m in received] == ["X", "Y"], "one place: the group's order holds"
+
+
+@pytest.mark.parametrize("spacing", [0, 5, 20, 39, 45])
+def test_a_group_keeps_one_place_and_one_sequence_through_many_changes(
+    client: QueueClient, dynamodb, clock: FakeClock, spacing: int
+) -> None:
+    """Four changes `spacing` seconds apart (1 -> 4 -> 16 -> 2 -> 8); at every second until all have settled, a
+    process holding the settings of one of them (the oldest any process may still hold) or the newest sends to
+    one group, and now and then the group is drained, so that it moves between places. Every message has its own
+    id and sequence, and the group is delivered in the order sent."""
+    client.create_queue(QUEUE, max_receive_count=0)
+    counts = [4, 16, 2, 8]
+    # processes[k] holds the settings of change k (0: before any change) and is used only while it may.
+    processes = [_process(dynamodb, clock) for _ in range(len(counts) + 1)]
+    for process in processes:
+        process.get_queue(QUEUE)
+    start = clock()
+    changed_at = [start]
+    sent, received, ids = [], [], set()
+    cache = int(limits.SETTINGS_CACHE_SECONDS)
+    total = spacing * len(counts) + 70
+    for second in range(total):
+        made = len(changed_at) - 1
+        while made < len(counts) and second >= spacing * made:
+            client.reshard_automatically(QUEUE, counts[made])
+            changed_at.append(clock())
+            processes[made + 1].get_queue(QUEUE)
+            made += 1
+        now = clock()
+        # The oldest settings a process may still hold now: a change's settings replace the ones before it in every
+        # process within a cache's time.
+        oldest = min(k for k in range(len(changed_at)) if k + 1 == len(changed_at) or now - changed_at[k + 1] < cache)
+        holder = processes[oldest if second % 2 else len(changed_at) - 1]
+        body = f"{second}"
+        result = holder.queue(QUEUE, "c").send(body, group_id="g")
+        assert result.message_id not in ids, f"second {second}: id {result.message_id} handed out twice"
+        ids.add(result.message_id)
+        sent.append(body)
+        if second % 7 == 6:
+            received += [m.body for m in _drain(processes[oldest].queue(QUEUE, "c"))]
+        clock.advance(1)
+    clock.advance(60)
+    received += [m.body for m in _drain(client.queue(QUEUE, "c"))]
+    assert received == sent
