@@ -100,6 +100,10 @@ class DeadLetterReceipt:
             raise ValidationError("receipt_handle belongs to another queue or client")
 
 
+def new_token() -> str:
+    return secrets.token_hex(8)
+
+
 def _well_formed(fields: list[str]) -> bool:
     return (fields[0], len(fields)) in ((_VERSION, 6), (_CLAIM_VERSION, 7))
 
@@ -111,12 +115,12 @@ def handed_out(item: Item, message: Message, space: Space, secret: str) -> DeadL
 
 
 def claimed(
-    ctx: Context, item: Item, message: Message, space: Space, secret: str, until: int, now: int
+    ctx: Context, item: Item, message: Message, space: Space, secret: str, until: int, now: int, token: str = ""
 ) -> DeadLetter | None:
-    """A dead letter as a DLQ receive answers it: this copy claimed until `until`, with the handle of the claim;
-    None when another live claim holds it (or the copy is gone). A claim the SDK repeated after a lost answer
-    finds its own token in the item: ours."""
-    token = secrets.token_hex(8)
+    """A dead letter as a DLQ receive answers it: this copy claimed until `until`, with the handle of the claim
+    (`token`: the claim of its FIFO group; a fresh one when empty); None when another live claim holds it (or the
+    copy is gone). A claim the SDK repeated after a lost answer finds its own token in the item: ours."""
+    token = token or new_token()
     receipt = DeadLetterReceipt.of(item, message.message_id, space.queue, space.client, token)
     key = {"pk": item["pk"], "sk": item["sk"]}
     try:

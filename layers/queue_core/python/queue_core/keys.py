@@ -227,6 +227,14 @@ class Space:
     def group_item_pk(self, shard: int) -> str:
         return f"{self._prefix('F')}{shard}"
 
+    def dlq_group_key(self, group: str) -> dict[str, str]:
+        """The claim of a FIFO DLQ's group (`dead_letter_groups`): a FIFO group item, in a partition of the group
+        items' kind that no live shard is named like."""
+        return {"pk": self.dlq_groups_pk(), "sk": group}
+
+    def dlq_groups_pk(self) -> str:
+        return f"{self._prefix('F')}dlq"
+
     def group_messages_pk(self, group: str) -> str:
         return f"{self._prefix('G')}{group}"
 

@@ -15,7 +15,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from . import autoshard, browse, dead_letter_moves, dead_letters, keys, limits, receive_attempts, validation
+from . import (
+    autoshard,
+    browse,
+    dead_letter_groups,
+    dead_letter_moves,
+    dead_letters,
+    keys,
+    limits,
+    receive_attempts,
+    validation,
+)
 from .context import Context
 from .dead_letters import DeadLetter
 from .engine import Engine
@@ -453,7 +463,9 @@ class SubQueue:
     def dlq_receive(self, limit: int = 10, visibility_timeout: int | None = None) -> list[DeadLetter]:
         """The oldest dead letters no live claim holds, up to `limit`, each claimed for `visibility_timeout`
         seconds (the queue's visibility timeout when None): until then no other `dlq_receive` answers it, and only
-        this claim's handle deletes it or moves the claim's end (`dlq_change_visibility`). Nothing is counted."""
+        this claim's handle deletes it or moves the claim's end (`dlq_change_visibility`). Nothing is counted. A
+        FIFO DLQ gives its groups as a FIFO queue does: one claim holds a group's dead letters at a time, given in
+        the group's order (`dead_letter_groups`)."""
         limit = validation.integer("limit", limit, 1, limits.MAX_PEEK)
         if visibility_timeout is None:
             visibility_timeout = self.settings.visibility_timeout
@@ -463,6 +475,9 @@ class SubQueue:
             return []
         now = self._now()
         fifo = self.settings.fifo
+        until = now + seconds * 1000
+        if fifo:
+            return dead_letter_groups.receive(self._ctx, self.space, self.dlq_items(now), secret, limit, until, now)
         found: list[DeadLetter] = []
         for item in self.dlq_items(now):
             if int(item.get("dlq_until", 0)) > now:
@@ -473,7 +488,7 @@ class SubQueue:
                 message = looked_at(item, ref, DLQ, self._ctx.bodies)
             except MessageBodyMissing:
                 continue
-            dead = dead_letters.claimed(self._ctx, item, message, self.space, secret, now + seconds * 1000, now)
+            dead = dead_letters.claimed(self._ctx, item, message, self.space, secret, until, now)
             if dead is not None:
                 found.append(dead)
             if len(found) >= limit:
@@ -486,8 +501,14 @@ class SubQueue:
         copy, or it is gone; `ValidationError` for a handle that is not a genuine dead letter's handle here."""
         seconds = validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
         receipt = self.dlq_check_handle(receipt_handle)
-        until = self._now() + seconds * 1000
-        if not dead_letters.hold(self._ctx, self.space, self._ref(receipt.message_id), receipt, until):
+        now = self._now()
+        until = now + seconds * 1000
+        ref = self._ref(receipt.message_id)
+        if self.settings.fifo:
+            held = dead_letter_groups.hold(self._ctx, self.space, ref, receipt, until, now)
+        else:
+            held = dead_letters.hold(self._ctx, self.space, ref, receipt, until)
+        if not held:
             raise ReceiptHandleStale("the dead letter was received again since this receipt handle, or is gone")
 
     def dlq_delete(self, receipt_handle: str) -> bool:
@@ -496,7 +517,10 @@ class SubQueue:
         gone already, or another claim took it (no error, as a spent handle in SQS); `ValidationError` for a
         handle that is not a genuine dead letter's handle of this sub-queue."""
         receipt = self.dlq_check_handle(receipt_handle)
-        return dead_letters.delete(self._ctx, self.space, self._ref(receipt.message_id), receipt)
+        ref = self._ref(receipt.message_id)
+        if self.settings.fifo:
+            return dead_letter_groups.delete(self._ctx, self.space, ref, receipt)
+        return dead_letters.delete(self._ctx, self.space, ref, receipt)
 
     def dlq_check_handle(self, receipt_handle: str) -> dead_letters.DeadLetterReceipt:
         """The receipt a dead letter's handle carries, once its signature and owner are checked."""
@@ -588,6 +612,7 @@ def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_re
     if settings.fifo:
         for shard in range(settings.read_shards):
             ctx.store.delete_partition(engine.space.group_item_pk(shard))
+        ctx.store.delete_partition(engine.space.dlq_groups_pk())
     ctx.store.delete_partition(engine.space.ready_pk())
     for pk in engine.space.attempt_pks():
         ctx.store.delete_partition(pk)

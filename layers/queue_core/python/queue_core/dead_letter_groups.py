@@ -1,0 +1,150 @@
+"""A FIFO DLQ's groups: one holder at a time, each group given in its order, as a FIFO queue gives its groups.
+
+A FIFO DLQ keeps a group's dead letters together and in the group's order (their sort key is the group, then its
+sequence). A DLQ receive (`SubQueue.dlq_receive`: SQS's ReceiveMessage at a FIFO DLQ's URL, or at a FIFO queue
+other queues name as their dead-letter target) takes a group as a whole. It first takes the group's claim item
+(`store.dead_letter_groups.claim`), only where no claim holds the group; then it stamps the group's oldest dead
+letters, in order, with the same claim (`dead_letters.claimed`), so each handle names the group's claim. While the
+claim holds any of its dead letters and its time lasts, no other receive is given any dead letter of the group,
+whatever its view: the group's one condition decides. A handle moves the group's time with its own (only ever
+later while the claim holds other dead letters), a release or a delete gives its dead letter back, and the last
+one given back frees the group at once; so does the claim's time running out. A receive then takes the group again
+from its oldest remaining dead letter. A handle whose claim no longer holds the group moves nothing.
+
+The stamps on the dead letters say which claim was each one's latest, for its handle's delete, and are a second
+fence: a receive stops in a group at the first dead letter it cannot stamp (taken meanwhile, or held by a stamp
+of its own), and gives the rest back, so it never holds a later dead letter of a group past an earlier one.
+
+Cost of a FIFO DLQ receive in DynamoDB calls: the strongly consistent Query of the DLQ's partition that any DLQ
+receive makes (one per 1 MB read, up to the groups it takes); then, per group taken, one UpdateItem for the group's
+claim and one per dead letter taken (`limit` at most in all), and one more giving back the rest when a dead letter
+was taken from under it. A group whose dead letters show a live hold costs nothing more; one held by a claim its
+dead letters do not show (a claim made longer by another of its dead letters) costs one refused UpdateItem.
+Offloaded bodies are read from S3 as any read of the DLQ does. A change of visibility with a handle costs two
+UpdateItems, a delete a DeleteItem and an UpdateItem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import groupby
+
+from . import dead_letters
+from .context import Context
+from .dead_letters import DeadLetter, DeadLetterReceipt
+from .errors import MessageBodyMissing
+from .keys import MessageRef, Space
+from .messages import DLQ, looked_at
+from .models import Message
+from .store import ConditionFailed, Item
+from .store import dead_letter_groups as writes
+
+
+def receive(
+    ctx: Context, space: Space, items: Iterable[Item], secret: str, limit: int, until: int, now: int
+) -> list[DeadLetter]:
+    """Up to `limit` dead letters of the groups no claim holds, each group's from its oldest, in order, claimed
+    until `until`; `items` are the DLQ's copies as its partition keeps them (group by group, each in order)."""
+    found: list[DeadLetter] = []
+    for group, copies in groupby(_refs(items), key=lambda pair: pair[1].group):
+        if len(found) >= limit:
+            break
+        read = list(copies)
+        if any(int(item.get("dlq_until", 0)) > now for item, _ in read):
+            continue  # its claim shows: the group is held
+        planned = list(_readable(ctx, read, limit - len(found)))
+        if planned:
+            found += _take(ctx, space, str(group), planned, secret, until, now)
+    return found
+
+
+def _refs(items: Iterable[Item]) -> Iterator[tuple[Item, MessageRef]]:
+    for item in items:
+        yield item, MessageRef.from_dlq_sk(item["sk"], 0, True)
+
+
+def _readable(
+    ctx: Context, read: list[tuple[Item, MessageRef]], room: int
+) -> Iterator[tuple[Item, MessageRef, Message]]:
+    """The group's oldest dead letters that can be answered, up to `room`: one whose body is gone is passed
+    over, as every read of the DLQ passes it over."""
+    taken = 0
+    for item, ref in read:
+        if taken >= room:
+            return
+        try:
+            message = looked_at(item, ref, DLQ, ctx.bodies)
+        except MessageBodyMissing:
+            continue
+        taken += 1
+        yield item, ref, message
+
+
+def _take(
+    ctx: Context,
+    space: Space,
+    group: str,
+    planned: list[tuple[Item, MessageRef, Message]],
+    secret: str,
+    until: int,
+    now: int,
+) -> list[DeadLetter]:
+    token = dead_letters.new_token()
+    key = space.dlq_group_key(group)
+    sequences = [ref.sequence for _, ref, _ in planned]
+    try:
+        ctx.store.write(writes.claim(key, token, sequences, until, now))
+    except ConditionFailed as failed:
+        if failed.item is None or failed.item.get("tok") != token:
+            return []  # another claim holds the group
+    taken: list[DeadLetter] = []
+    for position, (item, _, message) in enumerate(planned):
+        dead = dead_letters.claimed(ctx, item, message, space, secret, until, now, token)
+        if dead is None:
+            _give_back(ctx, key, token, sequences[position:])
+            break
+        taken.append(dead)
+    return taken
+
+
+def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int, now: int) -> bool:
+    """Moves the end of the claim `receipt` was handed out with, for its dead letter and its group (to now:
+    gives the dead letter back, and the group once its claim holds no other). False when that claim no longer
+    holds the group, or the dead letter is gone or was taken by a later claim: nothing is held."""
+    if not receipt.token:
+        return False
+    key = space.dlq_group_key(ref.group or "")
+    if until <= now:
+        # The dead letter first: the group stays held until it is free.
+        return dead_letters.hold(ctx, space, ref, receipt, until) and _give_back(
+            ctx, key, receipt.token, [ref.sequence]
+        )
+    try:
+        ctx.store.write(writes.hold(key, receipt.token, ref.sequence, until))
+    except ConditionFailed as failed:
+        old = failed.item
+        if old is None or old.get("tok") != receipt.token or ref.sequence not in old.get("held_copies", set()):
+            return False
+    # The group first: the dead letter is never held past its group.
+    if dead_letters.hold(ctx, space, ref, receipt, until):
+        return True
+    _give_back(ctx, key, receipt.token, [ref.sequence])
+    return False
+
+
+def delete(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt) -> bool:
+    """`dead_letters.delete`, then the claim gives the dead letter back (whoever removed it: gone, it holds the
+    group no longer)."""
+    removed = dead_letters.delete(ctx, space, ref, receipt)
+    if receipt.token:
+        _give_back(ctx, space.dlq_group_key(ref.group or ""), receipt.token, [ref.sequence])
+    return removed
+
+
+def _give_back(ctx: Context, key: dict[str, str], token: str, sequences: list[str]) -> bool:
+    """False when the group has passed to another claim (nothing written)."""
+    try:
+        ctx.store.write(writes.give_back(key, token, sequences))
+    except ConditionFailed:
+        return False
+    return True

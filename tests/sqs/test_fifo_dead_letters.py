@@ -1,0 +1,173 @@
+"""A FIFO DLQ read over SQS keeps its groups as a FIFO queue does: while any dead letter of a group is held, no other
+receive is given any dead letter of that group, and a group is given in its order, from its oldest remaining dead
+letter, once its holder gives it back or its hold runs out. The same at a FIFO queue other queues name as their
+dead-letter target. Stock boto3 against the SQS handler, on a fake clock."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto import mock_aws
+from queue_core import QueueClient
+
+from tests.conftest import FakeClock
+from tests.core.answers import LostAnswer, attached, expression_has
+from tests.sqs_in_process import sqs_in_process
+
+ARN = "arn:aws:sqs:us-east-1:000000000000:"
+_STALE = "AWS.SimpleQueueService.MessageNotInflight"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def core(clock: FakeClock) -> Iterator[QueueClient]:
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        client = QueueClient("fifo-dead-letters", clock=clock)
+        client.create_table()
+        admin = sqs_in_process(client, admin=True)
+        fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+        policy = {"deadLetterTargetArn": f"{ARN}jobs.dlq.fifo", "maxReceiveCount": 1}
+        admin.create_queue(QueueName="jobs.fifo", Attributes={**fifo, "RedrivePolicy": json.dumps(policy)})
+        admin.create_queue(QueueName="target.fifo", Attributes=fifo)
+        policy = {"deadLetterTargetArn": f"{ARN}target.fifo", "maxReceiveCount": 1}
+        admin.create_queue(QueueName="source.fifo", Attributes={**fifo, "RedrivePolicy": json.dumps(policy)})
+        yield client
+
+
+@pytest.fixture
+def sqs(core: QueueClient) -> Any:
+    return sqs_in_process(core)
+
+
+def _url(sqs: Any, name: str) -> str:
+    return sqs.get_queue_url(QueueName=name)["QueueUrl"]
+
+
+def _dead_letter(core: QueueClient, clock: FakeClock, sqs: Any, source: str, *sent: tuple[str, str]) -> None:
+    """Sends each `(group, body)` to `source` and lets it fail once: with a receive limit of 1, the next receive
+    moves it to the DLQ, in its group's order."""
+    url = _url(sqs, source)
+    for group, body in sent:
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group)
+    while _receive(sqs, url, VisibilityTimeout=0):
+        clock.advance(2)
+    clock.advance(2)
+    assert _receive(sqs, url) == []
+    assert core.queue(source, "default").stats().dlq == len(sent)
+
+
+def _receive(sqs: Any, url: str, most: int = 10, **extra: Any) -> list[dict[str, Any]]:
+    return sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=most, **extra).get("Messages", [])
+
+
+def _bodies(messages: list[dict[str, Any]]) -> list[str]:
+    return [message["Body"] for message in messages]
+
+
+@pytest.fixture(params=["its-dlq", "dead-letter-target"])
+def dead_letters(request: pytest.FixtureRequest, core: QueueClient, clock: FakeClock, sqs: Any) -> str:
+    """Where the dead letters are read: `jobs.dlq.fifo`, the DLQ of `jobs.fifo`, or `target.fifo`, which
+    `source.fifo` names as its dead-letter target. m1, m2, m3 of group g and h1 of group h, dead-lettered."""
+    source, read_at = ("jobs.fifo", "jobs.dlq.fifo") if request.param == "its-dlq" else ("source.fifo", "target.fifo")
+    _dead_letter(core, clock, sqs, source, ("g", "m1"), ("g", "m2"), ("h", "h1"), ("g", "m3"))
+    return _url(sqs, read_at)
+
+
+def test_fifo_dlq_gives_one_group_to_one_holder_at_a_time(sqs: Any, dead_letters: str) -> None:
+    first = _receive(sqs, dead_letters, most=1, VisibilityTimeout=60)
+    assert _bodies(first) == ["m1"]
+
+    second = _receive(sqs, dead_letters, VisibilityTimeout=60)
+    assert _bodies(second) == ["h1"], "g is held by the first receive: none of its dead letters is given"
+
+    sqs.change_message_visibility(QueueUrl=dead_letters, ReceiptHandle=first[0]["ReceiptHandle"], VisibilityTimeout=0)
+    third = _receive(sqs, dead_letters, VisibilityTimeout=60)
+    assert _bodies(third) == ["m1", "m2", "m3"], "released, g comes back whole, in order"
+    assert third[0]["MessageId"] == first[0]["MessageId"]
+
+
+def test_fifo_dlq_keeps_a_group_held_while_any_of_its_dead_letters_is(sqs: Any, dead_letters: str) -> None:
+    held = _receive(sqs, dead_letters, VisibilityTimeout=60)
+    assert _bodies(held) == ["m1", "m2", "m3", "h1"]
+    by_body = {message["Body"]: message["ReceiptHandle"] for message in held}
+
+    sqs.change_message_visibility(QueueUrl=dead_letters, ReceiptHandle=by_body["m1"], VisibilityTimeout=0)
+    assert _receive(sqs, dead_letters) == [], "m2 and m3 are still held: m1 waits for them"
+    sqs.delete_message(QueueUrl=dead_letters, ReceiptHandle=by_body["m2"])
+    sqs.change_message_visibility(QueueUrl=dead_letters, ReceiptHandle=by_body["m3"], VisibilityTimeout=0)
+
+    again = _receive(sqs, dead_letters, VisibilityTimeout=60)
+    assert _bodies(again) == ["m1", "m3"], "the group's oldest remaining dead letter first"
+
+
+def test_fifo_dlq_gives_a_group_again_from_its_oldest_dead_letter_once_its_hold_runs_out(
+    clock: FakeClock, sqs: Any, dead_letters: str
+) -> None:
+    held = _receive(sqs, dead_letters, most=2, VisibilityTimeout=30)
+    assert _bodies(held) == ["m1", "m2"]
+    sqs.delete_message(QueueUrl=dead_letters, ReceiptHandle=held[0]["ReceiptHandle"])
+    clock.advance(20)
+    assert _bodies(_receive(sqs, dead_letters, VisibilityTimeout=30)) == ["h1"]
+
+    clock.advance(11)
+    later = _receive(sqs, dead_letters, VisibilityTimeout=30)
+    assert _bodies(later) == ["m2", "m3"]
+    code = "unset"
+    try:
+        sqs.change_message_visibility(
+            QueueUrl=dead_letters, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=60
+        )
+    except sqs.exceptions.ClientError as error:
+        code = error.response["Error"]["Code"]
+    assert code == _STALE, "the first holder's handle is spent: it cannot take the group back"
+
+
+def test_fifo_dlq_extends_a_group_by_any_of_its_held_dead_letters(
+    clock: FakeClock, sqs: Any, dead_letters: str
+) -> None:
+    held = _receive(sqs, dead_letters, most=2, VisibilityTimeout=30)
+    sqs.change_message_visibility(QueueUrl=dead_letters, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=300)
+    clock.advance(60)  # past m1's 30 s, within m2's 300 s
+    assert _bodies(_receive(sqs, dead_letters, VisibilityTimeout=30)) == ["h1"]
+
+    for message in held:
+        sqs.delete_message(QueueUrl=dead_letters, ReceiptHandle=message["ReceiptHandle"])
+    assert _bodies(_receive(sqs, dead_letters, VisibilityTimeout=30)) == ["m3"]
+
+
+def test_fifo_dlq_writes_whose_answers_were_lost_hold_and_give_back_their_group_once(
+    core: QueueClient, sqs: Any, dead_letters: str
+) -> None:
+    """DynamoDB applies each write and its answer is lost: the SDK's repeat finds the write done, and the receive,
+    the extension and the release go on as if it had been answered."""
+    dynamodb = core.dynamodb
+    claim = LostAnswer("UpdateItem", expression_has("held_copies = :copies"), times=2)
+    stamp = LostAnswer("UpdateItem", expression_has("SET dlq_tok = :tok"), times=2)
+    with attached(dynamodb, claim), attached(dynamodb, stamp):
+        held = _receive(sqs, dead_letters, VisibilityTimeout=60)
+    assert (claim.lost, stamp.lost) == (2, 2)
+    assert _bodies(held) == ["m1", "m2", "m3", "h1"]
+    assert _receive(sqs, dead_letters) == []
+
+    extension = LostAnswer("UpdateItem", expression_has("SET held_until = :until"))
+    with attached(dynamodb, extension):
+        sqs.change_message_visibility(
+            QueueUrl=dead_letters, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=90
+        )
+    release = LostAnswer("UpdateItem", expression_has("DELETE held_copies"), times=4)
+    with attached(dynamodb, release):
+        for message in held:
+            sqs.change_message_visibility(
+                QueueUrl=dead_letters, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+            )
+    assert (extension.lost, release.lost) == (1, 4)
+    assert _bodies(_receive(sqs, dead_letters)) == ["m1", "m2", "m3", "h1"]
