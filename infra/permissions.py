@@ -22,9 +22,20 @@ from queue_core.table import table_definition
 # ConditionCheckItem it contains, so those grant transactions (an unknown action would only be dead weight in the
 # policy, and cfn-lint reports it as W3037).
 # SQS's actions span the producer's, the poller's and the DLQ redriver's: the same calls as theirs together.
+# A change of a FIFO message's visibility checks the message (ConditionCheckItem) in the transaction that moves its
+# group's lock: the poller's, the SQS protocol's and push delivery's.
 SQS_ACTIONS: Final = tuple(
     f"dynamodb:{call}"
-    for call in ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem")
+    for call in (
+        "GetItem",
+        "BatchGetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "BatchWriteItem",
+        "ConditionCheckItem",
+    )
 )
 TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "producer": (
@@ -46,6 +57,7 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:DeleteItem",
         "dynamodb:Query",
         "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
     ),
     "dlq_redriver": (
         "dynamodb:GetItem",
@@ -79,6 +91,7 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
         "dynamodb:DeleteItem",
         "dynamodb:Query",
         "dynamodb:BatchWriteItem",
+        "dynamodb:ConditionCheckItem",
     ),
 }
 # A query is the only call that reads an index: due messages, FIFO groups and a queue's clients are found there.
@@ -115,12 +128,7 @@ LIBRARY_BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:GetObject", "s3:PutObjec
 
 # A function that attaches the layer and works on one sub-queue may do whatever the queue's own functions do,
 # but only inside that sub-queue's partitions.
-# Actions the queue's functions make only on the registry's items (settings, listing entries), which a tenant never
-# writes: no grant of the library's.
-REGISTRY_ONLY_ACTIONS: Final = frozenset({"dynamodb:ConditionCheckItem"})
-LIBRARY_ACTIONS: Final = tuple(
-    sorted({action for actions in TABLE_ACTIONS.values() for action in actions} - REGISTRY_ONLY_ACTIONS)
-)
+LIBRARY_ACTIONS: Final = tuple(sorted({action for actions in TABLE_ACTIONS.values() for action in actions}))
 LIBRARY_INDEX_ACTIONS: Final = tuple(sorted({action for actions in INDEX_ACTIONS.values() for action in actions}))
 # The table's layout record (`queue_core.keys.layout_key`), read by every process before it serves the table.
 LAYOUT_PK: Final = layout_key()["pk"]

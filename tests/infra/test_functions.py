@@ -16,9 +16,27 @@ FUNCTIONS = ("producer", "poller", "dlq_redriver", "visibility_sweeper", "sqs")
 # Written out rather than read from infra.permissions: this is the reviewed list the policies must equal.
 EXPECTED_TABLE_ACTIONS = {
     "producer": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
-    "poller": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
+    "poller": {
+        "GetItem",
+        "BatchGetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "BatchWriteItem",
+        "ConditionCheckItem",
+    },
     "dlq_redriver": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"},
-    "sqs": {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem"},
+    "sqs": {
+        "GetItem",
+        "BatchGetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "BatchWriteItem",
+        "ConditionCheckItem",
+    },
     "visibility_sweeper": {
         "GetItem",
         "BatchGetItem",

@@ -236,7 +236,16 @@ def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[Grant
         )
         for statement in statements
     }
-    library = ("BatchGetItem", "BatchWriteItem", "DeleteItem", "GetItem", "PutItem", "Query", "UpdateItem")
+    library = (
+        "BatchGetItem",
+        "BatchWriteItem",
+        "ConditionCheckItem",
+        "DeleteItem",
+        "GetItem",
+        "PutItem",
+        "Query",
+        "UpdateItem",
+    )
     library_actions = tuple(f"dynamodb:{action}" for action in library)
 
     assert granted == {

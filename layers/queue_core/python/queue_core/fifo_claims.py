@@ -1,0 +1,233 @@
+"""FIFO receives: claiming groups.
+
+A receive queries the index for available groups (a group whose head is in flight sorts after now, so blocked
+groups' backlogs are never read), locks each with a conditional update until the visibility timeout, then reads
+the group's head and marks the messages it takes with the claim's token. A mark is fenced on the message's receive
+count, its marks and the time of the lock that last marked it, so a claimer that stalled past its lock never takes
+a message from the group's next holder; marks run in parallel and only an unbroken run from the head is delivered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterable
+from typing import Final
+
+from . import keys, limits, partial
+from .errors import MessageTooLarge, QueueError, Throttled
+from .fifo_groups import FifoGroups
+from .fifo_heads import Stuck
+from .keys import MessageRef
+from .messages import received
+from .models import ReceivedMessage
+from .receipts import Receipt, new_token
+from .shards import visit
+from .store import ConditionFailed, Item
+from .store import groups as group_writes
+from .store import messages as writes
+
+_CLAIM_ROUNDS = 3
+
+
+class _Missed:
+    """A head this claim could not mark."""
+
+
+class FifoClaims(FifoGroups):
+    """Receives of a FIFO sub-queue: group locks and the marks of the messages they deliver."""
+
+    def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
+        """After a throttle: what the receive holds, the throttle only when it holds nothing (see `partial`)."""
+        try:
+            return self.receive_priority(0, want, visibility, order, now, secret)[0]
+        except Throttled as error:
+            self.ctx.store.note_throttle()  # a claim's throttle was counted on the pool's thread, not the caller's
+            return partial.answer(error, partial.received(error))
+
+    def receive_priority(
+        self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
+    ) -> tuple[list[ReceivedMessage], bool]:
+        """Claims available groups' heads; also says whether any available group was seen."""
+        seen = []
+
+        def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
+            found, saw = self._receive_shard(shard, need, visibility, now, secret)
+            seen.append(saw)
+            return found, saw
+
+        return visit(self.picker, want, shard_receive), any(seen)
+
+    def next_visible(self, priority: int, now: int) -> int | None:
+        """When a group is next available: the first group entry of each shard (locks sort at their end)."""
+        times = []
+        for shard in range(self.settings.read_shards):
+            pk = self._group_pk(shard)
+            own = [entry for entry in self.ctx.store.earliest(pk, limit=limits.MAX_PEEK) if entry["pk"] == pk]
+            if own:
+                times.append(keys.index_time(own[0]["gsi1sk"]))
+        return min(times, default=None)
+
+    def _receive_shard(
+        self, shard: int, want: int, visibility: int, now: int, secret: str
+    ) -> tuple[list[ReceivedMessage], bool]:
+        got: list[ReceivedMessage] = []
+        saw_candidates = False
+        start = None
+        partition = self._group_pk(shard)
+        for _ in range(_CLAIM_ROUNDS):
+            need = want - len(got)
+            try:
+                entries, start, _ = self.ctx.store.due(partition, now, self.gauge.window(need), start=start)
+            except Throttled as error:
+                raise partial.after(error, got) from error
+            saw_candidates = saw_candidates or bool(entries)
+            # An index entry of an item outside this partition is not ours, whatever its index key says.
+            groups = [entry for entry in entries if entry["pk"] == partition]
+            if self.gauge.contended:
+                random.shuffle(groups)
+            position = 0
+            throttle: Throttled | None = None
+            while len(got) < want and position < len(groups) and throttle is None:
+                need = want - len(got)
+                batch = groups[position : position + need]
+                budgets = [need // len(batch) + (1 if i < need % len(batch) else 0) for i in range(len(batch))]
+                conflicts = self.claim_conflicts
+                outcomes = list(
+                    self.ctx.pool.map(
+                        lambda pair: self._claim_group_or_throttle(pair[0], pair[1], visibility, now, secret),
+                        zip(batch, budgets, strict=True),
+                    )
+                )
+                self.gauge.record(len(batch), self.claim_conflicts - conflicts)
+                for messages in outcomes:
+                    if isinstance(messages, Throttled):
+                        throttle = throttle or messages
+                    else:
+                        got += messages
+                position += len(batch)
+            if throttle is not None:
+                raise partial.after(throttle, got) from throttle
+            if len(got) >= want or not start:
+                break
+        return got, saw_candidates
+
+    def _claim_group_or_throttle(
+        self, entry: Item, budget: int, visibility: int, now: int, secret: str
+    ) -> list[ReceivedMessage] | Throttled:
+        """`_claim_group`, its throttle returned instead of raised, so that the other groups' claims are kept. A
+        lock whose answer was lost may have been applied: that group then waits for its lock to run out, as SQS
+        leaves a message whose receive answer was lost."""
+        try:
+            return self._claim_group(entry, budget, visibility, now, secret)
+        except Throttled as error:
+            return error
+
+    def _claim_group(
+        self, entry: Item, budget: int, visibility: int, now: int, secret: str = ""
+    ) -> list[ReceivedMessage]:
+        """Locks an available group, then takes up to `budget` messages from its head, in order. With a budget
+        of 0 it only tidies the head (expired and over-limit messages) and unlocks again."""
+        key = {"pk": entry["pk"], "sk": entry["sk"]}
+        token = new_token()
+        until = now + max(visibility, 1) * 1000
+        try:
+            group_item = self.ctx.store.write(group_writes.lock(key, token, until, now))
+        except ConditionFailed as failed:
+            if failed.item is None or failed.item.get("tok") != token:
+                self.claim_conflicts += 1
+                return []
+            group_item = failed.item  # our claim was applied and its answer lost: the SDK's retry found it locked
+        assert group_item is not None
+        group = group_item["group_id"]
+        try:
+            heads, more, _ = self.ctx.store.query(
+                self.space.group_messages_pk(group), limit=budget + 1, consistent=True
+            )
+        except Throttled:
+            with contextlib.suppress(QueueError):
+                self.finish_group(key, token, now)  # nothing marked: the group need not wait for the lock
+            raise
+        taken, next_head, stuck = self._take_heads(key, token, heads, budget, now)
+        if not taken:
+            if stuck is not None:
+                self._hold_stuck(key, token, stuck, now)
+            elif next_head is not None:
+                self.finish_group(key, token, max(now, int(next_head["visible_at"])))
+            elif more:
+                self.finish_group(key, token, now)
+            else:
+                self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
+            return []
+        outcomes = list(self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken))
+        throttle = next((outcome for outcome in outcomes if isinstance(outcome, Throttled)), None)
+        marked, stuck = _in_order(outcomes)
+        marked, stuck_body = self._with_bodies(marked, key, token, now)
+        stuck = stuck or stuck_body
+        self._give_back_unseen([o for o in outcomes if isinstance(o, dict)], marked, now)
+        if not marked:
+            if stuck is not None:
+                self._hold_stuck(key, token, stuck, now)
+            else:
+                self.finish_group(key, token, now)
+            if throttle is not None:
+                raise throttle
+            return []
+        whole = len(marked) == len(taken)
+        last_seq = "" if (next_head is not None or more or not whole) else str(group_item["last_seq"])
+        messages = []
+        for item in marked:
+            ref = MessageRef(shard=0, sequence=item["sk"], group=group)
+            receipt = Receipt(
+                self.queue,
+                self.client,
+                ref.message_id,
+                token,
+                int(item["receive_count"]),
+                held=len(marked),
+                last_seq=last_seq,
+                group_shard=keys.shard_of(key["pk"]),
+            )
+            messages.append(received(item, ref, receipt.encode(secret), self.ctx.bodies, self.client))
+        return messages
+
+    def _mark(
+        self, item: Item, group_key: dict[str, str], token: str, now: int
+    ) -> Item | _Missed | Stuck | Throttled | None:
+        """The message marked as ours; None when it went to the DLQ instead; `MISSED` when another receive
+        marked it first or it is gone (a claim whose lock ran out while it read the head: nothing after it may be
+        delivered, see `_in_order`); `Stuck` when it can be neither marked nor moved to the DLQ."""
+        try:
+            key = {"pk": item["pk"], "sk": item["sk"]}
+            marks = int(item["marks"]) if "marks" in item else None
+            return self.ctx.store.write(writes.mark(key, token, now, int(item["receive_count"]), marks))
+        except ConditionFailed as failed:
+            if failed.item is not None and failed.item.get("tok") == token:
+                return failed.item  # applied, answer lost, the SDK's retry failed the condition: counted once
+            return MISSED
+        except Throttled as error:
+            # Not delivered, and nothing after it (`_in_order`): the marks before it are. If its answer was lost
+            # (it may be marked), the group's next claim marks it again, as after a lost receive answer.
+            return error
+        except MessageTooLarge:
+            # Stored before sizes were checked, it cannot take a claim's attributes: to the DLQ, not in the way.
+            return None if self._dead_letter(item, group_key, token, now) else Stuck(item)
+
+
+MISSED: Final = _Missed()
+
+
+def _in_order(outcomes: Iterable[Item | _Missed | Stuck | Throttled | None]) -> tuple[list[Item], Item | None]:
+    """The marked messages up to the first one missed or stuck (and that stuck one). Marks run in parallel: when
+    a claim whose lock ran out races the next one for the same heads, each may mark some of them, and delivering
+    a later message without an earlier one would break the group's order. The ones marked after the stop are
+    given back uncounted (`_give_back_unseen`) and delivered by a later claim, in order."""
+    marked: list[Item] = []
+    for outcome in outcomes:
+        if isinstance(outcome, _Missed | Throttled):
+            return marked, None
+        if isinstance(outcome, Stuck):
+            return marked, outcome.item
+        if outcome is not None:
+            marked.append(outcome)
+    return marked, None

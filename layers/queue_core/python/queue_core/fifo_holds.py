@@ -1,0 +1,199 @@
+"""FIFO actions by receipt handle: delete, release, give back unseen, change visibility, hold again.
+
+The invariant, written once per action: a handle acts only while its own message is held by it. Every write
+names the message and the claim's token (`tok`) together: a delete is fenced on the message, a give-back too, and a
+change of visibility checks the message in the same transaction that moves the group's lock. So a handle of a
+message already settled, or taken by a later claim, changes nothing even while its claim still holds the group,
+and the group stays locked while any message of the claim is out (`acked` is a set: a repeat counts once).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from . import ready
+from .errors import MessageNotFound, ReceiptHandleStale
+from .fifo_groups import FifoGroups, holds_group
+from .keys import MessageRef
+from .receipts import Receipt, new_token
+from .store import ConditionFailed, Item, TransactionCancelled, Write
+from .store import groups as group_writes
+from .store import messages as writes
+
+_PASSED: Final = ("None", "")
+
+
+class FifoHolds(FifoGroups):
+    """The holder's actions on a FIFO sub-queue's claimed messages."""
+
+    def delete(self, receipt: Receipt, now: int) -> None:
+        """Idempotent: a message already gone counts as deleted (perhaps by this very call, its answer lost), and
+        the group's bookkeeping is done again, which is safe to repeat; one claimed again since raises."""
+        ref = MessageRef.parse(receipt.message_id)
+        gone_before = maybe_own = False
+        try:
+            self.ctx.bodies.discard(
+                [self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))]
+            )
+        except ConditionFailed as failed:
+            if failed.item is not None:
+                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+            gone_before, maybe_own = True, failed.repeated
+        self._ack(receipt, ref, now, removed=1, late_count=not gone_before, maybe_own=maybe_own)
+
+    def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
+        """The fenced delete and the group's part, conditional on the claim's lock: the last held message
+        unlocks the group (out of the index when the claim saw nothing after it and no send came since, as
+        `finish_group` does), one of several held is added to the done set (see `delete_committed`)."""
+        ref = MessageRef.parse(receipt.message_id)
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        if receipt.held > 1:
+            group = group_writes.ack(key, receipt.token, ref.sequence, 1, None)
+        elif receipt.last_seq and group_may_be_empty:
+            group = group_writes.unlock_empty(key, receipt.token, int(receipt.last_seq))
+        else:
+            group = group_writes.unlock(key, receipt.token, now, 1)
+        return [writes.fenced_delete(ref.live_key(self.space), receipt.token), group]
+
+    def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
+        """With several messages held, the one whose ack completes the done set unlocks the group (one read; an
+        ack cannot read the set inside a transaction). Without this the group waits for its lock to run out.
+        The last held message's ack unlocked the group in the transaction: when messages are left in it, its
+        marker says so to queue-wide receives, as `finish_group` does after a plain delete."""
+        if receipt.held <= 1:
+            if not (receipt.last_seq and group_may_be_empty):  # else `delete_writes` took the group out, empty
+                ready.announce(self.ctx, self.space, [(0, now)])
+            return
+        ref = MessageRef.parse(receipt.message_id)
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        group = self.ctx.store.get(key)
+        if group and group.get("tok") == receipt.token and len(group.get("acked", set())) >= receipt.held:
+            self.finish_group(key, receipt.token, max(now, int(group.get("retry_at", 0))))
+
+    def release(self, receipt: Receipt, available_at: int, now: int) -> int:
+        ref = MessageRef.parse(receipt.message_id)
+        release_id = new_token()
+        self._give_back(writes.give_back(ref.live_key(self.space), receipt.token, release_id), release_id)
+        self._ack(receipt, ref, available_at, removed=0)
+        return available_at
+
+    def return_unseen(self, receipt: Receipt, now: int) -> None:
+        """The message gets back the receive count and first receive time it had before this claim; the group is
+        given back as by a release with no delay (the last held message given back unlocks it)."""
+        ref = MessageRef.parse(receipt.message_id)
+        release_id = new_token()
+        write = writes.unseen(ref.live_key(self.space), receipt.token, receipt.receive_count, release_id)
+        self._give_back(write, release_id)
+        self._ack(receipt, ref, now, removed=0)
+
+    def _give_back(self, write: Write, release_id: str) -> None:
+        """The holder's give-back of a message. A failed condition that finds this very call's `release_id` was
+        this write, applied and its answer lost (the SDK's retry found it done): the group's part that follows is
+        safe to repeat."""
+        try:
+            self.ctx.store.write(write)
+        except ConditionFailed as failed:
+            if failed.item is None:
+                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            if failed.item.get("released_by") != release_id:
+                raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+
+    def _ack(
+        self,
+        receipt: Receipt,
+        ref: MessageRef,
+        available_at: int,
+        removed: int,
+        late_count: bool = True,
+        maybe_own: bool = False,
+    ) -> None:
+        """One held message is done; the last one done unlocks the group. Done messages are a set (`acked`), so
+        an ack applied twice counts once and never unlocks the group while another held message is out. A
+        message deleted after the group's lock passed to another claim (the holder's lock ran out, the message
+        was not taken again) still leaves the group's count, by `gone`. A delete that found its message gone
+        already (`late_count` False) did not remove it: the call that did counts it, or this one does, through
+        `gone` (`counted_once`), never both; after the lock passed on, it counts nothing, unless the SDK sent the
+        delete more than once (`maybe_own`): its first attempt, whose answer was lost, is then most likely what
+        removed the message, and nobody else counted it. It counts through `gone`, so once with any removal
+        counted there (another late delete, an expiry); a removal counted by its holder's unlock at the same
+        moment as this repeat would be counted twice (stats one short until the group empties)."""
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        counted_once = ref.sequence if removed and not late_count else None
+        if receipt.held <= 1:
+            finished = self.finish_group(
+                key, receipt.token, available_at, receipt.last_seq if removed else "", removed, counted_once
+            )
+            if not finished and removed and (late_count or maybe_own):
+                self._count_removed(key, ref.sequence)
+            return
+        # `retry_at` keeps the latest time any held message was given back for, so the group waits for it: the
+        # ack sets it unless a later one is there, then acks without it.
+        group: Item | None = None
+        attempts = [(available_at, removed), (None, removed)]
+        while attempts:
+            retry_at, counting = attempts.pop(0)
+            once = counting > 0 and counted_once is not None
+            try:
+                write = group_writes.ack(key, receipt.token, ref.sequence, counting, retry_at, counted_once=once)
+                group = self.ctx.store.write(write)
+                break
+            except ConditionFailed as failed:
+                old = failed.item
+                if not holds_group(old, receipt.token):
+                    if removed and (late_count or maybe_own):
+                        self._count_removed(key, ref.sequence)
+                    return
+                assert old is not None
+                if ref.sequence in old.get("acked", set()):
+                    group = old  # applied before, its answer lost
+                    break
+                if once and ref.sequence in old.get("gone", set()):
+                    attempts = [(retry_at, 0), (None, 0)]  # counted by the call that removed it
+        if group and len(group.get("acked", set())) >= receipt.held:
+            self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
+
+    def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
+        """Only while the handle's own message is held by it (SQS: `MessageNotInflight` otherwise): a handle of a
+        message deleted, given back or taken by a later claim moves nothing, even while its claim holds the group.
+        The group stays locked while any message of the claim is out: one of several given back now is released
+        (the group waits for the others, then offers it first), one of several held longer makes the lock longer,
+        never shorter. One transaction: the message's check and the group's lock."""
+        if receipt.held > 1 and visible_at <= now:
+            return self.release(receipt, visible_at, now)
+        if not self.hold_again([receipt], visible_at, now):
+            raise ReceiptHandleStale("the message is no longer held by this receipt handle (settled or received again)")
+        # The group is available at the new time: queue-wide receives must know, whatever marker the client has.
+        ready.announce(self.ctx, self.space, [(0, visible_at)])
+        return visible_at
+
+    def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
+        """Every receipt's message held by its claim until `visible_at`, all or none in one transaction (at most
+        10 messages and their groups): False, nothing changed, when any of them is no longer held by its handle.
+        A lock only ever grows while other messages of its claim are out (`receipt.held > 1`)."""
+        checks, groups = [], {}
+        tokens = {receipt.token for receipt in receipts}
+        for receipt in receipts:
+            ref = MessageRef.parse(receipt.message_id)
+            checks.append(writes.held_by(ref.live_key(self.space), receipt.token))
+            key = self._group_key(ref.group or "", receipt.group_shard)
+            groups[(key["pk"], key["sk"])] = group_writes.extend(key, receipt.token, visible_at, receipt.held > 1)
+        pending = list(groups.values())
+        while True:
+            try:
+                self.ctx.store.transact_writes([*checks, *pending])
+                return True
+            except TransactionCancelled as cancelled:
+                if any(code not in _PASSED for code, _ in cancelled.reasons[: len(checks)]):
+                    return False
+                outcomes = list(zip(cancelled.reasons[len(checks) :], pending, strict=True))
+                # A lock may refuse to grow only when it is ours and later already: those need nothing more.
+                if not all(code in _PASSED or _later(old, tokens, visible_at) for (code, old), _ in outcomes):
+                    return False
+                pending = [write for (code, _), write in outcomes if code in _PASSED]
+                if not pending:
+                    return True
+
+
+def _later(group_item: Item | None, tokens: set[str], visible_at: int) -> bool:
+    """A group lock held by one of `tokens` until `visible_at` or later."""
+    return group_item is not None and group_item.get("tok") in tokens and int(group_item["available_at"]) >= visible_at
