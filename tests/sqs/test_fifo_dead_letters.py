@@ -15,7 +15,7 @@ from moto import mock_aws
 from queue_core import QueueClient
 
 from tests.conftest import FakeClock
-from tests.core.answers import LostAnswer, attached, expression_has
+from tests.core.answers import Interleave, LostAnswer, attached, expression_has
 from tests.sqs_in_process import sqs_in_process
 
 ARN = "arn:aws:sqs:us-east-1:000000000000:"
@@ -171,3 +171,103 @@ def test_fifo_dlq_writes_whose_answers_were_lost_hold_and_give_back_their_group_
             )
     assert (extension.lost, release.lost) == (1, 4)
     assert _bodies(_receive(sqs, dead_letters)) == ["m1", "m2", "m3", "h1"]
+
+
+# A receive repeated with its ReceiveRequestAttemptId.
+
+
+def _handles(messages: list[dict[str, Any]]) -> list[str]:
+    return [message["ReceiptHandle"] for message in messages]
+
+
+def test_a_dead_letter_receive_repeated_with_its_attempt_id_answers_the_same_dead_letters_and_handles(
+    core: QueueClient, sqs: Any, dead_letters: str
+) -> None:
+    first = _receive(sqs, dead_letters, most=2, VisibilityTimeout=60, ReceiveRequestAttemptId="a")
+    assert _bodies(first) == ["m1", "m2"]
+    again = _receive(sqs, dead_letters, most=2, VisibilityTimeout=60, ReceiveRequestAttemptId="a")
+    assert _handles(again) == _handles(first) and _bodies(again) == ["m1", "m2"]
+    assert _bodies(_receive(sqs, dead_letters, ReceiveRequestAttemptId="b")) == ["h1"], "g is still held"
+
+    for message in again:
+        sqs.delete_message(QueueUrl=dead_letters, ReceiptHandle=message["ReceiptHandle"])
+    left = _receive(sqs, dead_letters, VisibilityTimeout=0)
+    assert _bodies(left) == ["m3"], "both deleted by the handles of the repeat"
+
+
+def test_a_dead_letter_receive_whose_answer_was_lost_is_answered_again_by_the_sdks_retry(
+    core: QueueClient, dead_letters: str
+) -> None:
+    lost: list[str] = []
+
+    def lose_first_receive(action: str) -> bool:
+        if action == "ReceiveMessage" and not lost:
+            lost.append(action)
+            return True
+        return False
+
+    sqs = sqs_in_process(core, lose_answer=lose_first_receive, attempts=3)
+    got = _receive(sqs, dead_letters, VisibilityTimeout=60, ReceiveRequestAttemptId="lost-once")
+    assert lost == ["ReceiveMessage"]
+    assert _bodies(got) == ["m1", "m2", "m3", "h1"]
+    for message in got:
+        sqs.delete_message(QueueUrl=dead_letters, ReceiptHandle=message["ReceiptHandle"])
+    assert _receive(sqs, dead_letters, VisibilityTimeout=0) == [], "every dead letter answered and deleted"
+
+
+def test_an_attempt_id_at_a_dlq_is_not_the_same_id_at_its_queue(core: QueueClient, clock: FakeClock, sqs: Any) -> None:
+    _dead_letter(core, clock, sqs, "jobs.fifo", ("g", "dead"))
+    jobs, dlq = _url(sqs, "jobs.fifo"), _url(sqs, "jobs.dlq.fifo")
+    sqs.send_message(QueueUrl=jobs, MessageBody="alive", MessageGroupId="g")
+    assert _bodies(_receive(sqs, jobs, ReceiveRequestAttemptId="same")) == ["alive"]
+    assert _bodies(_receive(sqs, dlq, ReceiveRequestAttemptId="same")) == ["dead"]
+    assert _bodies(_receive(sqs, jobs, ReceiveRequestAttemptId="same")) == ["alive"]
+    assert _bodies(_receive(sqs, dlq, ReceiveRequestAttemptId="same")) == ["dead"]
+
+
+@pytest.fixture
+def mixed(core: QueueClient, clock: FakeClock, sqs: Any) -> tuple[str, list[dict[str, Any]]]:
+    """`target.fifo` with its own message and a dead letter of `source.fifo`, both answered by a receive under
+    the attempt id "x" for 30 s: the target's URL and that answer."""
+    _dead_letter(core, clock, sqs, "source.fifo", ("g", "dead"))
+    target = _url(sqs, "target.fifo")
+    sqs.send_message(QueueUrl=target, MessageBody="own", MessageGroupId="own")
+    first = _receive(sqs, target, VisibilityTimeout=30, ReceiveRequestAttemptId="x")
+    assert _bodies(first) == ["own", "dead"]
+    return target, first
+
+
+@pytest.mark.parametrize("settled", ["own", "dead"])
+def test_a_repeat_whose_kept_message_was_settled_holds_none_of_its_first_answer_again(
+    clock: FakeClock, sqs: Any, mixed: tuple[str, list[dict[str, Any]]], settled: str
+) -> None:
+    target, first = mixed
+    by_body = {message["Body"]: message["ReceiptHandle"] for message in first}
+    sqs.delete_message(QueueUrl=target, ReceiptHandle=by_body[settled])
+    clock.advance(20)
+    assert _receive(sqs, target, VisibilityTimeout=30, ReceiveRequestAttemptId="x") == [], "a new receive"
+
+    clock.advance(11)  # past the first answer's 30 s: nothing of it was held again
+    left = "dead" if settled == "own" else "own"
+    assert _bodies(_receive(sqs, target, VisibilityTimeout=30, ReceiveRequestAttemptId="y")) == [left]
+
+
+def test_a_repeat_that_finds_a_dead_letter_taken_after_its_check_gives_back_what_it_held_again(
+    core: QueueClient, sqs: Any, mixed: tuple[str, list[dict[str, Any]]]
+) -> None:
+    """The dead letter is deleted by its handle between the repeat's check and its hold: the own message, held
+    again by then, is given back, and the repeat is a new receive that takes it, not an answer of nothing with the
+    message hidden."""
+    target, first = mixed
+    dead = next(message for message in first if message["Body"] == "dead")
+    other = sqs_in_process(core)
+
+    def delete_the_dead_letter() -> None:
+        other.delete_message(QueueUrl=target, ReceiptHandle=dead["ReceiptHandle"])
+
+    with attached(core.dynamodb, Interleave("UpdateItem", delete_the_dead_letter, expression_has("held_until"))):
+        repeat = _receive(sqs, target, VisibilityTimeout=30, ReceiveRequestAttemptId="x")
+    assert _bodies(repeat) == ["own"]
+    assert _handles(repeat) != [first[0]["ReceiptHandle"]], "a new receive's claim"
+    sqs.delete_message(QueueUrl=target, ReceiptHandle=repeat[0]["ReceiptHandle"])
+    assert _receive(sqs, target, VisibilityTimeout=0) == []

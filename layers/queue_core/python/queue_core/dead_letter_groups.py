@@ -107,6 +107,17 @@ def _take(
     return taken
 
 
+def held(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt) -> Item | None:
+    """`dead_letters.held`, and the claim still holds the dead letter's group for it. Two reads."""
+    item = dead_letters.held(ctx, space, ref, receipt)
+    if item is None:
+        return None
+    group = ctx.store.get(space.dlq_group_key(ref.group or ""))
+    if group is None or group.get("tok") != receipt.token or ref.sequence not in group.get("held_copies", set()):
+        return None
+    return item
+
+
 def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int, now: int) -> bool:
     """Moves the end of the claim `receipt` was handed out with, for its dead letter and its group (to now:
     gives the dead letter back, and the group once its claim holds no other). False when that claim no longer

@@ -43,6 +43,10 @@ class DeadLetter:
     message: Message
     receipt_handle: str
 
+    @property
+    def message_id(self) -> str:
+        return self.message.message_id
+
 
 @dataclass(frozen=True)
 class DeadLetterReceipt:
@@ -129,6 +133,19 @@ def claimed(
         if failed.item is None or failed.item.get("dlq_tok") != token:
             return None
     return DeadLetter(message, receipt.encode(secret))
+
+
+def held(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt) -> Item | None:
+    """The DLQ copy `receipt` was handed out with, while the claim it names is still that copy's latest (its time
+    may have run out); None when the copy is gone, a later copy holds its key, or another claim took it. One read:
+    a look before a hold, never a fence."""
+    if not receipt.token:
+        return None
+    item = ctx.store.get(ref.dlq_key(space))
+    if item is None:
+        return None
+    latest = DeadLetterReceipt.of(item, receipt.message_id, space.queue, space.client, str(item.get("dlq_tok", "")))
+    return item if latest == receipt else None
 
 
 def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int) -> bool:

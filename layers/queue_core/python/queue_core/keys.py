@@ -254,10 +254,12 @@ class Space:
     def group_key(self, group: str, shard: int) -> dict[str, str]:
         return {"pk": self.group_item_pk(shard), "sk": group}
 
-    def attempt_key(self, attempt_id: str) -> dict[str, str]:
+    def attempt_key(self, attempt_id: str, scope: str = "") -> dict[str, str]:
         """A FIFO receive's answer kept under its ReceiveRequestAttemptId (SQS protocol), for its repeats; spread
-        over the buckets as dedup items are."""
-        return {"pk": f"{self._attempt_prefix()}#{stable_hash(attempt_id) % DEDUP_BUCKETS}", "sk": attempt_id}
+        over the buckets as dedup items are. A `scope` keeps the attempts of another URL of the sub-queue (its
+        DLQ's) apart: SQS's attempt ids are printable characters without spaces, so the two never meet."""
+        sk = f"{scope} {attempt_id}" if scope else attempt_id
+        return {"pk": f"{self._attempt_prefix()}#{stable_hash(attempt_id) % DEDUP_BUCKETS}", "sk": sk}
 
     def attempt_pks(self) -> list[str]:
         """Every partition of the sub-queue's attempt records, the one of releases before the buckets first."""

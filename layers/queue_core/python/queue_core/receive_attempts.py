@@ -7,7 +7,9 @@ handle, all of them or none in one transaction, which is also the check that not
 them was deleted, given back, or received again by someone else after its visibility ran out, the attempt is spent
 (SQS: a retry works only while none of its messages was modified) and nothing of it is held again; the repeat is a
 new receive whose answer replaces the kept one. A first receive whose answer cannot be kept gives its claims back
-before it fails, so its retry finds the messages instead of their groups held by nobody.
+before it fails, so its retry finds the messages instead of their groups held by nobody. An answer of dead letters
+(SQS: at a DLQ's URL, or at a queue others name as their dead-letter target) keeps their handles beside the live
+ones, and its receiver holds them again with the live ones, all or none (`dead_letter_receives`).
 
 Attempt records are spread over `DEDUP_BUCKETS` partitions by the attempt id's hash, as dedup items are: one
 partition per sub-queue would throttle first under load, which is when clients retry.
@@ -45,18 +47,25 @@ class Receiver(Protocol):
 
     def hold_handles(self, receipt_handles: list[str], visibility_timeout: int | None) -> bool: ...
 
-    def get(self, message_id: str) -> Message: ...
+    def held_message(self, message_id: str, receipt_handle: str) -> Message: ...
 
     def return_unseen(self, receipt_handle: str) -> None: ...
 
 
 def receive_once(
-    ctx: Context, sub: Receiver, attempt_id: str, want: int, visibility_timeout: int | None, wait_seconds: int | None
+    ctx: Context,
+    sub: Receiver,
+    attempt_id: str,
+    want: int,
+    visibility_timeout: int | None,
+    wait_seconds: int | None,
+    scope: str = "",
 ) -> list[ReceivedMessage]:
-    """`sub.receive(...)` under an attempt id: the kept answer while it holds, else a new receive kept."""
+    """`sub.receive(...)` under an attempt id: the kept answer while it holds, else a new receive kept. `scope`:
+    see `Space.attempt_key`."""
     if not isinstance(attempt_id, str) or not 1 <= len(attempt_id) <= 128:
         raise ValidationError("an attempt id is 1-128 characters")
-    key = sub.space.attempt_key(attempt_id)
+    key = sub.space.attempt_key(attempt_id, scope)
     kept = ctx.store.get(key)
     now = ctx.now_ms()
     spent = None
@@ -122,7 +131,7 @@ def _replayed(sub: Receiver, kept: Item, visibility_timeout: int | None) -> list
 
 
 def _answer(sub: Receiver, message_id: str, handle: str) -> ReceivedMessage:
-    message = sub.get(message_id)
+    message = sub.held_message(message_id, handle)
     return ReceivedMessage(
         message_id=message.message_id,
         receipt_handle=handle,

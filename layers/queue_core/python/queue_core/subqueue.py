@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from . import (
     browse,
     dead_letter_groups,
     dead_letter_moves,
+    dead_letter_receives,
     dead_letters,
     keys,
     limits,
@@ -27,6 +28,7 @@ from . import (
     validation,
 )
 from .context import Context
+from .dead_letter_receives import WithDeadLetters
 from .dead_letters import DeadLetter
 from .engine import Engine
 from .errors import MessageBodyMissing, MessageNotFound, QueueError, ReceiptHandleStale, ValidationError
@@ -282,6 +284,29 @@ class SubQueue:
             self._ctx, self, attempt_id, max_messages, visibility_timeout, wait_seconds
         )
 
+    def receive_with_dead_letters(
+        self,
+        sources: Sequence[SubQueue],
+        max_messages: int = 1,
+        visibility_timeout: int | None = None,
+        wait_seconds: int | None = 0,
+        attempt_id: str | None = None,
+    ) -> list[ReceivedMessage | DeadLetter]:
+        """This sub-queue's own messages first, then the dead letters of `sources` (SQS: a queue others name as
+        their dead-letter target), each claimed as `dlq_receive` claims; the dead letters the own messages leave
+        no room for are given back at once. Under an attempt id, as `receive_attempt`, dead letters included (see
+        `dead_letter_receives`)."""
+        receiver = WithDeadLetters(self, sources)
+        if attempt_id is None:
+            return receiver.receive(max_messages, visibility_timeout, wait_seconds)
+        return receive_attempts.receive_once(
+            self._ctx, receiver, attempt_id, max_messages, visibility_timeout, wait_seconds
+        )
+
+    def held_message(self, message_id: str, receipt_handle: str) -> Message:
+        """The message a handle of this sub-queue's was handed out with, as it is now (`get`)."""
+        return self.get(message_id)
+
     def hold_handles(self, receipt_handles: list[str], visibility_timeout: int | None) -> bool:
         """Every handle's message held again by its claim for `visibility_timeout` seconds (the queue's when None),
         all or none: False, nothing changed, when any of them is settled or was received again since."""
@@ -494,6 +519,32 @@ class SubQueue:
             if len(found) >= limit:
                 break
         return found
+
+    def dlq_receive_attempt(
+        self, attempt_id: str, limit: int = 10, visibility_timeout: int | None = None
+    ) -> list[DeadLetter | ReceivedMessage]:
+        """`dlq_receive` under an attempt id (SQS's ReceiveRequestAttemptId at the DLQ's URL, apart from the
+        queue's own attempt ids): repeated within five minutes, it answers the same dead letters with the same
+        handles while their claims still hold them all (see `dead_letter_receives`)."""
+        receiver = WithDeadLetters(self, [self], own=False)
+        return receive_attempts.receive_once(
+            self._ctx, receiver, attempt_id, limit, visibility_timeout, 0, scope=dead_letter_receives.DLQ_SCOPE
+        )
+
+    def dlq_held(self, receipt_handle: str) -> Message | None:
+        """The dead letter a `dlq_receive` handle was handed out with, while the claim it names still holds it
+        (in a FIFO DLQ: and its group), as it is now; None once it is settled, gone, or taken by another claim.
+        A look: nothing is held or changed."""
+        receipt = self.dlq_check_handle(receipt_handle)
+        ref = self._ref(receipt.message_id)
+        held = dead_letter_groups.held if self.settings.fifo else dead_letters.held
+        item = held(self._ctx, self.space, ref, receipt)
+        if item is None:
+            return None
+        try:
+            return looked_at(item, ref, DLQ, self._ctx.bodies)
+        except MessageBodyMissing:
+            return None
 
     def dlq_change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
         """Moves the end of the claim a `dlq_receive` handle was handed out with to `visibility_timeout` seconds

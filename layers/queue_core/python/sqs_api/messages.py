@@ -10,7 +10,8 @@ A queue that other queues name as their dead-letter target (`RedrivePolicy`) ans
 the dead letters of each of those sources (the client's sub-queue of each), read as a source's DLQ URL reads them,
 with the same handles: a delete or a change of visibility at the target's URL with such a handle acts on that
 source's DLQ copy. A FIFO receive with a `ReceiveRequestAttemptId` repeated within five minutes answers the same
-messages with the same handles (`queue_core.receive_attempts`).
+messages with the same handles (`queue_core.receive_attempts`), at a DLQ's URL and at a dead-letter target too,
+dead letters included (`queue_core.dead_letter_receives`).
 """
 
 from __future__ import annotations
@@ -195,81 +196,49 @@ def receive_message(call: Call) -> dict[str, Any]:
     names = call.params.get("MessageAttributeNames")
     sub_queue = call.sub_queue(target)
     settings = call.settings(target.queue)
+    attempt = attempt if settings.fifo else None
     try:
+        found: list[DeadLetter | ReceivedMessage]
         if target.dlq:
-            found: list[tuple[DeadLetter | ReceivedMessage, str | None]] = [
-                (dead, target.queue) for dead in sub_queue.dlq_receive(want, visibility)
-            ]
+            if attempt is None:
+                found = list(sub_queue.dlq_receive(want, visibility))
+            else:
+                found = sub_queue.dlq_receive_attempt(attempt, want, visibility)
         else:
-            dead = _dead_letters_of_sources(call, target, want, visibility)
-            waited = 0 if dead else wait
-            try:
-                if attempt is not None and settings.fifo:
-                    own = sub_queue.receive_attempt(attempt, want, visibility_timeout=visibility, wait_seconds=waited)
-                else:
-                    own = sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=waited)
-            except QueueError:
-                _release_dead_letters(call, target, [message for message, _ in dead])
-                raise
-            # The queue's own messages come first: the dead letters they leave no room for are released at once,
-            # not hidden for the visibility timeout with nobody holding them.
-            room = max(0, want - len(own))
-            _release_dead_letters(call, target, [message for message, _ in dead[room:]])
-            found = [(message, None) for message in own] + dead[:room]
+            sources = [
+                call.core.queue(source.name, call.endpoint.client)
+                for source in call.core.dead_letter_sources(target.queue)
+            ]
+            if sources:
+                found = sub_queue.receive_with_dead_letters(sources, want, visibility, wait, attempt)
+            elif attempt is not None:
+                found = list(sub_queue.receive_attempt(attempt, want, visibility_timeout=visibility, wait_seconds=wait))
+            else:
+                found = list(sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=wait))
     except QueueError as error:
         raise from_core(error) from None
-    answers = [(message, _message(call, settings, message, source, system_wanted, names)) for message, source in found]
+    answers = [(message, _message(call, settings, message, system_wanted, names)) for message in found]
     kept, surplus = within_budget(answers, size_of=lambda answer: answered_size(answer[1]) + 1)
     for message, _ in surplus:
         # Nobody saw it: a message is given back uncounted, so a receive limit of 1 does not dead-letter it
         # undelivered; a dead letter's claim is released. One not given back is visible again after its timeout.
         with contextlib.suppress(QueueError):
-            if isinstance(message, ReceivedMessage):
+            dead_letters_of = _dead_letters_of(call, target, message.receipt_handle)
+            if dead_letters_of is None:
                 sub_queue.return_unseen(message.receipt_handle)
             else:
-                _release_dead_letter(call, target, message.receipt_handle)
+                dead_letters_of.dlq_change_visibility(message.receipt_handle, 0)
     return {"Messages": [answer for _, answer in kept]} if kept else {}
 
 
-def _release_dead_letters(call: Call, target: Target, dead: list[DeadLetter | ReceivedMessage]) -> None:
-    """Best effort: a claim not released is free again when its visibility timeout ends."""
-    for message in dead:
-        with contextlib.suppress(QueueError):
-            _release_dead_letter(call, target, message.receipt_handle)
-
-
-def _release_dead_letter(call: Call, target: Target, handle: str) -> None:
-    holder = _dead_letters_of(call, target, handle)
-    if holder is not None:
-        holder.dlq_change_visibility(handle, 0)
-
-
-def _dead_letters_of_sources(
-    call: Call, target: Target, want: int, visibility: int | None
-) -> list[tuple[DeadLetter | ReceivedMessage, str]]:
-    """The oldest unclaimed dead letters of the queues that name `target` as their dead-letter target, up to
-    `want`, each claimed for `visibility` (the target's visibility timeout when None) as a DLQ receive claims, and
-    with its source's name."""
-    if visibility is None:
-        visibility = call.settings(target.queue).visibility_timeout
-    found: list[tuple[DeadLetter | ReceivedMessage, str]] = []
-    for source in call.core.dead_letter_sources(target.queue):
-        if len(found) >= want:
-            break
-        read = call.core.queue(source.name, call.endpoint.client).dlq_receive(want - len(found), visibility)
-        found += [(dead, source.name) for dead in read]
-    return found
-
-
 def _message(
-    call: Call,
-    settings: QueueSettings,
-    read: DeadLetter | ReceivedMessage,
-    source: str | None,
-    system: set[str],
-    names: list[str] | None,
+    call: Call, settings: QueueSettings, read: DeadLetter | ReceivedMessage, system: set[str], names: list[str] | None
 ) -> dict[str, Any]:
+    """A dead letter, whichever way it was read (a claim, or the repeat of an attempt), says where it died by its
+    handle: the queue whose DLQ copy the handle names is its source."""
     handle = read.receipt_handle
+    owner = DeadLetterReceipt.owner(handle)
+    source = None if owner is None else owner[0]
     message: Message | ReceivedMessage = read.message if isinstance(read, DeadLetter) else read
     answer: dict[str, Any] = {
         "MessageId": message.message_id,
