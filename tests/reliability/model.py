@@ -370,8 +370,13 @@ class Reference:
         return self.dlq[body].dlq_copy
 
     def dlq_claimable(self, now: int) -> set[str]:
-        """The dead letters a DLQ receive may answer: those no live claim holds."""
-        return {body for body, message in self.dlq.items() if self.dlq_claims.get(message.dlq_copy, (0, 0))[1] <= now}
+        """The dead letters a DLQ receive may answer: those no live claim holds; in a FIFO DLQ, none of a group
+        while any of its dead letters is held (one holder per group)."""
+        free = {body for body, message in self.dlq.items() if self.dlq_claims.get(message.dlq_copy, (0, 0))[1] <= now}
+        if not self.fifo:
+            return free
+        held_groups = {message.group for body, message in self.dlq.items() if body not in free}
+        return {body for body in free if self.dlq[body].group not in held_groups}
 
     def dlq_claim(self, body: str, claim: int, until: int) -> int:
         """A DLQ receive claims the dead letter's copy until `until`; the copy claimed."""

@@ -271,3 +271,20 @@ def test_a_repeat_that_finds_a_dead_letter_taken_after_its_check_gives_back_what
     assert _handles(repeat) != [first[0]["ReceiptHandle"]], "a new receive's claim"
     sqs.delete_message(QueueUrl=target, ReceiptHandle=repeat[0]["ReceiptHandle"])
     assert _receive(sqs, target, VisibilityTimeout=0) == []
+
+
+def test_fifo_dlq_group_is_free_once_every_dead_letter_its_claim_held_has_left_the_dlq(
+    core: QueueClient, clock: FakeClock, sqs: Any, dead_letters: str
+) -> None:
+    """A move task takes dead letters whether held or not; the group's claim then holds nothing: the group's next
+    dead letters are given at once, not after the claim's time."""
+    assert _bodies(_receive(sqs, dead_letters, most=1, VisibilityTimeout=600)) == ["m1"]
+    sqs.start_message_move_task(SourceArn=ARN + dead_letters.rsplit("/", 1)[-1])
+    assert _receive(sqs, dead_letters, VisibilityTimeout=0) == []
+
+    source = _url(sqs, "jobs.fifo" if dead_letters.endswith("jobs.dlq.fifo") else "source.fifo")
+    while _receive(sqs, source, VisibilityTimeout=0):
+        clock.advance(2)
+    clock.advance(2)
+    assert _receive(sqs, source) == [], "dead-lettered again"
+    assert _bodies(_receive(sqs, dead_letters, VisibilityTimeout=60)) == ["m1", "m2", "m3", "h1"]

@@ -9,19 +9,23 @@ claim holds any of its dead letters and its time lasts, no other receive is give
 whatever its view: the group's one condition decides. A handle moves the group's time with its own (only ever
 later while the claim holds other dead letters), a release or a delete gives its dead letter back, and the last
 one given back frees the group at once; so does the claim's time running out. A receive then takes the group again
-from its oldest remaining dead letter. A handle whose claim no longer holds the group moves nothing.
+from its oldest remaining dead letter. A handle whose claim no longer holds the group moves nothing. Dead letters
+also leave the DLQ without their claim's handle (a redrive, a move task, a look's handle): a claim that holds only
+such dead letters holds nothing, and the next receive takes the group over from it.
 
 The stamps on the dead letters say which claim was each one's latest, for its handle's delete, and are a second
-fence: a receive stops in a group at the first dead letter it cannot stamp (taken meanwhile, or held by a stamp
-of its own), and gives the rest back, so it never holds a later dead letter of a group past an earlier one.
+fence: a receive stops in a group at the first dead letter it cannot stamp (taken meanwhile, or stamped by a claim
+made before groups had one), and gives the rest back, so it never holds a later dead letter of a group past an
+earlier one.
 
 Cost of a FIFO DLQ receive in DynamoDB calls: the strongly consistent Query of the DLQ's partition that any DLQ
-receive makes (one per 1 MB read, up to the groups it takes); then, per group taken, one UpdateItem for the group's
-claim and one per dead letter taken (`limit` at most in all), and one more giving back the rest when a dead letter
-was taken from under it. A group whose dead letters show a live hold costs nothing more; one held by a claim its
-dead letters do not show (a claim made longer by another of its dead letters) costs one refused UpdateItem.
-Offloaded bodies are read from S3 as any read of the DLQ does. A change of visibility with a handle costs two
-UpdateItems, a delete a DeleteItem and an UpdateItem.
+receive makes (one per 1 MB read, as far as the last group it looks at); then, per group taken, one UpdateItem for
+the group's claim and one per dead letter taken (`limit` at most in all), and one more giving back the rest when a
+dead letter was taken from under it. A group whose dead letters show a live hold costs nothing more; one held by a
+claim its dead letters do not show (a claim made longer by another of its dead letters) costs one refused
+UpdateItem, and a claim whose dead letters all left the DLQ one BatchGetItem and one more UpdateItem to take the
+group over. Offloaded bodies are read from S3 as any read of the DLQ does. A change of visibility with a handle
+costs two UpdateItems, a delete a DeleteItem and an UpdateItem.
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ def receive(
             continue  # its claim shows: the group is held
         planned = list(_readable(ctx, read, limit - len(found)))
         if planned:
-            found += _take(ctx, space, str(group), planned, secret, until, now)
+            present = {ref.sequence for _, ref in read}
+            found += _take(ctx, space, str(group), planned, present, secret, until, now)
     return found
 
 
@@ -85,18 +90,18 @@ def _take(
     space: Space,
     group: str,
     planned: list[tuple[Item, MessageRef, Message]],
+    present: set[str],
     secret: str,
     until: int,
     now: int,
 ) -> list[DeadLetter]:
+    """The group's claim, then its dead letters `planned` in order. `present`: the sequences of the group's dead
+    letters in the DLQ, as read: a claim that holds none of them holds nothing."""
     token = dead_letters.new_token()
     key = space.dlq_group_key(group)
     sequences = [ref.sequence for _, ref, _ in planned]
-    try:
-        ctx.store.write(writes.claim(key, token, sequences, until, now))
-    except ConditionFailed as failed:
-        if failed.item is None or failed.item.get("tok") != token:
-            return []  # another claim holds the group
+    if not _claimed(ctx, space, group, token, sequences, present, until, now):
+        return []
     taken: list[DeadLetter] = []
     for position, (item, _, message) in enumerate(planned):
         dead = dead_letters.claimed(ctx, item, message, space, secret, until, now, token)
@@ -116,6 +121,39 @@ def held(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt
     if group is None or group.get("tok") != receipt.token or ref.sequence not in group.get("held_copies", set()):
         return None
     return item
+
+
+def _claimed(
+    ctx: Context,
+    space: Space,
+    group: str,
+    token: str,
+    sequences: list[str],
+    present: set[str],
+    until: int,
+    now: int,
+) -> bool:
+    """False when another claim holds the group. A claim the SDK repeated finds its own token. A claim whose dead
+    letters are all gone from the DLQ is taken over: those it holds that this receive did not read (`present`)
+    are looked up (one BatchGetItem), since they may have come after its read."""
+    emptied = None
+    while True:
+        try:
+            ctx.store.write(writes.claim(space.dlq_group_key(group), token, sequences, until, now, emptied))
+            return True
+        except ConditionFailed as failed:
+            old = failed.item or {}
+            if old.get("tok") == token:
+                return True
+            held = set(old.get("held_copies", set()))
+            if emptied is not None or held & present or _any_left(ctx, space, group, held):
+                return False
+            emptied = str(old.get("tok"))
+
+
+def _any_left(ctx: Context, space: Space, group: str, sequences: set[str]) -> bool:
+    refs = [MessageRef(shard=0, sequence=sequence, group=group) for sequence in sorted(sequences)]
+    return bool(ctx.store.batch_get([ref.dlq_key(space) for ref in refs]))
 
 
 def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int, now: int) -> bool:

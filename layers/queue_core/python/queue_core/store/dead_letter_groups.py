@@ -21,10 +21,12 @@ from .write import Key, Write, update
 _KEPT_SECONDS: Final = 24 * 3600
 
 
-def claim(key: Key, token: str, copies: list[str], until: int, now: int) -> Write:
+def claim(key: Key, token: str, copies: list[str], until: int, now: int, emptied: str | None = None) -> Write:
     """The group is held by the claim `token` until `until`, for its dead letters `copies` (at least one), only if
     no claim holds it: none ever did, the last one's time ran out, or it holds none of its dead letters any
-    more."""
+    more; or it is the claim `emptied`, whose dead letters the caller found all gone from the DLQ (redriven,
+    moved, deleted by a look's handle). A claim's set only shrinks, and a dead letter gone from the DLQ never
+    comes back under its sequence (a redrive gives it a new one), so that claim holds nothing for good."""
     values: dict[str, Any] = {
         ":tok": token,
         ":until": until,
@@ -34,6 +36,9 @@ def claim(key: Key, token: str, copies: list[str], until: int, now: int) -> Writ
     }
     expression = "SET tok = :tok, held_until = :until, held_copies = :copies, expires_at = :exp"
     condition = "attribute_not_exists(held_copies) OR held_until <= :now"
+    if emptied is not None:
+        condition += " OR tok = :emptied"
+        values[":emptied"] = emptied
     return update(key, expression, values, condition=condition)
 
 
