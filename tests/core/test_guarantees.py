@@ -392,13 +392,16 @@ def test_a_stale_handle_of_a_fifo_unit_stops_the_consumer_before_the_units_later
     client.create_queue("unit.fifo", visibility_timeout=30)
     jobs = client.queue("unit.fifo", "c")
     jobs.send_batch([{"body": f"m{i}", "group_id": "g"} for i in range(2)])
-    thief = _process(clock).queue("unit.fifo", "c")
+    # The other consumer's clock is ahead: the lock has run out for it, not for this consumer's own polls (which
+    # would otherwise race it for the group once the lock ends).
+    ahead = FakeClock(clock())
+    thief = _process(ahead).queue("unit.fifo", "c")
     handled: list[str] = []
 
     def handler(message) -> None:
         handled.append(message.body)
         if message.body == "m0":
-            clock.advance(31)  # the lock runs out while the handler works, and another consumer takes the group
+            ahead.advance(31)  # the lock runs out while the handler works, and another consumer takes the group
             assert [stolen.body for stolen in thief.receive(max_messages=2)] == ["m0", "m1"]
 
     consumer = Consumer(jobs, handler, concurrency=1, batch_size=2, heartbeat_seconds=3600)

@@ -19,15 +19,52 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .dead_letters import DeadLetter, DeadLetterReceipt
 from .errors import QueueError, ValidationError
 from .keys import Space
 from .models import Message, ReceivedMessage
+from .settings import QueueSettings
 
-if TYPE_CHECKING:
-    from .subqueue import SubQueue
+
+class Source(Protocol):
+    """A sub-queue whose dead letters a receive reads (`SubQueue`)."""
+
+    @property
+    def queue(self) -> str: ...
+
+    @property
+    def client(self) -> str: ...
+
+    def dlq_receive(self, limit: int = 10, visibility_timeout: int | None = None) -> list[DeadLetter]: ...
+
+    def dlq_held(self, receipt_handle: str) -> Message | None: ...
+
+    def dlq_change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None: ...
+
+
+class Home(Source, Protocol):
+    """The sub-queue a receive is made at (`SubQueue`): its own messages besides its dead letters."""
+
+    @property
+    def settings(self) -> QueueSettings: ...
+
+    @property
+    def space(self) -> Space: ...
+
+    def receive(
+        self, max_messages: int = 1, visibility_timeout: int | None = None, wait_seconds: int | None = 0
+    ) -> list[ReceivedMessage]: ...
+
+    def hold_handles(self, receipt_handles: list[str], visibility_timeout: int | None) -> bool: ...
+
+    def get(self, message_id: str) -> Message: ...
+
+    def return_unseen(self, receipt_handle: str) -> None: ...
+
+    def release(self, receipt_handle: str, delay_seconds: int | None = None) -> int: ...
+
 
 # The attempts of a DLQ's URL, kept apart from those of its queue's (`Space.attempt_key`).
 DLQ_SCOPE = "dlq"
@@ -39,7 +76,7 @@ class WithDeadLetters:
     letters of `sources` no claim holds, in their order, each claimed as `SubQueue.dlq_receive` claims; the dead
     letters the own messages leave no room for are given back at once."""
 
-    def __init__(self, home: SubQueue, sources: Sequence[SubQueue], own: bool = True) -> None:
+    def __init__(self, home: Home, sources: Sequence[Source], own: bool = True) -> None:
         self._home = home
         self._sources = list(sources)
         self._own = own
@@ -110,7 +147,7 @@ class WithDeadLetters:
         else:
             self._source_of(receipt_handle).dlq_change_visibility(receipt_handle, 0)
 
-    def _source_of(self, handle: str) -> SubQueue:
+    def _source_of(self, handle: str) -> Source:
         owner = DeadLetterReceipt.owner(handle)
         for source in self._sources:
             if owner == (source.queue, source.client):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from .context import Context
 from .errors import QueueError
 from .keys import MessageRef, Space
 from .messages import Entry
@@ -119,3 +120,23 @@ class Engine(Protocol):
 
     def sweep(self, now: int, report: SweepReport) -> bool:
         """Housekeeping of the live messages; True while an item lives at an earlier shard layout's place."""
+
+
+class EngineBase:
+    """What both engines hold for one `(queue, client)`: its settings as of this engine, its keys' space, and
+    this process's traffic of the sub-queue (shard picker, contention gauge), shared by every engine and thread."""
+
+    def __init__(self, ctx: Context, settings: QueueSettings, client: str) -> None:
+        self.ctx = ctx
+        self.settings = settings
+        self.queue = settings.name
+        self.client = client
+        self.space = Space(settings.name, client, settings.generation)
+        self.claim_conflicts = 0
+        self.traffic = ctx.traffic(self.space, settings.read_shards, settings.shards)
+        self.picker = self.traffic.picker
+        self.gauge = self.traffic.gauge
+
+    def secret(self) -> str | None:
+        """The sub-queue's receipt secret (None until something was sent in this generation)."""
+        return self.ctx.registry.client_secret(self.space)

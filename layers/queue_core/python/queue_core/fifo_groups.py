@@ -13,31 +13,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import keys, ready
-from .context import Context
-from .keys import MessageRef, Space
-from .settings import QueueSettings
+from .engine import EngineBase
+from .keys import MessageRef
 from .store import ConditionFailed, Item, Write
 from .store import groups as group_writes
 from .store import messages as writes
 
 
-class FifoGroups:
+class FifoGroups(EngineBase):
     """The identity of one `(queue, client)` of a FIFO queue and its groups' places and bookkeeping: the base of
     the FIFO engine's parts (`FifoQueue`)."""
-
-    def __init__(self, ctx: Context, settings: QueueSettings, client: str) -> None:
-        self.ctx = ctx
-        self.settings = settings
-        self.queue = settings.name
-        self.client = client
-        self.space = Space(settings.name, client, settings.generation)
-        self.claim_conflicts = 0
-        self.traffic = ctx.traffic(self.space, settings.read_shards, settings.shards)
-        self.picker = self.traffic.picker
-        self.gauge = self.traffic.gauge
-
-    def secret(self) -> str | None:
-        return self.ctx.registry.client_secret(self.space)
 
     def _group_key(self, group: str, shard: int | None = None, now: int = 0) -> dict[str, str]:
         """The group item's key: at a known shard (from an index entry or a receipt), else where the group is

@@ -1,0 +1,146 @@
+"""Standard sends and redrives: one item a message, spread over the shards, with its ready markers.
+
+A send with a dedup id writes the message and its dedup item in one transaction; a redrive puts a dead letter back
+with its receive count reset, in one transaction with the removal of that very DLQ copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+from . import keys, ready
+from .dedup import dedup_put, duplicate_of
+from .engine import SendWrites
+from .errors import MessageTooLarge, QueueError, Throttled
+from .keys import MessageRef
+from .messages import Entry, expires_s, moved_item, new_item
+from .models import SendResult
+from .standard_space import StandardSpace, due_pairs
+from .store import Item, TransactionCancelled
+from .store import messages as writes
+
+logger = logging.getLogger("queue_core")
+
+
+class StandardSends(StandardSpace):
+    """Sends and redrives of a standard sub-queue."""
+
+    def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
+        shard = self.traffic.rotation.next()
+        ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now), priority=entry.priority)
+        visible_at = entry.visible_from(now)
+        item = new_item(
+            ref.live_key(self.space),
+            entry,
+            now,
+            visible_at,
+            expires_s(now, self.settings.retention_seconds),
+            self.ctx.bodies,
+        )
+        item["gsi1pk"] = item["pk"]
+        item["gsi1sk"] = keys.message_index_sk(visible_at, ref.sequence, entry.priority)
+        return ref, item
+
+    def announce(self, items: list[Item]) -> None:
+        if items:
+            self.traffic.note_bands(int(item.get("priority", 0)) for item in items)
+            ready.announce(self.ctx, self.space, due_pairs(items))
+
+    def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
+        """Entries without a dedup id go in batch writes of 25 (one call); each with one goes in a transaction
+        with its dedup item."""
+        results: dict[int, SendResult | QueueError] = {}
+        plain = [entry for entry in entries if entry.dedup_id is None]
+        built = []
+        for entry in plain:
+            try:
+                built.append((entry, *self.build(entry, now)))
+            except QueueError as error:  # its body could not be offloaded: nothing of it is stored
+                results[entry.index] = error
+        for start in range(0, len(built), 25):
+            chunk = built[start : start + 25]
+            try:
+                left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
+            except QueueError as error:
+                # Each entry fails, not the call. A refusal (DynamoDB applies none of a request it refuses)
+                # stored none of them: their objects go. Any other outcome is unknown, and keeps them.
+                if isinstance(error, MessageTooLarge):
+                    self.ctx.bodies.discard(item for _, _, item in chunk)
+                results.update({entry.index: error for entry, _, _ in chunk})
+                continue
+            self.announce([item for position, (_, _, item) in enumerate(chunk) if position not in left])
+            for position, (entry, ref, _) in enumerate(chunk):
+                results[entry.index] = (
+                    Throttled(
+                        "DynamoDB did not confirm this entry (throttled, or its answer was lost): it may not be "
+                        "stored; send it again, with a dedup id if it must be stored once"
+                    )
+                    if position in left
+                    else SendResult(ref.message_id, ref.sequence)
+                )
+        for entry in entries:
+            if entry.dedup_id is not None:
+                results[entry.index] = _as_result(lambda entry=entry: self._send_dedup(entry, now))
+        return [results[entry.index] for entry in entries]
+
+    def _send_dedup(self, entry: Entry, now: int) -> SendResult:
+        """With a fresh time: the dedup window counts from this transaction, not from the start of the batch."""
+        now = max(now, self.ctx.now_ms())
+        planned = self.send_writes(entry, now)
+        try:
+            self.ctx.store.transact_writes(planned.writes)
+        except TransactionCancelled as cancelled:
+            self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
+            return duplicate_of(cancelled.reasons[0])
+        except MessageTooLarge:
+            self.ctx.bodies.discard(write.item for write in planned.writes)  # refused: nothing was stored
+            raise
+        self.send_committed(planned, now)
+        return SendResult(planned.ref.message_id, planned.ref.sequence)
+
+    def send_writes(self, entry: Entry, now: int, last_seq: int | None = None) -> SendWrites:
+        """The dedup item first (when the entry has a dedup id), then the message, conditional on a new key."""
+        ref, item = self.build(entry, now)
+        due = tuple(due_pairs([item]))
+        if entry.dedup_id is None:
+            return SendWrites(ref, [writes.store_new(item)], ready=due)
+        dedup = dedup_put(self.space, self.settings, entry.dedup_id, ref, now)
+        return SendWrites(ref, [dedup, writes.store_new(item)], dedup=0, ready=due)
+
+    def send_committed(self, planned: SendWrites, now: int) -> None:
+        self.traffic.note_bands(priority for priority, _ in planned.ready)
+        ready.announce(self.ctx, self.space, planned.ready)
+
+    def redrive(self, dlq_items: list[Item], now: int) -> int:
+        return sum(self._redrive_item(item, now) for item in dlq_items)
+
+    def _redrive_item(self, dlq_item: Item, now: int) -> bool:
+        ref = MessageRef.of_live(dlq_item)
+        if ref.shard >= self.settings.shards:
+            ref = MessageRef(shard=random.randrange(self.settings.shards), sequence=ref.sequence, priority=ref.priority)
+        live = moved_item(
+            dlq_item,
+            ref.live_key(self.space),
+            now,
+            visible_at=now,
+            receive_count=0,
+            expires_at=expires_s(now, self.settings.retention_seconds),
+        )
+        live["gsi1pk"] = live["pk"]
+        live["gsi1sk"] = keys.message_index_sk(now, ref.sequence, ref.priority)
+        try:
+            dlq_key = {"pk": dlq_item["pk"], "sk": dlq_item["sk"]}
+            self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
+        except TransactionCancelled:
+            return False
+        self.announce([live])
+        return True
+
+
+def _as_result(send: Any) -> SendResult | QueueError:
+    try:
+        return send()
+    except QueueError as error:
+        return error
