@@ -875,10 +875,32 @@ def local(
             "QUEUE/CLIENT=module:function (repeatable; the module is imported from the working directory).",
         ),
     ] = None,
+    data_dir: Annotated[
+        str | None,
+        typer.Option(
+            help=f"The embedded DynamoDB's folder, kept across restarts (default ./{local_server.DEFAULT_DATA_DIR}).",
+            show_default=False,
+        ),
+    ] = None,
+    in_memory: Annotated[bool, typer.Option("--in-memory", help="Keep no data: it is gone when this stops.")] = False,
+    reset: Annotated[bool, typer.Option("--reset", help="Empty the data folder before starting.")] = False,
 ) -> None:
-    """Serve the HTTP API on 127.0.0.1 with an embedded DynamoDB and the sweeper on its schedule."""
+    """Serve the HTTP API on 127.0.0.1 with an embedded DynamoDB and the sweeper on its schedule.
+
+    Queues and messages are kept across restarts in ./.dq-local (--data-dir), each write on disk before its answer.
+    --in-memory keeps nothing; --reset starts empty."""
     try:
-        local_server.serve(port, dynamodb_endpoint or None, table, sweep_interval, consumer or [], dynamodb_port)
+        local_server.serve(
+            port,
+            dynamodb_endpoint or None,
+            table,
+            sweep_interval,
+            consumer or [],
+            dynamodb_port,
+            data_dir,
+            in_memory,
+            reset,
+        )
     except local_server.LocalServerError as error:
         typer.echo(f"dq local: {error}", err=True)
         raise typer.Exit(1) from None

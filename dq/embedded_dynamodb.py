@@ -10,6 +10,7 @@ version they refuse to load rather than change moto's behaviour unseen.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
@@ -19,8 +20,9 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 # The moto versions whose source the patches below were read against (requirements-dev.txt pins one of them).
 MOTO_VERSIONS: Final = frozenset({"5.2.5"})
@@ -28,6 +30,26 @@ MOTO_VERSIONS: Final = frozenset({"5.2.5"})
 _LOCK = threading.RLock()
 # DynamoDB keeps a transaction's client request token this long after the transaction completed.
 TRANSACTION_TOKEN_SECONDS: Final = 600
+# The wall-clock time the patches see while a request is applied under `applied_at` (None: now).
+_applied_at: float | None = None
+
+
+@contextlib.contextmanager
+def applied_at(moment: float | None) -> Iterator[None]:
+    """Under `_LOCK`: the patches take `moment` as the time of the request being applied, so that a request
+    replayed from a journal meets the transaction tokens of its time, as it did when it was first applied."""
+    global _applied_at
+    with _LOCK:
+        previous, _applied_at = _applied_at, moment
+        try:
+            yield
+        finally:
+            _applied_at = previous
+
+
+def request_time() -> float:
+    """Under `_LOCK`: the wall-clock time of the request being applied."""
+    return time.time() if _applied_at is None else _applied_at
 
 
 class UnsupportedMotoVersion(RuntimeError):
@@ -65,39 +87,63 @@ def serialize_moto_requests() -> None:
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
 
 
+class Store(Protocol):
+    """Where the embedded DynamoDB keeps its data (`dq.data_dir.DataDir`): given moto's WSGI app at start, it
+    fills moto from what it kept and answers the app that serves requests while it keeps them."""
+
+    def attach(self, app: Callable[..., Any]) -> Callable[..., Any]: ...
+
+
 class EmbeddedDynamoDB:
     """moto's server on 127.0.0.1 (a free port unless one is given), its requests serialized: the local
-    server's DynamoDB, reached over HTTP like the real one."""
+    server's DynamoDB, reached over HTTP like the real one. Its data lives in this process unless a `store`
+    keeps it."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, store: Store | None = None) -> None:
         self._host = host
         self._port = port
+        self._store = store
         self._server: Any = None
+        self._thread: threading.Thread | None = None
         self.endpoint_url = ""
 
     def start(self) -> str:
-        """Starts the server in a daemon thread and returns its endpoint URL. Its transactions back up only the
-        items they name (`fast_transactions`): moto's copy of every table a transaction touches made each one cost
-        the table's size, and the process grow by gigabytes with a thousand queues."""
-        from moto.server import ThreadedMotoServer
+        """Starts the server in a daemon thread and returns its endpoint URL; raises `OSError` (EADDRINUSE) when
+        its port is taken. Its transactions back up only the items they name (`fast_transactions`): moto's copy
+        of every table a transaction touches made each one cost the table's size, and the process grow by
+        gigabytes with a thousand queues."""
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from werkzeug.serving import make_server
 
         serialize_moto_requests()
         fast_transactions()
         idempotent_transactions()
         # Werkzeug would otherwise log every DynamoDB call to the console.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        if self._port:
-            _check_free(self._host, self._port)
-        self._server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
-        self._server.start()
-        host, port = self._server.get_host_and_port()
+        listener = _listen(self._host, self._port)
+        try:
+            app: Callable[..., Any] = DomainDispatcherApplication(create_backend_app)
+            if self._store is not None:
+                app = self._store.attach(app)
+            self._server = make_server(
+                self._host, self._port, app, threaded=True, request_handler=MotoRequestHandler, fd=listener.fileno()
+            )
+        finally:
+            listener.close()
+        self._thread = threading.Thread(target=self._server.serve_forever, name="dq-dynamodb", daemon=True)
+        self._thread.start()
+        host, port = self._server.server_address[:2]
         self.endpoint_url = f"http://{host}:{port}"
         return self.endpoint_url
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.stop()
+            self._server.shutdown()
+            self._server.server_close()
             self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
 
     def __enter__(self) -> EmbeddedDynamoDB:
         self.start()
@@ -109,15 +155,18 @@ class EmbeddedDynamoDB:
         self.stop()
 
 
-def _check_free(host: str, port: int) -> None:
-    """Raises `OSError` (EADDRINUSE) when `port` is taken: moto's server would fail in its own thread and leave
-    `start()` waiting forever."""
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound here: werkzeug would exit the process when the port is taken, this raises
+    `OSError` (EADDRINUSE)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind((host, port))
-    finally:
-        probe.close()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(128)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
 
 
 def fast_transactions() -> None:
@@ -194,8 +243,8 @@ def idempotent_transactions() -> None:
             return original(self)
         items = json.dumps(self.body.get("TransactItems"), sort_keys=True, default=str)
         request = hashlib.sha256(items.encode()).hexdigest()
-        now = time.monotonic()
         with _LOCK:
+            now = request_time()
             while committed and now - next(iter(committed.values()))[1] > TRANSACTION_TOKEN_SECONDS:
                 committed.popitem(last=False)
             seen = committed.get((self.current_account, token))

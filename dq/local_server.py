@@ -3,7 +3,8 @@
 Each request becomes the API Gateway REST proxy event the deployed API would send, goes to the real handler of
 the function that owns the route (in a Lambda-like environment, see `environments`), and the handler's proxy
 answer goes back as HTTP. The sweeper's handler runs on its schedule in a background thread, as EventBridge
-Scheduler would run it. The server binds to the loopback interface only.
+Scheduler would run it. The server binds to the loopback interface only. The embedded DynamoDB and S3 keep
+their data in a folder across restarts (`dq.data_dir`), or in memory only when asked.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
@@ -35,6 +37,9 @@ DEFAULT_PORT: Final = 8080
 DEFAULT_DYNAMODB_PORT: Final = 8081
 DEFAULT_TABLE: Final = "dynamo-queue-local"
 DEFAULT_SWEEP_INTERVAL: Final = 60.0
+# Where `dq local` keeps its data unless told: beside the project it serves (the checkout, for `make local`), so
+# that two projects do not share queues, and where `ls -a` shows it.
+DEFAULT_DATA_DIR: Final = ".dq-local"
 # The embedded moto serves S3 too: large bodies are offloaded to this bucket, created at start.
 LOCAL_BUCKET: Final = "dynamo-queue-local-bodies"
 # API Gateway refuses payloads over 10 MB before any function runs.
@@ -82,7 +87,11 @@ class LocalServer:
         log: TextIO | None = None,
         consumers: Sequence[str] = (),
         dynamodb_port: int = 0,
+        data_dir: Path | str | None = None,
+        reset: bool = False,
     ) -> None:
+        """`data_dir`: the folder where the embedded DynamoDB keeps its data across restarts (`None`: in memory,
+        gone at stop); `reset` empties it first."""
         self.port = port
         self.dynamodb_port = dynamodb_port
         self.consumer_options = list(consumers)
@@ -94,6 +103,9 @@ class LocalServer:
         self._log_lock = threading.Lock()
         self._http: ThreadingHTTPServer | None = None
         self._dynamodb: Any = None
+        self.data_dir = None if data_dir is None else Path(data_dir)
+        self.reset = reset
+        self._store: Any = None
         self._pool: EnvironmentPool | None = None
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -103,8 +115,9 @@ class LocalServer:
         return f"http://{HOST}:{self.port}"
 
     def start(self) -> LocalServer:
-        """Binds the port first (a taken port fails fast), then starts DynamoDB, the table, the functions'
-        first environments, the HTTP server and the sweeper schedule."""
+        """Binds the port and takes the data folder first (a taken port or a folder in use fails fast), then
+        starts DynamoDB (rebuilt from the folder), the table, the functions' first environments, the HTTP server
+        and the sweeper schedule."""
         missing = [name for name in FUNCTIONS if not (FUNCTIONS_DIR / name / "handler.py").is_file()]
         if missing:
             raise LocalServerError(f"no handler for {', '.join(missing)} under {FUNCTIONS_DIR}: run from a checkout")
@@ -112,10 +125,11 @@ class LocalServer:
         self._http = _bind(self.port, self)
         self.port = self._http.server_address[1]
         try:
+            self._store = self._open_data_dir()
             if self.dynamodb_endpoint is None:
                 from .embedded_dynamodb import EmbeddedDynamoDB
 
-                self._dynamodb = EmbeddedDynamoDB(HOST, self.dynamodb_port)
+                self._dynamodb = EmbeddedDynamoDB(HOST, self.dynamodb_port, self._store)
                 self.dynamodb_endpoint = _start_embedded(self._dynamodb, self.dynamodb_port)
             environ = function_environment(self.table, self.dynamodb_endpoint)
             if self._dynamodb is not None:
@@ -133,6 +147,17 @@ class LocalServer:
         if self.sweep_interval > 0:
             self._spawn(self._sweep_on_schedule, "dq-sweeper")
         return self
+
+    def _open_data_dir(self) -> Any:
+        """The embedded DynamoDB's folder, locked; None when it keeps its data in memory or is not embedded."""
+        if self.data_dir is None or self.dynamodb_endpoint is not None:
+            return None
+        from .data_dir import DataDir, DataDirError
+
+        try:
+            return DataDir(self.data_dir).open(reset=self.reset)
+        except DataDirError as error:
+            raise LocalServerError(str(error)) from None
 
     def _spawn(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -154,6 +179,9 @@ class LocalServer:
         if self._dynamodb is not None:
             self._dynamodb.stop()
             self._dynamodb = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def wait(self, timeout: float) -> bool:
         """Blocks up to `timeout` seconds; True once the server is stopping."""
@@ -212,6 +240,7 @@ class LocalServer:
                 f"  curl -s -X POST {sub_queue}/receive {json_header} -d '{{\"wait_seconds\": 5}}'",
                 f"SQS (boto3, aws sqs, Celery): endpoint_url={self.url} (client default), {self.url}/sqs/<client>; "
                 f"create queues at {self.url}/sqs-admin",
+                *self.data_lines(),
                 f"Web console (in another terminal; it prints the URL to open): {self.console_command()}",
                 "Library, boto3 and aws on this DynamoDB (paste into another terminal):",
                 f"  {self.export_line()}",
@@ -219,6 +248,32 @@ class LocalServer:
                 "",
             ]
         )
+
+    def data_lines(self) -> list[str]:
+        """Where the embedded DynamoDB's data lives, what a start found there, and how to start clean; nothing
+        for a DynamoDB of the user's own."""
+        if self._dynamodb is None:
+            return []
+        if self._store is None:
+            return ["Data: in memory only, gone when this stops (without --in-memory, dq local keeps it)"]
+        found = self._store.recovery
+        counts = found.counts
+        kept = (
+            f"{_count(counts.tables, 'table')} of {_count(counts.items, 'item')}, "
+            f"{_count(counts.objects, 'object')} in S3"
+        )
+        lines = [
+            f"Data: kept in {self._store.path} across restarts ({'found ' + kept if found.replayed else 'new'}); "
+            "start empty with dq local --reset, or keep nothing with --in-memory"
+        ]
+        if found.torn_bytes:
+            lines.append(
+                f"Data: dropped an unfinished last write ({found.torn_bytes} bytes) that a crash cut short; "
+                "it was never acknowledged"
+            )
+        if found.failed:
+            lines.append(f"Data: {found.failed} kept writes did not apply again; the data may differ from before")
+        return lines
 
     def console_command(self) -> str:
         """`dq console`, with this server's address when it is not the one every `dq` command targets."""
@@ -232,10 +287,19 @@ class LocalServer:
         return "export " + " ".join(f"{key}={environ.get(key, 'local')}" for key in keys)
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _start_embedded(dynamodb: Any, port: int) -> str:
-    """The embedded DynamoDB's endpoint; a taken port is one line for the user, not a traceback."""
+    """The embedded DynamoDB's endpoint; a taken port or an unusable data folder is one line for the user, not a
+    traceback."""
+    from .data_dir import DataDirError
+
     try:
         return str(dynamodb.start())
+    except DataDirError as error:
+        raise LocalServerError(str(error)) from None
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             raise LocalServerError(
@@ -411,17 +475,24 @@ def serve(
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
     consumers: Sequence[str] = (),
     dynamodb_port: int = DEFAULT_DYNAMODB_PORT,
+    data_dir: str | None = None,
+    in_memory: bool = False,
+    reset: bool = False,
 ) -> None:
-    """Serves until Ctrl-C, printing the banner and one line per request. Raises `LocalServerError` when it
-    cannot start (the port is taken, DynamoDB is unreachable, a `--consumer` cannot be imported)."""
+    """Serves until Ctrl-C, printing the banner and one line per request. The embedded DynamoDB keeps its data in
+    `data_dir` (default `DEFAULT_DATA_DIR`) unless `in_memory`. Raises `LocalServerError` when it cannot start
+    (the port or the data folder is taken, DynamoDB is unreachable, a `--consumer` cannot be imported)."""
+    endpoint = embedded_address(dynamodb_endpoint, dynamodb_port)
     server = LocalServer(
         port,
-        embedded_address(dynamodb_endpoint, dynamodb_port),
+        endpoint,
         table,
         sweep_interval,
         log=sys.stdout,
         consumers=consumers,
         dynamodb_port=dynamodb_port,
+        data_dir=data_folder(endpoint, data_dir, in_memory, reset),
+        reset=reset,
     )
     # Python leaves Ctrl-C ignored when the process started with it ignored (a parent that ignores SIGINT, as test
     # runners' workers and some CI shells do): the server would then never stop on it.
@@ -436,6 +507,19 @@ def serve(
         sys.stdout.write("stopping\n")
     finally:
         server.stop()
+
+
+def data_folder(endpoint: str | None, data_dir: str | None, in_memory: bool, reset: bool) -> Path | None:
+    """The folder the embedded DynamoDB keeps its data in, from the command line's choices; None for none."""
+    if endpoint is not None:
+        if data_dir or in_memory or reset:
+            raise LocalServerError(
+                f"--data-dir, --in-memory and --reset are for the embedded DynamoDB; {endpoint} keeps its own data"
+            )
+        return None
+    if in_memory and (data_dir or reset):
+        raise LocalServerError("--in-memory keeps nothing: give it no --data-dir nor --reset")
+    return None if in_memory else Path(data_dir or DEFAULT_DATA_DIR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -460,6 +544,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="QUEUE/CLIENT=package.module:function",
         help="push the sub-queue's messages to this function as SQS events (repeatable; imported from here)",
     )
+    parser.add_argument(
+        "--data-dir", help=f"the embedded DynamoDB's folder, kept across restarts (default ./{DEFAULT_DATA_DIR})"
+    )
+    parser.add_argument("--in-memory", action="store_true", help="keep no data: it is gone when the server stops")
+    parser.add_argument("--reset", action="store_true", help="empty the data folder before starting")
     options = parser.parse_args(argv)
     try:
         serve(
@@ -469,6 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             options.sweep_interval,
             options.consumer,
             options.dynamodb_port,
+            options.data_dir,
+            options.in_memory,
+            options.reset,
         )
     except LocalServerError as error:
         sys.stderr.write(f"dq local: {error}\n")
