@@ -3,6 +3,7 @@ none of it: the promises several consumers with different views, and lost answer
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -137,3 +138,97 @@ def test_a_first_receive_that_fails_after_claiming_gives_its_claims_back(core: Q
     assert [m["Body"] for m in got] == ["m1"]
     assert got[0]["Attributes"]["ApproximateReceiveCount"] == "1"
     assert core.queue("jobs.fifo", "default").stats().in_flight == 1
+
+
+def _lose_first(action_name: str) -> tuple[list[str], Any]:
+    lost: list[str] = []
+
+    def lose(action: str) -> bool:
+        if action == action_name and not lost:
+            lost.append(action)
+            return True
+        return False
+
+    return lost, lose
+
+
+@pytest.mark.parametrize("held", [1, 2])
+def test_a_visibility_of_zero_whose_answer_was_lost_succeeds_when_the_sdk_sends_it_again(
+    core: QueueClient, url: str, held: int
+) -> None:
+    lost, lose = _lose_first("ChangeMessageVisibility")
+    retrying = sqs_in_process(core, lose_answer=lose, attempts=3)
+    _send(retrying, url, "g", *[f"m{n}" for n in range(held)])
+    messages = _receive(retrying, url)
+    retrying.change_message_visibility(QueueUrl=url, ReceiptHandle=messages[0]["ReceiptHandle"], VisibilityTimeout=0)
+    assert lost == ["ChangeMessageVisibility"]
+
+
+def test_a_handle_given_back_with_visibility_zero_still_deletes_until_its_message_is_received_again(
+    core: QueueClient, clock: FakeClock, sqs: Any, url: str
+) -> None:
+    """SQS keeps a handle valid until its message is received again, also for one of several of one group."""
+    _send(sqs, url, "g", "m1", "m2")
+    held = _receive(sqs, url)
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=held[0]["ReceiptHandle"], VisibilityTimeout=0)
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=held[0]["ReceiptHandle"])
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=held[1]["ReceiptHandle"])
+    clock.advance(1)
+    assert _receive(sqs, url) == []
+    stats = core.queue("jobs.fifo", "default").stats()
+    assert (stats.visible, stats.in_flight) == (0, 0)
+
+
+def test_a_repeat_after_the_holder_changed_a_visibility_is_a_new_receive_and_never_shortens_the_hold(
+    clock: FakeClock, sqs: Any, url: str
+) -> None:
+    """SQS answers a repeat only while none of its messages was modified (deleted or its visibility changed)."""
+    _send(sqs, url, "g", "m1")
+    first = _receive(sqs, url, ReceiveRequestAttemptId="poll-1")
+    handle = first[0]["ReceiptHandle"]
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=300)
+    repeat = _receive(sqs, url, ReceiveRequestAttemptId="poll-1")
+    assert repeat == []  # a new receive: the group is held by the first consumer
+    clock.advance(31)
+    assert _receive(sqs, url) == [], "a second holder while the first holds m1 for 300 s"
+
+
+def test_a_repeat_of_a_receive_cut_to_the_answer_budget_answers_the_same_messages(core: QueueClient, url: str) -> None:
+    """The messages a receive's 6 MB answer leaves out go back before its answer is kept: the SDK's retry after a
+    lost answer gets what the first answer carried, and the rest are free for the next receive."""
+    lost, lose = _lose_first("ReceiveMessage")
+    retrying = sqs_in_process(core, lose_answer=lose, attempts=3)
+    body = "x" * 1_000_000
+    for n in range(7):
+        retrying.send_message(QueueUrl=url, MessageBody=f"{n}{body}", MessageGroupId="g")
+    got = _receive(retrying, url, ReceiveRequestAttemptId="big")
+    assert lost == ["ReceiveMessage"]
+    assert [m["Body"][0] for m in got] == ["0", "1", "2", "3", "4"]
+    for message in got:
+        retrying.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    assert [m["Body"][0] for m in _receive(retrying, url)] == ["5", "6"]
+
+
+def test_the_last_message_out_of_a_claim_may_shorten_its_visibility(clock: FakeClock, sqs: Any, url: str) -> None:
+    _send(sqs, url, "g", "m1", "m2")
+    held = _receive(sqs, url)
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=300)
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=held[0]["ReceiptHandle"])
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=10)
+    clock.advance(11)
+    assert [m["Body"] for m in _receive(sqs, url)] == ["m2"]
+
+
+def test_a_throttled_visibility_of_zero_on_one_of_several_changes_nothing_and_its_retry_frees_the_group_in_time(
+    core: QueueClient, clock: FakeClock, sqs: Any, url: str
+) -> None:
+    """The give-back and the group's ack are one transaction: a throttle applies neither, the SDK's retry both."""
+    _send(sqs, url, "g", "m1", "m2")
+    held = _receive(sqs, url)
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=3600)
+    settle = ThrottleOne("TransactWriteItems", lambda body: "acked" in json.dumps(body))
+    with throttled(core.dynamodb, settle):
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=held[0]["ReceiptHandle"], VisibilityTimeout=0)
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=held[1]["ReceiptHandle"])
+    clock.advance(1)
+    assert [m["Body"] for m in _receive(sqs, url)] == ["m1"]

@@ -13,7 +13,7 @@ from typing import Final
 
 from . import ready
 from .errors import MessageNotFound, ReceiptHandleStale
-from .fifo_groups import FifoGroups, holds_group
+from .fifo_groups import FifoGroups, holds_group, unlocked_by
 from .keys import MessageRef
 from .receipts import Receipt, new_token
 from .store import ConditionFailed, Item, TransactionCancelled, Write
@@ -32,13 +32,17 @@ class FifoHolds(FifoGroups):
         ref = MessageRef.parse(receipt.message_id)
         gone_before = maybe_own = False
         try:
-            self.ctx.bodies.discard(
-                [self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))]
-            )
+            old = self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))
+            self.ctx.bodies.discard([old])
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
             gone_before, maybe_own = True, failed.repeated
+        else:
+            if old is not None and old.get("parked") == receipt.token:
+                # Given back by its holder while the claim's others were out: acked then, counted now, once.
+                self._count_removed(self._group_key(ref.group or "", receipt.group_shard), ref.sequence)
+                return
         self._ack(receipt, ref, now, removed=1, late_count=not gone_before, maybe_own=maybe_own)
 
     def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
@@ -73,7 +77,11 @@ class FifoHolds(FifoGroups):
     def release(self, receipt: Receipt, available_at: int, now: int) -> int:
         ref = MessageRef.parse(receipt.message_id)
         release_id = new_token()
-        self._give_back(writes.give_back(ref.live_key(self.space), receipt.token, release_id), release_id)
+        write = writes.give_back(ref.live_key(self.space), receipt.token, release_id)
+        if receipt.held > 1:
+            self._settle_one_of_several(receipt, ref, write, available_at)
+            return available_at
+        self._give_back(write, release_id)
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
 
@@ -83,8 +91,41 @@ class FifoHolds(FifoGroups):
         ref = MessageRef.parse(receipt.message_id)
         release_id = new_token()
         write = writes.unseen(ref.live_key(self.space), receipt.token, receipt.receive_count, release_id)
+        if receipt.held > 1:
+            self._settle_one_of_several(receipt, ref, write, now)
+            return
         self._give_back(write, release_id)
         self._ack(receipt, ref, now, removed=0)
+
+    def _settle_one_of_several(self, receipt: Receipt, ref: MessageRef, message: Write, available_at: int) -> None:
+        """One of several messages held by one claim is done without leaving the group (given back, returned
+        unseen, parked): the message's write and the group's ack in one transaction, so a throttle or a crash
+        between them never leaves the group waiting for an ack that was not written; then the last one done unlocks
+        the group (one read). The group waits for the latest time any of them was given back for (`retry_at`).
+        A repeat finds the ack done: nothing more to do; a handle whose claim no longer holds the group is spent."""
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        for retry_at in (available_at, None):
+            try:
+                self.ctx.store.transact_writes(
+                    [message, group_writes.ack(key, receipt.token, ref.sequence, 0, retry_at)]
+                )
+                break
+            except TransactionCancelled as cancelled:
+                (message_code, old_message), (_, group) = cancelled.reasons
+                if message_code not in _PASSED:
+                    if old_message is None:
+                        raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+                    raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+                if not holds_group(group, receipt.token):
+                    if unlocked_by(group, receipt.token) and message.update == writes.PARK:
+                        return  # parked before, and every message of the claim settled since: nothing left to do
+                    raise ReceiptHandleStale("the group was received again since this receipt handle") from None
+                assert group is not None
+                if ref.sequence in group.get("acked", set()):
+                    break  # done before (a repeat of this very call)
+        group = self.ctx.store.get(key)
+        if group is not None and holds_group(group, receipt.token) and len(group.get("acked", set())) >= receipt.held:
+            self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
 
     def _give_back(self, write: Write, release_id: str) -> None:
         """The holder's give-back of a message. A failed condition that finds this very call's `release_id` was
@@ -155,43 +196,46 @@ class FifoHolds(FifoGroups):
     def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
         """Only while the handle's own message is held by it (SQS: `MessageNotInflight` otherwise): a handle of a
         message deleted, given back or taken by a later claim moves nothing, even while its claim holds the group.
-        The group stays locked while any message of the claim is out: one of several given back now is released
-        (the group waits for the others, then offers it first), one of several held longer makes the lock longer,
-        never shorter. One transaction: the message's check and the group's lock."""
+        The group stays locked while any message of the claim is out: one of several given back now is parked (the
+        group waits for the others, then offers it first; its handle still deletes it until it is received again;
+        a repeat is done already), one of several held longer makes the lock longer, never shorter, until it is the
+        last one out. One transaction: the message's check and the group's lock."""
+        ref = MessageRef.parse(receipt.message_id)
         if receipt.held > 1 and visible_at <= now:
-            return self.release(receipt, visible_at, now)
-        if not self.hold_again([receipt], visible_at, now):
-            raise ReceiptHandleStale("the message is no longer held by this receipt handle (settled or received again)")
+            self._settle_one_of_several(receipt, ref, writes.park(ref.live_key(self.space), receipt.token), now)
+            return visible_at
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        extend = group_writes.extend(key, receipt.token, visible_at, receipt.held)
+        try:
+            self.ctx.store.transact_writes([writes.held_by(ref.live_key(self.space), receipt.token), extend])
+        except TransactionCancelled as cancelled:
+            (message_code, _), (_, group) = cancelled.reasons
+            # Refused only because the lock is ours and later already (other messages of the claim are out): done.
+            if message_code not in _PASSED or not _later(group, {receipt.token}, visible_at):
+                raise ReceiptHandleStale(
+                    "the message is no longer held by this receipt handle (settled or received again)"
+                ) from None
+            return visible_at
         # The group is available at the new time: queue-wide receives must know, whatever marker the client has.
         ready.announce(self.ctx, self.space, [(0, visible_at)])
         return visible_at
 
     def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
-        """Every receipt's message held by its claim until `visible_at`, all or none in one transaction (at most
-        10 messages and their groups): False, nothing changed, when any of them is no longer held by its handle.
-        A lock only ever grows while other messages of its claim are out (`receipt.held > 1`)."""
+        """A repeated receive's messages held again by their claims until `visible_at`, all or none in one
+        transaction (at most 10 messages and their groups): False, nothing changed, when any of them is no longer
+        held by its handle or was modified by its holder since (parked, or its group's lock changed: SQS answers
+        a repeat only while none of its messages was modified)."""
         checks, groups = [], {}
-        tokens = {receipt.token for receipt in receipts}
         for receipt in receipts:
             ref = MessageRef.parse(receipt.message_id)
-            checks.append(writes.held_by(ref.live_key(self.space), receipt.token))
+            checks.append(writes.held_by(ref.live_key(self.space), receipt.token, untouched=True))
             key = self._group_key(ref.group or "", receipt.group_shard)
-            groups[(key["pk"], key["sk"])] = group_writes.extend(key, receipt.token, visible_at, receipt.held > 1)
-        pending = list(groups.values())
-        while True:
-            try:
-                self.ctx.store.transact_writes([*checks, *pending])
-                return True
-            except TransactionCancelled as cancelled:
-                if any(code not in _PASSED for code, _ in cancelled.reasons[: len(checks)]):
-                    return False
-                outcomes = list(zip(cancelled.reasons[len(checks) :], pending, strict=True))
-                # A lock may refuse to grow only when it is ours and later already: those need nothing more.
-                if not all(code in _PASSED or _later(old, tokens, visible_at) for (code, old), _ in outcomes):
-                    return False
-                pending = [write for (code, _), write in outcomes if code in _PASSED]
-                if not pending:
-                    return True
+            groups[(key["pk"], key["sk"])] = group_writes.hold_again(key, receipt.token, visible_at)
+        try:
+            self.ctx.store.transact_writes([*checks, *groups.values()])
+        except TransactionCancelled:
+            return False
+        return True
 
 
 def _later(group_item: Item | None, tokens: set[str], visible_at: int) -> bool:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Final, Protocol
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 
 from .context import Context
 from .errors import QueueError, ValidationError
@@ -60,9 +61,11 @@ def receive_once(
     visibility_timeout: int | None,
     wait_seconds: int | None,
     scope: str = "",
+    fit: Callable[[list[Any]], int] | None = None,
 ) -> list[ReceivedMessage]:
     """`sub.receive(...)` under an attempt id: the kept answer while it holds, else a new receive kept. `scope`:
-    see `Space.attempt_key`."""
+    see `Space.attempt_key`. `fit`: how many of a new receive's messages its answer carries (a size budget); the
+    others go back unseen before the answer is kept, so a repeat answers exactly what the first answered."""
     if not isinstance(attempt_id, str) or not 1 <= len(attempt_id) <= 128:
         raise ValidationError("an attempt id is 1-128 characters")
     key = sub.space.attempt_key(attempt_id, scope)
@@ -75,6 +78,10 @@ def receive_once(
             return again
         spent = str(kept["tok"])
     got = sub.receive(want, visibility_timeout=visibility_timeout, wait_seconds=wait_seconds)
+    if fit is not None and got:
+        carried = max(1, fit(got))
+        _give_back(sub, got[carried:])
+        got = got[:carried]
     if not got:
         # A repeat sent while the first receive still ran (a gateway's timeout, retried at once) finds the groups
         # held by that receive's claims: once the first kept its answer, that answer is this one's too.

@@ -277,11 +277,13 @@ class SubQueue:
         max_messages: int = 1,
         visibility_timeout: int | None = None,
         wait_seconds: int | None = 0,
+        fit: Callable[[list[Any]], int] | None = None,
     ) -> list[ReceivedMessage]:
         """`receive` under an attempt id (SQS's ReceiveRequestAttemptId): repeated within five minutes, it answers
-        the same messages with the same handles while they are still held by them (see `receive_attempts`)."""
+        the same messages with the same handles while they are still held by them (see `receive_attempts`).
+        `fit`: how many of a new receive's messages the caller's answer carries; the others go back unseen."""
         return receive_attempts.receive_once(
-            self._ctx, self, attempt_id, max_messages, visibility_timeout, wait_seconds
+            self._ctx, self, attempt_id, max_messages, visibility_timeout, wait_seconds, fit=fit
         )
 
     def receive_with_dead_letters(
@@ -291,6 +293,7 @@ class SubQueue:
         visibility_timeout: int | None = None,
         wait_seconds: int | None = 0,
         attempt_id: str | None = None,
+        fit: Callable[[list[Any]], int] | None = None,
     ) -> list[ReceivedMessage | DeadLetter]:
         """This sub-queue's own messages first, then the dead letters of `sources` (SQS: a queue others name as
         their dead-letter target), each claimed as `dlq_receive` claims; the dead letters the own messages leave
@@ -300,7 +303,7 @@ class SubQueue:
         if attempt_id is None:
             return receiver.receive(max_messages, visibility_timeout, wait_seconds)
         return receive_attempts.receive_once(
-            self._ctx, receiver, attempt_id, max_messages, visibility_timeout, wait_seconds
+            self._ctx, receiver, attempt_id, max_messages, visibility_timeout, wait_seconds, fit=fit
         )
 
     def held_message(self, message_id: str, receipt_handle: str) -> Message:
@@ -521,14 +524,18 @@ class SubQueue:
         return found
 
     def dlq_receive_attempt(
-        self, attempt_id: str, limit: int = 10, visibility_timeout: int | None = None
+        self,
+        attempt_id: str,
+        limit: int = 10,
+        visibility_timeout: int | None = None,
+        fit: Callable[[list[Any]], int] | None = None,
     ) -> list[DeadLetter | ReceivedMessage]:
         """`dlq_receive` under an attempt id (SQS's ReceiveRequestAttemptId at the DLQ's URL, apart from the
         queue's own attempt ids): repeated within five minutes, it answers the same dead letters with the same
         handles while their claims still hold them all (see `dead_letter_receives`)."""
         receiver = WithDeadLetters(self, [self], own=False)
         return receive_attempts.receive_once(
-            self._ctx, receiver, attempt_id, limit, visibility_timeout, 0, scope=dead_letter_receives.DLQ_SCOPE
+            self._ctx, receiver, attempt_id, limit, visibility_timeout, 0, scope=dead_letter_receives.DLQ_SCOPE, fit=fit
         )
 
     def dlq_held(self, receipt_handle: str) -> Message | None:

@@ -197,22 +197,30 @@ def receive_message(call: Call) -> dict[str, Any]:
     sub_queue = call.sub_queue(target)
     settings = call.settings(target.queue)
     attempt = attempt if settings.fifo else None
+
+    def fit(messages: list[Any]) -> int:
+        """How many of a receive's messages its answer carries: what an attempt keeps, so its repeat fits too."""
+        answers = [_message(call, settings, message, system_wanted, names) for message in messages]
+        return len(within_budget(answers, size_of=lambda answer: answered_size(answer) + 1)[0])
+
     try:
         found: list[DeadLetter | ReceivedMessage]
         if target.dlq:
             if attempt is None:
                 found = list(sub_queue.dlq_receive(want, visibility))
             else:
-                found = sub_queue.dlq_receive_attempt(attempt, want, visibility)
+                found = sub_queue.dlq_receive_attempt(attempt, want, visibility, fit=fit)
         else:
             sources = [
                 call.core.queue(source.name, call.endpoint.client)
                 for source in call.core.dead_letter_sources(target.queue)
             ]
             if sources:
-                found = sub_queue.receive_with_dead_letters(sources, want, visibility, wait, attempt)
+                found = sub_queue.receive_with_dead_letters(sources, want, visibility, wait, attempt, fit=fit)
             elif attempt is not None:
-                found = list(sub_queue.receive_attempt(attempt, want, visibility_timeout=visibility, wait_seconds=wait))
+                found = list(
+                    sub_queue.receive_attempt(attempt, want, visibility_timeout=visibility, wait_seconds=wait, fit=fit)
+                )
             else:
                 found = list(sub_queue.receive(want, visibility_timeout=visibility, wait_seconds=wait))
     except QueueError as error:

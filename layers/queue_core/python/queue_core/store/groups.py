@@ -65,7 +65,7 @@ def move_away(key: Key, last_seq: int) -> Write:
 
 def lock(key: Key, token: str, until: int, now: int) -> Write:
     """An available group is locked by a claim until `until`."""
-    expression = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked"
+    expression = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked, changed"
     values = {":until": until, ":gsk": keys.index_sk(until, key["sk"]), ":tok": token, ":now": now}
     return update(
         key, expression, values, condition="available_at <= :now AND attribute_exists(gsi1sk)", returns="ALL_NEW"
@@ -132,14 +132,32 @@ def hold_stuck(key: Key, token: str, sequence: str, retry_at: int) -> Write:
     return update(key, expression, values, condition="tok = :tok")
 
 
-def extend(key: Key, token: str, visible_at: int, only_later: bool = False) -> Write:
+def extend(key: Key, token: str, visible_at: int, held: int = 1) -> Write:
     """The holder moves the group's lock (in a transaction with `messages.held_by` of the handle's own message,
-    so a spent handle of a claim that still holds the group moves nothing). `only_later`: while other messages
-    of the claim are out, the lock is only ever made longer (a failed condition whose old item is ours and later
-    is that: nothing to do)."""
-    values: dict[str, Any] = {":at": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": token}
-    condition = "tok = :tok AND available_at < :at" if only_later else "tok = :tok"
-    return update(key, "SET available_at = :at, gsi1sk = :gsk", values, condition=condition)
+    so a spent handle of a claim that still holds the group moves nothing), and marks it `changed`: a repeat of
+    the receive that made the claim no longer answers it (`hold_again`). While other messages of the claim are out
+    (`held` > 1, fewer than `held - 1` done) the lock only ever grows: a failed condition whose old item is ours and
+    later already is that, nothing to do."""
+    values: dict[str, Any] = {
+        ":at": visible_at,
+        ":gsk": keys.index_sk(visible_at, key["sk"]),
+        ":tok": token,
+        ":one": 1,
+    }
+    condition = "tok = :tok"
+    if held > 1:
+        condition += " AND (available_at < :at OR size(acked) >= :others)"
+        values[":others"] = held - 1
+    return update(key, "SET available_at = :at, gsi1sk = :gsk, changed = :one", values, condition=condition)
+
+
+def hold_again(key: Key, token: str, visible_at: int) -> Write:
+    """A repeated receive holds its claim's group again, only while the claim holds it and its holder never
+    changed its lock (SQS: an attempt is spent once any of its messages was modified)."""
+    values = {":at": visible_at, ":gsk": keys.index_sk(visible_at, key["sk"]), ":tok": token}
+    return update(
+        key, "SET available_at = :at, gsi1sk = :gsk", values, condition="tok = :tok AND attribute_not_exists(changed)"
+    )
 
 
 def count_removed(key: Key, sequence: str) -> Write:

@@ -63,10 +63,22 @@ def fenced_delete(key: Key, token: str) -> Write:
     return delete(key, condition="tok = :tok", values={":tok": token})
 
 
-def held_by(key: Key, token: str) -> Write:
+def held_by(key: Key, token: str, untouched: bool = False) -> Write:
     """The message is held by the claim `token` (a check in the transaction of an action by its handle): not
-    deleted, given back or taken by a later claim since."""
-    return Write("ConditionCheck", key=key, condition="tok = :tok", values={":tok": token})
+    deleted, given back or taken by a later claim since. `untouched`: nor parked by its holder (`park`), for a
+    repeated receive, which answers only messages nobody modified."""
+    condition = "tok = :tok AND (attribute_not_exists(parked) OR parked <> :tok)" if untouched else "tok = :tok"
+    return Write("ConditionCheck", key=key, condition=condition, values={":tok": token})
+
+
+PARK = "SET parked = :tok"
+
+
+def park(key: Key, token: str) -> Write:
+    """One of several FIFO messages held by one claim is given back by its holder while the others are still out
+    (SQS: visibility 0): it stays the claim's, so the handle still deletes it until another receive takes it, and
+    the group is acked for it in the same transaction (`groups.ack`). Setting it twice is the same item."""
+    return update(key, PARK, {":tok": token}, condition="tok = :tok")
 
 
 def set_visibility(key: Key, visible_at: int, token: str, release_id: str | None = None, priority: int = 0) -> Write:
