@@ -9,7 +9,7 @@ from typing import Any
 
 from . import pricing
 from .meter import __doc__ as METER_NOTES
-from .scenarios import ceilings, first_answer, large_bodies, load_step, migration
+from .scenarios import ceilings, first_answer, fleet, large_bodies, load_step, migration
 from .scenarios.sharding import AUTO_RATE
 
 Row = tuple[str, str, str, str]
@@ -558,6 +558,7 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         *(large_bodies.section(results["large_bodies"]) if "large_bodies" in results else []),
         *(ceilings.section(results["ceilings"]) if "ceilings" in results else []),
         *(load_step.section(results["load_step"], images["load_step"]) if "load_step" in results else []),
+        *(fleet.section(results["fleet"]) if "fleet" in results else []),
         *(first_answer.section(results["first_answer"]) if "first_answer" in results else []),
         *_queue_wide(results),
         *(migration.section(results["migration"]) if "migration" in results else []),

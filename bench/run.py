@@ -25,6 +25,7 @@ from .scenarios import (
     fair,
     fifo_blocked,
     first_answer,
+    fleet,
     large_bodies,
     life_cost,
     load_step,
@@ -55,6 +56,7 @@ SCENARIOS: Final = {
         fair,
         ceilings,
         load_step,
+        fleet,
         migration,
     )
 }

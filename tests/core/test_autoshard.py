@@ -214,57 +214,86 @@ def test_fifo_grows_only_for_the_load_more_shards_can_spread(
     assert [body for body in received if body in in_hot] == [body for body in sent if body in in_hot], "in order"
 
 
+def _reports(
+    total_wu: float,
+    until_s: float,
+    seconds: float = 20,
+    throttles_per_minute: float = 0,
+    processes: int = 1,
+    groups: dict[str, float] | None = None,
+) -> list[autoshard.Reports]:
+    """One client's reports of a steady load (`total_wu` a second in all, `groups` of it by group) carried by
+    `processes` processes for `seconds` up to `until_s`: a report a second from each, each standing for a
+    hundred quanta (so their sampling error is negligible), half a second before each whole second."""
+    samples = []
+    for process in range(processes):
+        for second in range(int(seconds)):
+            at = int((until_s - second - 0.5) * 1000)
+            units = total_wu / processes
+            samples.append(
+                autoshard.Sample(
+                    at,
+                    units,
+                    throttles_per_minute / 60 / processes,
+                    {group: wu / processes for group, wu in (groups or {}).items()},
+                    quantum=units / 100,
+                    reporter=f"p{process}",
+                )
+            )
+    return [autoshard.Reports(samples, int((until_s - autoshard.QUIET_SECONDS - 60) * 1000))]
+
+
 def test_throttles_one_fifo_group_explains_grow_nothing(client: QueueClient) -> None:
-    """A FIFO process whose busiest shard carries one group near a key's limit and is throttled: more shards would
-    move nothing off that key. The same throttles with the load over many groups grow the count at once."""
+    """A FIFO queue of 4 shards whose throttled key carries one group near a key's limit: more shards would move
+    nothing off that key. The same throttles with enough load in other groups grow the count four times at once."""
     at = 1_000.0
     settings = client.create_queue("hot.fifo").resharded(4, now_ms=int((at - 100) * 1000), cache_ms=10_000)
-    throttles = autoshard.THROTTLES_PER_MINUTE
+    throttled = autoshard.THROTTLES_PER_MINUTE
 
-    def wanted(**report: int) -> int:
-        return autoshard.wanted_shards(
-            settings, [[{"at": int(at * 1000), "throttles": throttles, **report}]], int(at * 1000)
-        )
+    def decided(total: float, groups: dict[str, float], processes: int = 1) -> autoshard.Decision:
+        reports = _reports(total, at, throttles_per_minute=throttled, processes=processes, groups=groups)
+        return autoshard.decision(settings, reports, int(at * 1000))
 
-    assert wanted(busiest_wu=990, total_wu=1_000, spread_wu=30) == 4, "one group's own limit"
-    assert wanted(busiest_wu=990, total_wu=1_000, spread_wu=300) == 16, "other groups share its key: four times"
-    assert wanted(busiest_wu=990, total_wu=1_000) == 16, "an older report, without the field, reads as before"
-    assert (
-        autoshard.wanted_shards(
-            settings,
-            [[{"at": int(at * 1000), "busiest_wu": 990, "total_wu": 990, "throttles": 0, "spread_wu": 0}] * 3],
-            int(at * 1000),
-        )
-        == 4
-    ), "three processes, one group"
-
-
-def _report(at_s: float, busiest_wu: int, throttles: int = 0) -> dict:
-    """A process's report on a standard queue of 8 shards: its sends go round them, each carries an eighth."""
-    return {"at": int(at_s * 1000), "busiest_wu": busiest_wu, "total_wu": 8 * busiest_wu, "throttles": throttles}
+    assert decided(1_000, {"hot": 970}) == autoshard.Decision(4, "one_group", throttled), "one group's own limit"
+    assert decided(2_000, {"hot": 700}).shards == 16, "1,300 more in other groups: a third of a key each"
+    assert decided(990, {"g": 990}, processes=3).shards == 4, "three processes, one group"
 
 
 def test_the_count_has_hysteresis_and_never_flaps(client: QueueClient) -> None:
-    """Grows past half a key's limit (sized for a quarter), shrinks only after a quiet period under a tenth."""
+    """A standard queue of 8 shards (its sends go round them: each key carries an eighth of the total): grows past
+    half a key's limit (sized for a quarter), shrinks only after a quiet period under a tenth."""
     at = 1_000.0
     settings = client.create_queue("steady").resharded(8, now_ms=int((at - 100) * 1000), cache_ms=10_000)
 
-    def wanted(*reports: dict, now: float = at) -> int:
-        return autoshard.wanted_shards(settings, [list(reports)], int(now * 1000))
+    def wanted(per_key: float | None, now: float = at, until: float | None = None, **load) -> int:
+        reports = [] if per_key is None else _reports(8 * per_key, now if until is None else until, **load)
+        return autoshard.wanted_shards(settings, reports, int(now * 1000))
 
-    assert wanted(_report(at, 450)) == 8, "under half a key's limit: stays"
-    assert wanted(_report(at, 600)) == 32, "past half: sized for a quarter (8 x 0.6 / 0.25 = 19.2, up to 32)"
-    assert wanted(_report(at, 300, throttles=autoshard.THROTTLES_PER_MINUTE)) == 32, "throttled: four times at once"
-    assert wanted(_report(at, 50, throttles=autoshard.THROTTLES_PER_MINUTE)) == 8, "throttles the load does not explain"
-    assert wanted(_report(at, 50, throttles=12)) == 8, "a throttle now and then is noise"
-    spread = {"at": int(at * 1000), "busiest_wu": 100, "total_wu": 400, "throttles": 0}
-    assert wanted(*[spread] * 8) == 8, "sends go round the shards: a key carries the total over 8 (400), not 800"
-    assert wanted(_report(at - 10, 90), now=at) == 8, "under a tenth, but not quiet long enough since the change"
+    throttled = autoshard.THROTTLES_PER_MINUTE
+    assert wanted(450) == 8, "under half a key's limit: stays"
+    assert wanted(600) == 32, "past half: sized for a quarter (4,800 / 250 = 19.2, up to 32)"
+    assert wanted(300, throttles_per_minute=throttled) == 32, "throttled: four times at once"
+    assert wanted(50, throttles_per_minute=throttled) == 8, "throttles the load does not explain"
+    assert wanted(50, throttles_per_minute=12) == 8, "a throttle now and then is noise"
+    assert wanted(400, processes=8) == 8, "eight processes, 3,200 in all over 8 keys: 400 a key, not 3,200"
+    assert wanted(90, until=at - 10) == 8, "under a tenth, but not quiet long enough since the change"
     quiet = at - 100 + autoshard.QUIET_SECONDS
-    assert wanted(_report(quiet - 200, 90), now=quiet) == 4, "quiet: straight to the need (8 x 0.09 / 0.25 = 2.9)"
-    assert wanted(_report(quiet - 200, 150), now=quiet) == 8, "between a tenth and a half: stays, either way"
-    assert wanted(now=quiet) == 1, "no report at all: back to the minimum"
-    assert autoshard.wanted_shards(settings, [[_report(at - 30, 900)]], int(at * 1000)) == 8, "a stale report"
+    assert wanted(90, now=quiet, seconds=autoshard.QUIET_SECONDS) == 4, "quiet: straight to the need (720 / 250)"
+    assert wanted(150, now=quiet, seconds=autoshard.QUIET_SECONDS) == 8, "between a tenth and a half: stays"
+    assert wanted(None, now=quiet) == 1, "no report at all: back to the minimum"
+    assert wanted(900, until=at - 30) == 8, "a stale report"
+
+
+def test_a_short_step_shows_at_once_and_one_thin_report_grows_nothing(client: QueueClient) -> None:
+    """The load is the highest rate the reports show beyond their sampling error over the last 5, 10 or 20 s: a
+    step up five seconds ago counts at its new rate, and one report of a thin sender (it may stand for a small part
+    of its quantum) is no reason to grow."""
+    at = 1_000.0
+    settings = client.create_queue("step")
+    step = _reports(600, at, seconds=5)[0].samples + _reports(50, at - 5, seconds=15)[0].samples
+    assert autoshard.wanted_shards(settings, [autoshard.Reports(step, 0)], int(at * 1000)) == 4
+    thin = autoshard.Sample(int(at * 1000), 1_000, 0, quantum=1_000, reporter="thin")
+    assert autoshard.wanted_shards(settings, [autoshard.Reports([thin], 0)], int(at * 1000)) == 1
 
 
 def test_bodies_offloaded_to_s3_count_as_the_pointer_they_leave(large: QueueClient, clock: FakeClock) -> None:

@@ -333,6 +333,7 @@ _ANSWERS = {
         {
             "depths": st.lists(_answers(answer_shapes.QUEUE_DEPTH), max_size=2),
             "shards": st.lists(_answers(answer_shapes.QUEUE_SHARDS), max_size=2),
+            "held": st.lists(_answers(answer_shapes.SHARD_GROWTH_HELD), max_size=2),
         },
     ),
 }

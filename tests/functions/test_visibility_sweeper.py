@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from queue_api import visibility_sweeper
 from queue_core import QueueClient
 
 from functions.visibility_sweeper import handler as sweeper
@@ -22,6 +23,7 @@ REPORT_KEYS = {
     "cursor",
     "depths",
     "shards",
+    "held",
     "failures",
 }
 
@@ -96,6 +98,17 @@ def test_each_queue_shard_count_is_published(queues: QueueClient, capsys: pytest
         if record["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["queue"]]
     }
     assert shards == {"orders": [1], "jobs.fifo": [1], "wide": [4]}
+
+
+def test_a_throttled_queue_the_sweep_does_not_grow_is_published_with_the_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    capsys.readouterr()
+    held = {"queue": "busy", "shards": 1, "reason": "unexplained", "throttles_per_minute": 300}
+    visibility_sweeper.publish_shards([{"queue": "busy", "shards": 1, "auto": True}], [held])
+    records = emf_records(capsys.readouterr().out)
+    [record] = [r for r in records if r["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["queue", "reason"]]]
+    assert (record["queue"], record["reason"], record["ShardGrowthHeld"]) == ("busy", "unexplained", [300])
 
 
 def test_moves_to_the_dlq_are_counted(queues: QueueClient, capsys: pytest.CaptureFixture[str]) -> None:

@@ -150,6 +150,14 @@ QUEUE_DEPTH: Final = Shape(
     }
 )
 QUEUE_SHARDS: Final = Shape({"queue": (TEXT, REQUIRED), "shards": (integer, REQUIRED), "auto": (flag, REQUIRED)})
+SHARD_GROWTH_HELD: Final = Shape(
+    {
+        "queue": (TEXT, REQUIRED),
+        "shards": (integer, REQUIRED),
+        "reason": (TEXT, REQUIRED),
+        "throttles_per_minute": (integer, REQUIRED),
+    }
+)
 SWEEP_ANSWER: Final = Shape(
     {
         "sub_queues": (integer, REQUIRED),
@@ -162,6 +170,7 @@ SWEEP_ANSWER: Final = Shape(
         "skipped": (flag, False),
         "depths": (many(QUEUE_DEPTH), REQUIRED),
         "shards": (many(QUEUE_SHARDS), list),
+        "held": (many(SHARD_GROWTH_HELD), list),
         "failures": (integer, 0),
     }
 )
@@ -177,5 +186,6 @@ MODELS: Final = {
     "MessageList": MESSAGE_LIST,
     "QueueDepth": QUEUE_DEPTH,
     "QueueShards": QUEUE_SHARDS,
+    "ShardGrowthHeld": SHARD_GROWTH_HELD,
     "SweepAnswer": SWEEP_ANSWER,
 }

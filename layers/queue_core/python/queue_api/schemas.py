@@ -437,6 +437,15 @@ class QueueShards(Answer):
     auto: bool = Field(description="true when the count follows the load")
 
 
+class ShardGrowthHeld(Answer):
+    queue: str
+    shards: int = Field(description="the count it keeps")
+    reason: str = Field(
+        description="why it does not grow: unexplained, one_group, cooldown, max_shards or layouts_full"
+    )
+    throttles_per_minute: int = Field(description="the throttles a minute its load reports show")
+
+
 class SweepAnswer(Answer):
     sub_queues: int
     moved_to_dlq: int
@@ -448,6 +457,9 @@ class SweepAnswer(Answer):
     skipped: bool = Field(default=False, description="true when another sweep was running, so this one did nothing")
     depths: list[QueueDepth]
     shards: list[QueueShards] = Field(default_factory=list, description="each queue swept whole")
+    held: list[ShardGrowthHeld] = Field(
+        default_factory=list, description="each automatic queue throttled that this pass did not grow, and why"
+    )
     failures: int = Field(
         default=0, description="sub-queues and queue steps DynamoDB throttled: passed over, done by the next pass"
     )

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from .schemas import NoAddress, SweepAnswer, SweepRequest
 
 SHARDS_METRIC: Final = "Shards"
+# An automatic queue throttled that the sweep did not grow, with the reason (dimensions `queue` and `reason`).
+HELD_METRIC: Final = "ShardGrowthHeld"
 MIN_MARGIN_SECONDS: Final = 2.0
 MARGIN_SHARE: Final = 0.2
 MIN_BUDGET_SECONDS: Final = 1.0
@@ -68,7 +70,7 @@ def sweep_report(asked_budget: float | None, context: Any) -> dict[str, Any]:
     report = queue_client().sweep(budget_seconds=budget, lease_seconds=budget)
     count("MessagesMovedToDlq", report.moved_to_dlq)
     publish_depths(report.depths, with_totals=report.complete and not report.skipped)
-    publish_shards(report.shards)
+    publish_shards(report.shards, report.held)
     wake_dispatchers(report.depths)
     return report.to_dict()
 
@@ -100,14 +102,22 @@ def publish_depths(depths: Iterable[Mapping[str, Any]], with_totals: bool = True
     totals.flush_metrics()
 
 
-def publish_shards(queues: Iterable[Mapping[str, Any]]) -> None:
+def publish_shards(queues: Iterable[Mapping[str, Any]], held: Iterable[Mapping[str, Any]] = ()) -> None:
     """`Shards` per queue (dimension `queue`): the count each queue swept whole has after this pass, so a
-    dashboard shows an automatic queue's count follow its load."""
+    dashboard shows an automatic queue's count follow its load. `ShardGrowthHeld` (dimensions `queue` and
+    `reason`; its value the throttles a minute): an automatic queue throttled that this pass did not grow, and
+    why (see `queue_core.autoshard`)."""
     for queue in queues:
         per_queue = _metrics()
         per_queue.add_dimension(name="queue", value=str(queue["queue"]))
         per_queue.add_metric(name=SHARDS_METRIC, unit=MetricUnit.Count, value=queue["shards"])
         per_queue.flush_metrics()
+    for queue in held:
+        reason = _metrics()
+        reason.add_dimension(name="queue", value=str(queue["queue"]))
+        reason.add_dimension(name="reason", value=str(queue["reason"]))
+        reason.add_metric(name=HELD_METRIC, unit=MetricUnit.Count, value=queue["throttles_per_minute"])
+        reason.flush_metrics()
 
 
 def _metrics() -> EphemeralMetrics:

@@ -1,57 +1,63 @@
 """Shards that follow the load: an automatic queue's count goes up when its busiest shard key nears DynamoDB's per-key
 limit (or is throttled) and back down after a quiet period.
 
-What a process learns costs no write per message: each process counts, in memory, the write units its sends put on
-each shard of a sub-queue (a message's life writes its shard's index key four times: the send, the claim, which
-moves the entry, and the delete) and the throttles DynamoDB answered. Every `FLUSH_SECONDS` of the clock it puts one
-report of those rates in the sub-queue's load partition (`Space.load_key`, one item per process, overwritten,
-TTL'd), and only when it carried at least `REPORT_MIN_SHARE` of a key's limit in all or was throttled: a quiet queue
-writes nothing.
+What the processes learn costs no write per message and a number of report writes that does not grow with the
+fleet. Each process counts, in memory (`load_meter`), the write units its sends put on each sub-queue's keys (a
+message's life writes its shard's index key four times: the send, the claim, which moves the entry, and the
+delete) and the throttles DynamoDB answered, and reports a sample of them in the sub-queue's load partition
+(`Space.load_pk`, an item per report, sorted by time, TTL'd): once per `REPORT_SHARE` of a key's limit over
+`FLUSH_SECONDS` carried per shard of the count (a quarter of a key's limit spread over any count makes about one
+report a second), and once per `THROTTLES_PER_REPORT` throttles, each report worth that much; a process that carries
+less reports with the probability of its share of a quantum, and is then worth the quantum. The sum of the reports
+estimates what every process carried together without bias, two processes or two thousand, each living for hours
+or seconds; a quiet queue writes nothing.
 
-Decisions are made where code already runs. The sweep reads every client's reports once per pass and sizes the count
-for `SIZE_FOR` of a key's limit on the busiest shard; a process whose sends or receives were throttled, at
-`THROTTLES_PER_MINUTE` or more, reads its client's reports and decides at once. Either way the count goes straight
-to the need the reports measure (a standard client's sends go round its shards: its busiest key carries its total
-over the count), and a throttled one at least `THROTTLE_GROWTH` times, since senders that back off measure less
-than they want to send; throttles the measured load does not explain (a table-level quota, a change still
-settling) grow nothing, as more shards would not help. On a FIFO queue the same holds for one busy group: it keeps to
-one shard at any count, so a report also carries its busiest shard's load but that shard's busiest group
-(`spread_wu`, counted in memory per window), and only that part sizes the count, grows it on throttles, or keeps it
-from shrinking. A decision is
-written as a change by hand is (`Registry.reshard`: conditional on the settings' version and generation, its own
-write recognised after a lost answer), and keeps the same layout history, so nothing is stranded when the count goes
-down.
+Decisions are made where code already runs. The sweep reads every client's reports once per pass, and a process
+whose report carried throttles reads its own client's (at most once every `FLUSH_SECONDS`): both decide at once.
+The load is the highest rate the reports show beyond their sampling error over the last 5, 10 or 20 seconds (so a
+step shows within seconds, and one thin sender's lucky report does not grow a queue). It says what each count would
+carry, whatever count the processes used while they measured it: a standard client's sends go round its shards, so
+its busiest key carries its total over the count; on a FIFO queue a group keeps to one shard at any count, so the
+groups a report names as carrying a large part of it are placed where the count would place them, the rest is
+spread evenly, and a shard's heaviest group is left out (more shards cannot split it). The count goes straight to
+the smallest power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one layout change, not a
+staircase). Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times, since senders
+that back off measure less than they want to send. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow
+says why (`Decision.held`), in a log line and in the sweep's report, for a metric: the measured load does not
+explain the throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone (`"one_group"`),
+it changed less than `GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), or it
+keeps too many layouts to change now (`"layouts_full"`).
 
-Hysteresis: a count grows when the busiest key passes `GROW_AT`, is sized for `SIZE_FOR`, and shrinks only after
-`QUIET_SECONDS` without a change and with every report of that period under `SHRINK_AT`; it goes straight to the
-need (one layout change, not a staircase), in powers of two.
+A decision is written as a change by hand is (`Registry.reshard`: conditional on the settings' version and
+generation, its own write recognised after a lost answer), and keeps the same layout history, so nothing is
+stranded when the count goes down.
+
+Hysteresis: a count grows when the busiest key passes `GROW_AT` and shrinks only after `QUIET_SECONDS` without a
+change and with the load of every 20 s of that period under `SHRINK_AT` and no throttling; either way it goes to
+the need, in powers of two.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import threading
-import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from .context import Context
 from .errors import QueueError
-from .keys import Space
+from .keys import Space, group_shard
+from .load_meter import Sample, message_units
+from .messages import Entry
 from .settings import QueueSettings
-from .store import load as writes
-
-if TYPE_CHECKING:
-    from .context import Context
+from .store import load as reports_store
 
 logger = logging.getLogger("queue_core")
 
 # DynamoDB's limits per partition key, per second.
 KEY_WRITE_UNITS: Final = 1_000
 KEY_READ_UNITS: Final = 3_000
-# Writes of a message's life on the busier of its shard's keys, the index partition: the send's entry, the claim
-# (the entry moves: a delete and a put), the delete (a write unit per KB each).
-LIFE_WRITES: Final = 4
 GROW_AT: Final = 0.5
 SIZE_FOR: Final = 0.25
 SHRINK_AT: Final = 0.1
@@ -59,180 +65,316 @@ THROTTLE_GROWTH: Final = 4
 # Throttles a minute that say a key is past its limit: a few now and then are noise (a burst, a hot moment of the
 # table), not a reason to grow.
 THROTTLES_PER_MINUTE: Final = 120
+# A process reports once per this share of a key's limit, over `FLUSH_SECONDS`, per shard of the count, that it
+# carried; and once per `THROTTLES_PER_REPORT` throttles.
+REPORT_SHARE: Final = 0.05
 FLUSH_SECONDS: Final = 5
-REPORT_MIN_SHARE: Final = 0.05
-# Reports this recent say what the load is now; a change waits this long after the last one (a process's cached
-# settings catch up within `limits.SETTINGS_CACHE_SECONDS`, then a report window passes).
-FRESH_SECONDS: Final = 20
+THROTTLES_PER_REPORT: Final = 5
+# The windows a rate is measured over (the shortest is also the least span any rate is divided by).
+RATE_WINDOWS: Final = (5, 10, 20)
+THROTTLE_SECONDS: Final = 60
 GROW_COOLDOWN_SECONDS: Final = 20
 QUIET_SECONDS: Final = 300
-
-# This process in the load reports (each meter adds its own suffix: see `LoadMeter.reporter`).
-PROCESS: Final = uuid.uuid4().hex[:12]
-
-
-@dataclass
-class _Window:
-    started: int
-    units: dict[int, float] = field(default_factory=dict)
-    throttles: int = 0
-    # FIFO: each group's units on its shard, to tell the load more shards can spread from what one group carries.
-    groups: dict[tuple[int, str], float] = field(default_factory=dict)
+# The quiet period is judged step by step, each as long as the longest rate window.
+QUIET_STEP_SECONDS: Final = 20
+# A FIFO group is placed apart from the rest (see `Load.busiest`) once the reports of a window name it for this
+# many quanta or more.
+HEAVY_QUANTA: Final = 3
+# The most reports read for one client at a time, newest first: past it, the older ones are cut off (the load was
+# then far above what shrinks a queue, about four times the reports of a quiet period at `SHRINK_AT`).
+MAX_REPORTS_READ: Final = 500
 
 
-class LoadMeter:
-    """This process's load per sub-queue since its last report: memory only."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._windows: dict[Space, _Window] = {}
-        # Its own report item: clients in one process (threads, a worker pool) each count only their own load,
-        # and one's report must not overwrite another's.
-        self.reporter = f"{PROCESS}-{uuid.uuid4().hex[:6]}"
-
-    def record(self, space: Space, shard: int, units: float, now: int, group: str | None = None) -> None:
-        with self._lock:
-            window = self._windows.setdefault(space, _Window(now))
-            window.units[shard] = window.units.get(shard, 0.0) + units
-            if group is not None:
-                window.groups[shard, group] = window.groups.get((shard, group), 0.0) + units
-
-    def throttled(self, space: Space, now: int, count: int = 1) -> None:
-        with self._lock:
-            self._windows.setdefault(space, _Window(now)).throttles += count
-
-    def take(self, space: Space, now: int) -> dict[str, Any] | None:
-        """The report of a window at least `FLUSH_SECONDS` long (which starts a new one), or None: too early, or
-        nothing worth a write (no throttle, all shards together under `REPORT_MIN_SHARE` of one key's limit)."""
-        with self._lock:
-            window = self._windows.get(space)
-            if window is None or now - window.started < FLUSH_SECONDS * 1000:
-                return None
-            del self._windows[space]
-        seconds = (now - window.started) / 1000
-        busiest = max(window.units.values(), default=0.0) / seconds
-        total = sum(window.units.values()) / seconds
-        # The total, not the busiest shard: spread thin over many shards, a load must still keep them.
-        if not window.throttles and total < REPORT_MIN_SHARE * KEY_WRITE_UNITS:
-            return None
-        rates = {"busiest_wu": math.ceil(busiest), "total_wu": math.ceil(total)}
-        if window.groups:
-            rates["spread_wu"] = math.ceil(_spreadable(window) / seconds)
-        return {"at": now, **rates, "throttles": math.ceil(window.throttles * 60 / seconds)}
+def unit_quantum(shards: int) -> float:
+    """Write units a report stands for, at a count of `shards`."""
+    return REPORT_SHARE * KEY_WRITE_UNITS * FLUSH_SECONDS * shards
 
 
-def _spreadable(window: _Window) -> float:
-    """The most units on one shard that more shards could move elsewhere: the shard's load but its busiest group's.
-    A group keeps to one shard at any count, so what it carries alone is its own keys' limit, not the queue's."""
-    busiest_group: dict[int, float] = {}
-    for (shard, _), units in window.groups.items():
-        busiest_group[shard] = max(busiest_group.get(shard, 0.0), units)
-    return max((units - busiest_group.get(shard, 0.0) for shard, units in window.units.items()), default=0.0)
-
-
-def message_units(body: str, attributes: dict[str, str] | None = None, stored_at_most: int | None = None) -> int:
-    """Write units of one message's life on its shard's key (item size rounded up to the KB, about). A body larger
-    than `stored_at_most` (a client's offload threshold) goes to S3 and leaves a pointer in the item: counted at
-    that size, or a few large bodies a second would read as the load of thousands of small ones."""
-    body_bytes = len(body.encode())
-    if stored_at_most is not None:
-        body_bytes = min(body_bytes, stored_at_most)
-    size = body_bytes + sum(len(k) + len(v) for k, v in (attributes or {}).items()) + 300
-    return LIFE_WRITES * math.ceil(size / 1024)
-
-
-def after_traffic(ctx: Context, settings: QueueSettings, space: Space) -> None:
-    """Called after a send or a receive: flushes this process's report when its window is over, and when it saw
-    throttles, grows the count at once. Never fails the caller: a report is only a hint."""
+def note_traffic(
+    ctx: Context,
+    settings: QueueSettings,
+    space: Space,
+    entries: Iterable[Entry],
+    throttles: int,
+    stored_at_most: int | None,
+) -> None:
+    """Called after a send (its `entries`, sent or not) or a receive (none) and the `throttles` DynamoDB answered
+    it: writes the report they complete, if any, and when it carried throttles, decides whether to grow at once.
+    Never fails the caller: a report is only a hint."""
     if not settings.auto_shards:
         return
     now = ctx.now_ms()
-    report = ctx.load.take(space, now)
-    if report is None:
+    units = [
+        (float(message_units(entry.body, entry.attributes, stored_at_most)), entry.group_id if settings.fifo else None)
+        for entry in entries
+    ]
+    sample = ctx.load.record(space, now, unit_quantum(settings.shards), THROTTLES_PER_REPORT, units, throttles)
+    if sample is None:
         return
     try:
-        ctx.store.write(writes.report_load(space.load_key(ctx.load.reporter), report, now // 1000 + 2 * QUIET_SECONDS))
-        if report["throttles"] >= THROTTLES_PER_MINUTE:
+        key = space.load_key(sample.at, ctx.load.reporter, sample.number)
+        ctx.store.write(reports_store.report_load(key, _item(sample), now // 1000 + 2 * QUIET_SECONDS))
+        if sample.throttles and ctx.load.may_decide(space, now, FLUSH_SECONDS * 1000):
             # The client's other processes' reports too: a receiver throttled on claims sends nothing itself.
-            reports = [list(ctx.store.query_all(space.load_pk()))]
-            decide(ctx, settings.name, throttled=True, reports=reports, grow_only=True)
+            reports = [_read(ctx, space, now - THROTTLE_SECONDS * 1000)]
+            decide(ctx, settings.name, reports=reports, grow_only=True)
     except QueueError as error:  # e.g. a tenant confined to its sub-queue may not change settings
         logger.debug("load report or decision skipped: %s", error)
 
 
-def _share(settings: QueueSettings, reports: list[list[dict[str, Any]]], since: int) -> float:
-    """The busiest shard key's load at the current count as a share of a key's write limit, the most of any client
-    (each has its own keys). A standard client's sends go round its shards, so each key carries the client's total
-    over the count; a FIFO group keeps to one shard, so there it is the sum of each process's busiest shard but that
-    shard's busiest group (`spread_wu`: a group's load stays on one key at any count, more shards only spread the
-    rest; a report without it, from an older process, counts its busiest shard whole). Each process has one report
-    (the latest)."""
-    per_client = []
-    for client in reports:
-        recent = [r for r in client if int(r["at"]) >= since]
-        if settings.fifo:
-            per_client.append(sum(float(r.get("spread_wu", r["busiest_wu"])) for r in recent))
-        else:
-            per_client.append(sum(float(r["total_wu"]) for r in recent) / settings.shards)
-    return max(per_client, default=0.0) / KEY_WRITE_UNITS
+def _item(sample: Sample) -> dict[str, Any]:
+    item: dict[str, Any] = {"at": sample.at, "throttles": sample.throttles}
+    if sample.units:
+        item |= {"wu": sample.units, "q": sample.quantum}
+    if sample.groups:
+        item["groups"] = sample.groups
+    return item
 
 
-def _power_of_two(value: float) -> int:
-    return 1 if value <= 1 else 1 << math.ceil(math.log2(value - 1e-9))
+@dataclass(frozen=True)
+class Reports:
+    """One client's reports, newest first, as read back to `read_from` (ms): before it, unknown (cut off)."""
+
+    samples: list[Sample]
+    read_from: int
 
 
-def wanted_shards(
-    settings: QueueSettings, reports: list[list[dict[str, Any]]], now: int, throttled: bool = False
-) -> int:
-    """The count an automatic queue should have now (its current one when no change is due)."""
-    current = settings.shards
-    since_change = now - settings.shards_changed_at
-    # What was measured before the last change says nothing of the shards as they are now.
-    since = max(now - FRESH_SECONDS * 1000, settings.shards_changed_at + 1)
-    fresh = [[r for r in client if int(r["at"]) >= since] for client in reports]
-    throttled = throttled or any(int(r["throttles"]) >= THROTTLES_PER_MINUTE for client in fresh for r in client)
-    share = _share(settings, fresh, since)
-    # Throttles grow the count only when the measured load explains them (see the module's docstring).
-    throttled = throttled and share >= SIZE_FOR
-    if (share > GROW_AT or throttled) and since_change >= GROW_COOLDOWN_SECONDS * 1000:
-        target = _power_of_two(current * share / SIZE_FOR)
-        if throttled:
-            target = max(target, current * THROTTLE_GROWTH)
-        return max(current, min(target, settings.max_shards))
-    recent = [[r for r in client if int(r["at"]) >= now - QUIET_SECONDS * 1000] for client in reports]
-    recent_share = _share(settings, recent, now - QUIET_SECONDS * 1000)
-    recently_throttled = any(int(r["throttles"]) >= THROTTLES_PER_MINUTE for client in recent for r in client)
-    if since_change >= QUIET_SECONDS * 1000 and recent_share <= SHRINK_AT and not recently_throttled:
-        target = _power_of_two(current * recent_share / SIZE_FOR)
-        return min(current, max(target, settings.min_shards))
-    return min(max(current, settings.min_shards), settings.max_shards)
+def _sample(item: dict[str, Any]) -> Sample:
+    reporter = str(item["sk"]).split("#")[1] if "sk" in item else ""
+    groups = {str(group): float(units) for group, units in (item.get("groups") or {}).items()}
+    return Sample(
+        int(item["at"]),
+        float(item.get("wu", 0)),
+        float(item.get("throttles", 0)),
+        groups,
+        float(item.get("q", 0)),
+        reporter=reporter,
+    )
 
 
-def read_reports(ctx: Context, settings: QueueSettings, clients: list[str]) -> list[list[dict[str, Any]]]:
-    """Every client's load reports (one query each)."""
-    return [
-        list(ctx.store.query_all(Space(settings.name, client, settings.generation).load_pk())) for client in clients
+def _read(ctx: Context, space: Space, since: int) -> Reports:
+    items = list(reports_store.reports_since(ctx.store, space.load_pk(), Space.load_from(since), MAX_REPORTS_READ))
+    samples = [_sample(item) for item in items]
+    cut_off = len(items) >= MAX_REPORTS_READ
+    return Reports(samples, min(sample.at for sample in samples) if cut_off and samples else since)
+
+
+def read_reports(ctx: Context, settings: QueueSettings, clients: list[str], now: int | None = None) -> list[Reports]:
+    """Every client's recent reports (one query each): those of the quiet period when the count could shrink, else
+    of the last minute."""
+    now = ctx.now_ms() if now is None else now
+    quiet = now - settings.shards_changed_at >= QUIET_SECONDS * 1000 and settings.shards > settings.min_shards
+    since = now - (QUIET_SECONDS if quiet else THROTTLE_SECONDS) * 1000
+    return [_read(ctx, Space(settings.name, client, settings.generation), since) for client in clients]
+
+
+@dataclass(frozen=True)
+class Load:
+    """One client's traffic as its reports estimate it: write units a second, those of the FIFO groups that carried
+    a large part (by group), throttles a minute."""
+
+    units: float = 0.0
+    groups: dict[str, float] = field(default_factory=dict)
+    throttles: float = 0.0
+
+    def busiest(self, shards: int) -> float:
+        """Units a second on the busiest shard key at a count of `shards` that more shards could move elsewhere:
+        the load not named by group spread evenly (all of a standard client's), each named group where `shards`
+        places it, less each shard's heaviest group."""
+        spread = max(0.0, self.units - sum(self.groups.values())) / shards
+        placed: dict[int, list[float]] = {}
+        for group, units in self.groups.items():
+            placed.setdefault(group_shard(group, shards), []).append(units)
+        return max([spread, *(spread + sum(loads) - max(loads) for loads in placed.values())])
+
+    def heaviest_group(self) -> float:
+        return max(self.groups.values(), default=0.0)
+
+
+def _estimate(reports: Reports, start: int, end: int, with_end: bool = True) -> tuple[Load, float]:
+    """The load of the reports made from `start` to `end` (ms; `end` itself and later too unless `with_end` is
+    False: a process whose clock is a little ahead stamps its reports later), as rates over that time, and the
+    standard error of its units a second. Reports read only from a later time (`read_from`: the older ones cut off)
+    count over the time they cover."""
+    start = max(start, reports.read_from)
+    chosen = [s for s in reports.samples if start <= s.at and (s.at < end or with_end)]
+    if not chosen:
+        return Load(), 0.0
+    seconds = max(end - start, RATE_WINDOWS[0] * 1000) / 1000
+    carried = [sample for sample in chosen if sample.units]
+    groups: dict[str, float] = {}
+    for sample in carried:
+        for group, units in sample.groups.items():
+            groups[group] = groups.get(group, 0.0) + units
+    # A group counts as apart from the rest only on enough evidence: a report that stands for one message names
+    # its group whatever its share of the traffic.
+    enough = HEAVY_QUANTA * min((sample.quantum or sample.units for sample in carried), default=0.0)
+    heavy = {group: units / seconds for group, units in groups.items() if units >= enough}
+    units = sum(sample.units for sample in carried)
+    load = Load(units / seconds, heavy, sum(sample.throttles for sample in chosen) * 60 / seconds)
+    return load, _error(carried) / seconds
+
+
+def _error(samples: list[Sample]) -> float:
+    """The standard error of the units of `samples`. A process whose reports in the window stand for several
+    quanta carried about that many, give or take one (it reports every quantum it carries); one whose reports
+    stand for one may have carried any fraction of it (a thin sender, reporting with that probability): its report
+    errs by about the quantum, and stands for the thin senders that made none."""
+    quanta: dict[str, list[float]] = {}
+    for sample in samples:
+        quantum = sample.quantum or sample.units
+        quanta.setdefault(sample.reporter, []).append(quantum)
+        quanta[sample.reporter] += [quantum] * (round(sample.units / quantum) - 1)
+    variance = sum(max(made) ** 2 * (0.25 if len(made) > 1 else 1.0) for made in quanta.values())
+    return math.sqrt(variance)
+
+
+def recent_load(reports: Reports, now: int) -> Load:
+    """The highest rate the reports show beyond their sampling error over the last `RATE_WINDOWS` seconds, with the
+    groups and throttles of that window: a step up shows within seconds, a thin sender's lucky report does not."""
+    best, best_units = Load(), 0.0
+    for window in RATE_WINDOWS:
+        load, error = _estimate(reports, now - window * 1000, now)
+        if load.units - error > best_units:
+            best, best_units = load, load.units - error
+    return Load(best_units, best.groups, best.throttles)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The count an automatic queue should have now (`shards`) and, when a throttled queue does not grow, why
+    (`held`, with the throttles a minute it saw)."""
+
+    shards: int
+    held: str | None = None
+    throttles_per_minute: float = 0.0
+    # The count written by `decide` (None: it stays, or the change could not be made now).
+    changed: int | None = None
+
+
+def _need(settings: QueueSettings, loads: list[Load]) -> int:
+    """The smallest power of two (within the bounds) whose busiest key carries at most `SIZE_FOR` of a key's limit
+    for every client."""
+    limit = SIZE_FOR * KEY_WRITE_UNITS
+    shards = 1
+    while shards < settings.max_shards and any(load.busiest(shards) > limit for load in loads):
+        shards *= 2
+    return min(max(shards, settings.min_shards), settings.max_shards)
+
+
+def _throttles(reports: list[Reports], start: int, now: int) -> float:
+    """The highest rate of throttles a minute any client's reports show over the last 5, 10, 20 or 60 seconds,
+    from `start` on."""
+    rates = [
+        _estimate(client, max(start, now - window * 1000), now)[0].throttles
+        for client in reports
+        for window in (*RATE_WINDOWS, THROTTLE_SECONDS)
+        if max(start, now - window * 1000) < now
     ]
+    return max(rates, default=0.0)
+
+
+def wanted_shards(settings: QueueSettings, reports: list[Reports], now: int) -> int:
+    """The count an automatic queue should have now (its current one when no change is due)."""
+    return decision(settings, reports, now).shards
+
+
+def decision(settings: QueueSettings, reports: list[Reports], now: int) -> Decision:
+    """What an automatic queue's clients' reports ask of its count now (see the module's docstring)."""
+    current = settings.shards
+    bounded = min(max(current, settings.min_shards), settings.max_shards)
+    since_change = now - settings.shards_changed_at
+    loads = [recent_load(client, now) for client in reports]
+    share = max((load.busiest(current) for load in loads), default=0.0) / KEY_WRITE_UNITS
+    seen = _throttles(reports, now - THROTTLE_SECONDS * 1000, now)
+    throttled = seen >= THROTTLES_PER_MINUTE
+    explained = share >= SIZE_FOR
+    cooled = since_change >= GROW_COOLDOWN_SECONDS * 1000
+    if (share > GROW_AT or (throttled and explained)) and cooled:
+        target = _need(settings, loads)
+        if throttled and explained:
+            target = max(target, current * THROTTLE_GROWTH)
+        wanted = min(max(current, target), settings.max_shards)
+        if wanted > current:
+            return Decision(wanted, throttles_per_minute=seen)
+    if seen >= THROTTLES_PER_MINUTE:
+        return Decision(bounded, _held(settings, loads, explained), seen)
+    if since_change >= QUIET_SECONDS * 1000:
+        quiet = _quiet_loads(reports, now)
+        if quiet is not None and all(
+            load.busiest(current) <= SHRINK_AT * KEY_WRITE_UNITS and load.throttles < THROTTLES_PER_MINUTE
+            for load in quiet
+        ):
+            return Decision(min(current, _need(settings, quiet)), throttles_per_minute=seen)
+    return Decision(bounded, throttles_per_minute=seen)
+
+
+def _held(settings: QueueSettings, loads: list[Load], explained: bool) -> str:
+    """Why a throttled queue does not grow now."""
+    if settings.shards >= settings.max_shards:
+        return "max_shards"
+    if not explained:
+        one_group = settings.fifo and any(load.heaviest_group() >= SIZE_FOR * KEY_WRITE_UNITS for load in loads)
+        return "one_group" if one_group else "unexplained"
+    return "cooldown"
+
+
+def _quiet_loads(reports: list[Reports], now: int) -> list[Load] | None:
+    """Each client's load in each step of the quiet period, beyond its sampling error; None when the reports read
+    do not reach back to its start (there were too many to read: not quiet)."""
+    start = now - QUIET_SECONDS * 1000
+    if any(client.read_from > start for client in reports):
+        return None
+    loads = []
+    step = QUIET_STEP_SECONDS * 1000
+    for client in reports:
+        for begin in range(start, now, step):
+            load, error = _estimate(client, begin, min(begin + step, now), with_end=begin + step >= now)
+            loads.append(Load(max(0.0, load.units - error), load.groups, load.throttles))
+    return loads
+
+
+_WHY: Final = {
+    "max_shards": "the queue is at its max_shards",
+    "cooldown": "the count changed less than a cooldown ago",
+    "unexplained": "the measured load does not explain them (a table-level quota?): more shards would not help",
+    "one_group": "one FIFO group carries its key alone: more shards would not move it",
+    "layouts_full": "the queue keeps as many shard layouts as it may until the oldest is empty",
+}
 
 
 def decide(
     ctx: Context,
     name: str,
-    throttled: bool = False,
-    reports: list[list[dict[str, Any]]] | None = None,
+    reports: list[Reports] | None = None,
     settings: QueueSettings | None = None,
     grow_only: bool = False,
-) -> int | None:
-    """Makes the automatic decision for queue `name` now; the new count when it changed, else None. With
-    `grow_only` (a throttled process, which sees one client's reports), only growth is decided."""
+) -> Decision | None:
+    """Makes the automatic decision for queue `name` now (None: not an automatic queue). With `grow_only` (a
+    throttled process, which sees one client's reports), only growth is decided. A throttled queue that does not
+    grow is logged with the reason: a warning from the sweep (once a pass), a debug line from a throttled process
+    (each of a fleet would say it)."""
     current = settings or ctx.registry.get(name, fresh=True)
     if not current.auto_shards:
         return None
     now = ctx.now_ms()
-    wanted = wanted_shards(current, reports or [], now, throttled)
-    if (grow_only or reports is None) and wanted < current.shards:
-        return None
-    return _apply(ctx, current, wanted, now)
+    made = decision(current, reports or [], now)
+    changed = None
+    if made.shards != current.shards and not (grow_only and made.shards < current.shards):
+        changed, refused = _apply(ctx, current, made.shards, now)
+        if refused and made.shards > current.shards and made.throttles_per_minute >= THROTTLES_PER_MINUTE:
+            made = Decision(current.shards, "layouts_full", made.throttles_per_minute)
+    if made.held:
+        logger.log(
+            logging.DEBUG if grow_only else logging.WARNING,
+            "queue %s: throttled %.0f a minute, shards stay %d (%s): %s",
+            name,
+            made.throttles_per_minute,
+            current.shards,
+            made.held,
+            _WHY[made.held],
+        )
+    return Decision(made.shards, made.held, made.throttles_per_minute, changed)
 
 
 def force(ctx: Context, name: str, shards: int) -> int | None:
@@ -241,18 +383,19 @@ def force(ctx: Context, name: str, shards: int) -> int | None:
     current = ctx.registry.get(name, fresh=True)
     if not current.auto_shards:
         return None
-    return _apply(ctx, current, min(max(shards, current.min_shards), current.max_shards), ctx.now_ms())
+    return _apply(ctx, current, min(max(shards, current.min_shards), current.max_shards), ctx.now_ms())[0]
 
 
-def _apply(ctx: Context, current: QueueSettings, wanted: int, now: int) -> int | None:
+def _apply(ctx: Context, current: QueueSettings, wanted: int, now: int) -> tuple[int | None, bool]:
+    """The count written (None: none), and whether the change was refused (too many layouts kept)."""
     if wanted == current.shards:
-        return None
+        return None, False
     try:
         changed = ctx.registry.reshard(current, wanted, now)
     except QueueError as error:  # too many layouts kept: the change waits until the oldest has gone
         logger.info("automatic shard change of %s to %d waits: %s", current.name, wanted, error)
-        return None
+        return None, True
     if changed is None:
-        return None
+        return None, False
     logger.info("queue %s: shards %d -> %d (automatic)", current.name, current.shards, wanted)
-    return wanted
+    return wanted, False

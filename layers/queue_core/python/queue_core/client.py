@@ -149,7 +149,8 @@ class QueueClient:
         settings = self._ctx.registry.get(name, fresh=True)
         clients = self._ctx.registry.clients(name, settings.generation)
         reports = autoshard.read_reports(self._ctx, settings, clients)
-        return autoshard.decide(self._ctx, name, reports=reports, settings=settings)
+        decided = autoshard.decide(self._ctx, name, reports=reports, settings=settings)
+        return None if decided is None else decided.changed
 
     def check_dead_letter_target(self, source: str, fifo: bool, target: str) -> None:
         """SQS's rules for a dead-letter target: another existing queue, of the same kind (FIFO or standard),

@@ -9,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .autoshard import LoadMeter
 from .bodies import OFFLOADED, Bodies
 from .clock import Clock, SequenceSource, to_ms
 from .keys import Space
+from .load_meter import LoadMeter
 from .registry import Registry
 from .shards import Traffic
 from .store import Store
@@ -39,7 +39,7 @@ class Context:
         default_factory=lambda: ThreadPoolExecutor(CLAIM_THREADS, thread_name_prefix="queue-mark")
     )
 
-    # This process's load per sub-queue, for automatic shard counts (memory only; see `autoshard`).
+    # This process's load per sub-queue, for automatic shard counts (memory only; see `load_meter`).
     load: LoadMeter = field(default_factory=LoadMeter)
     traffic_by_sub_queue: dict[tuple[Space, int, int], Traffic] = field(default_factory=dict)
     traffic_lock: threading.Lock = field(default_factory=threading.Lock)

@@ -239,11 +239,18 @@ class Space:
         return f"{self._prefix('G')}{group}"
 
     def load_pk(self) -> str:
-        """The partition of the sub-queue's load reports: one item per process that carried load lately."""
-        return f"{self._prefix('L')}0"
+        """The partition of the sub-queue's load reports (see `load_meter`), in the order they were made. Those of
+        releases before them (an item per process, in `...#0`) are never read; their TTL removes them."""
+        return f"{self._prefix('L')}1"
 
-    def load_key(self, process: str) -> dict[str, str]:
-        return {"pk": self.load_pk(), "sk": process}
+    def load_key(self, at_ms: int, reporter: str, number: int) -> dict[str, str]:
+        """A process's report `number`, made at `at_ms`."""
+        return {"pk": self.load_pk(), "sk": f"{fixed_ms(at_ms)}#{reporter}#{number}"}
+
+    @staticmethod
+    def load_from(at_ms: int) -> str:
+        """The lowest sort key of a report made at `at_ms` or later."""
+        return fixed_ms(at_ms)
 
     def dedup_key(self, dedup_id: str) -> dict[str, str]:
         return {"pk": f"{self._prefix('X')}{stable_hash(dedup_id) % DEDUP_BUCKETS}", "sk": dedup_id}

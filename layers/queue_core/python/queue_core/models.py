@@ -145,5 +145,8 @@ class SweepReport(_Json):
     depths: list[dict[str, Any]] = field(default_factory=list)
     # Each queue swept whole: {"queue", "shards", "auto"}, its shard count after this pass's decision.
     shards: list[dict[str, Any]] = field(default_factory=list)
+    # Each automatic queue throttled past `autoshard.THROTTLES_PER_MINUTE` that this pass did not grow:
+    # {"queue", "shards", "reason", "throttles_per_minute"} (reasons: see `autoshard`).
+    held: list[dict[str, Any]] = field(default_factory=list)
     # Sub-queues and queue-wide steps DynamoDB throttled (or whose answer was lost): passed over, done next pass.
     failures: int = 0

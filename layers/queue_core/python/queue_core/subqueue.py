@@ -145,7 +145,7 @@ class SubQueue:
         try:
             sent = engine.send(unique, now)
         finally:
-            self._note_load(engine, unique, now, throttles)
+            self._note_load(engine, unique, throttles)
         results = {entry.index: result for entry, result in zip(unique, sent, strict=True)}
         for index, first in repeats.items():
             outcome = results[first]
@@ -214,23 +214,13 @@ class SubQueue:
         )
 
     # Receive.
-    def _note_load(self, engine: Engine, sent: list[Entry], now: int, throttles_before: int) -> None:
-        """What this call put on the queue's shard keys, for an automatic shard count (memory, and at most one
-        report every few seconds; see `autoshard`)."""
-        settings = engine.settings
-        if not settings.auto_shards:
-            return
-        load = self._ctx.load
-        shards = settings.placement_shards(now)
+    def _note_load(self, engine: Engine, sent: list[Entry], throttles_before: int) -> None:
+        """What this call put on the queue's shard keys and the throttles it met, for an automatic shard count
+        (memory, and now and then a report; see `load_meter`)."""
         bodies = self._ctx.bodies
+        throttles = self._ctx.store.throttles - throttles_before
         stored_at_most = bodies.offload_bytes if bodies.bucket else None
-        for entry in sent:
-            shard = keys.group_shard(entry.group_id, shards) if entry.group_id is not None else random.randrange(shards)
-            units = autoshard.message_units(entry.body, entry.attributes, stored_at_most)
-            load.record(engine.space, shard, units, now, entry.group_id if settings.fifo else None)
-        if self._ctx.store.throttles > throttles_before:
-            load.throttled(engine.space, now, self._ctx.store.throttles - throttles_before)
-        autoshard.after_traffic(self._ctx, settings, engine.space)
+        autoshard.note_traffic(self._ctx, engine.settings, engine.space, sent, throttles, stored_at_most)
 
     def receive(
         self,
@@ -263,7 +253,7 @@ class SubQueue:
             try:
                 got = engine.receive(want, visibility, order, self._now(), secret) if secret else []
             finally:
-                self._note_load(engine, [], self._now(), throttles)
+                self._note_load(engine, [], throttles)
             self.claim_conflicts += engine.claim_conflicts - conflicts
             left = deadline - time.monotonic()
             if got or left <= 0:

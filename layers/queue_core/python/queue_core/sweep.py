@@ -216,8 +216,8 @@ class Sweeper:
 
     def _decide_shards(self, listed: QueueSettings, clients: list[str], report: SweepReport) -> None:
         """An automatic queue's count, sized by its clients' load reports (see `autoshard`); every queue's count
-        goes in the report, for the `Shards` metric. Read again first: pruning may have made a new version (the
-        fence of this change)."""
+        goes in the report, for the `Shards` metric, and a throttled queue that does not grow in `held`, with the
+        reason. Read again first: pruning may have made a new version (the fence of this change)."""
         shards = listed.shards
         if listed.auto_shards:
             reports = autoshard.read_reports(self._ctx, listed, clients)
@@ -227,7 +227,19 @@ class Sweeper:
                 return
             if current.generation != listed.generation:
                 return
-            shards = autoshard.decide(self._ctx, current.name, reports=reports, settings=current) or current.shards
+            decided = autoshard.decide(self._ctx, current.name, reports=reports, settings=current)
+            shards = current.shards
+            if decided is not None:
+                shards = decided.changed or current.shards
+                if decided.held:
+                    report.held.append(
+                        {
+                            "queue": listed.name,
+                            "shards": shards,
+                            "reason": decided.held,
+                            "throttles_per_minute": round(decided.throttles_per_minute),
+                        }
+                    )
         report.shards.append({"queue": listed.name, "shards": shards, "auto": listed.auto_shards})
 
     def _finish_deleted_queues(self, report: SweepReport) -> None:

@@ -1,0 +1,159 @@
+"""What one process learns of the load it puts on a sub-queue, in memory, and when that is worth a report.
+
+Reports are samples, so that their cost stays bounded however the load is spread over processes. Each process
+counts the write units its sends put on the sub-queue's keys and the throttles DynamoDB answered, and reports once
+per `unit_quantum` units (and once per `throttle_quantum` throttles) it carried, from a random point: a process
+that carries `u` units reports `u / unit_quantum` times on average, each report worth one quantum. One that carries
+less than a quantum in all (a thin sender of a fleet, a short-lived function instance) reports once with
+probability `u / unit_quantum` and is then worth the quantum, `u / p`: the sum of the reports estimates the load
+of every process together, without bias, whatever the number of processes and however long each lives, and the
+number of reports stays about the load over the quantum, never one per process.
+
+A report also says which groups of a FIFO queue carried a large part of the units since the previous report
+(`HEAVY_SHARE` of them or more), each with its part of the report's worth: a group keeps to one shard at any
+count, so how the load is split among groups decides what more shards can spread (see `autoshard`).
+
+The meter knows nothing of DynamoDB's limits nor of decisions: its caller gives the quanta and writes the reports.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Final
+
+from .keys import Space
+
+# Writes of a message's life on the busier of its shard's keys, the index partition: the send's entry, the claim
+# (the entry moves: a delete and a put), the delete (a write unit per KB each).
+LIFE_WRITES: Final = 4
+# A group that carried this share of a report's units or more is named in it; there are at most 1 / HEAVY_SHARE.
+HEAVY_SHARE: Final = 0.125
+
+# This process in the load reports (each meter adds its own suffix: see `LoadMeter.reporter`).
+PROCESS: Final = uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One report, made at `at` (ms), of what a process carried since its previous one, as estimates: `units`
+    write units, `throttles` throttles, and `groups` the units of the FIFO groups that carried a large part.
+    `quantum` is what one report stands for (`units` is a whole number of them); `number` tells apart the
+    reports of one meter; `reporter` is the meter's, as read back."""
+
+    at: int
+    units: float
+    throttles: float
+    groups: dict[str, float] = field(default_factory=dict)
+    quantum: float = 0.0
+    number: int = 0
+    reporter: str = ""
+
+
+@dataclass
+class _Tally:
+    """A sub-queue's traffic since this process's last report, and how much more it carries before the next."""
+
+    unit_quantum: float
+    unit_credit: float
+    throttle_quantum: float
+    throttle_credit: float
+    units: float = 0.0
+    groups: dict[str, float] = field(default_factory=dict)
+
+
+def _crossings(credit: float, quantum: float) -> tuple[int, float]:
+    """How many quanta a credit used up (at or under zero), and the credit left towards the next one."""
+    if credit > 0:
+        return 0, credit
+    passed = math.floor(-credit / quantum) + 1
+    return passed, credit + passed * quantum
+
+
+def _rescaled(credit: float, old: float, new: float) -> float:
+    """A credit drawn against quantum `old`, as the same fraction of quantum `new`: the next report stays as likely
+    as before for the units to come (the quantum follows the shard count)."""
+    return credit * new / old
+
+
+class LoadMeter:
+    """This process's traffic per sub-queue since its last report: memory only. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tallies: dict[Space, _Tally] = {}
+        # Its own reports: clients in one process (threads, a worker pool) each count only their own load.
+        self.reporter = f"{PROCESS}-{uuid.uuid4().hex[:6]}"
+        self._decided: dict[Space, int] = {}
+        self._numbers = itertools.count()
+
+    def record(
+        self,
+        space: Space,
+        now: int,
+        unit_quantum: float,
+        throttle_quantum: float,
+        units: list[tuple[float, str | None]],
+        throttles: int = 0,
+    ) -> Sample | None:
+        """Counts `units` (each a message's write units and its FIFO group, or None) and `throttles`; the report
+        they complete, or None. The first credit of a sub-queue is drawn at random in (0, quantum]."""
+        with self._lock:
+            tally = self._tallies.get(space)
+            if tally is None:
+                tally = self._tallies[space] = _Tally(
+                    unit_quantum,
+                    unit_quantum * (1 - random.random()),
+                    throttle_quantum,
+                    throttle_quantum * (1 - random.random()),
+                )
+            if unit_quantum != tally.unit_quantum:
+                tally.unit_credit = _rescaled(tally.unit_credit, tally.unit_quantum, unit_quantum)
+                tally.unit_quantum = unit_quantum
+            if throttle_quantum != tally.throttle_quantum:
+                tally.throttle_credit = _rescaled(tally.throttle_credit, tally.throttle_quantum, throttle_quantum)
+                tally.throttle_quantum = throttle_quantum
+            if not units and not throttles:
+                return None
+            for amount, group in units:
+                tally.units += amount
+                if group is not None:
+                    tally.groups[group] = tally.groups.get(group, 0.0) + amount
+            unit_reports, tally.unit_credit = _crossings(tally.unit_credit - sum(a for a, _ in units), unit_quantum)
+            throttle_reports, tally.throttle_credit = _crossings(tally.throttle_credit - throttles, throttle_quantum)
+            if not unit_reports and not throttle_reports:
+                return None
+            worth = unit_reports * unit_quantum
+            groups: dict[str, float] = {}
+            if unit_reports:
+                groups = {
+                    group: worth * carried / tally.units
+                    for group, carried in tally.groups.items()
+                    if carried >= HEAVY_SHARE * tally.units
+                }
+                tally.units, tally.groups = 0.0, {}
+            throttled = throttle_reports * throttle_quantum
+            return Sample(now, worth, throttled, groups, unit_quantum, next(self._numbers))
+
+    def may_decide(self, space: Space, now: int, every_ms: int) -> bool:
+        """Whether this process may make a decision for `space` now: at most once every `every_ms`."""
+        with self._lock:
+            if now - self._decided.get(space, -every_ms) < every_ms:
+                return False
+            self._decided[space] = now
+            return True
+
+
+def message_units(body: str, attributes: dict[str, str] | None = None, stored_at_most: int | None = None) -> int:
+    """Write units of one message's life on its shard's key (item size rounded up to the KB, about). A body larger
+    than `stored_at_most` (a client's offload threshold) goes to S3 and leaves a pointer in the item: counted at
+    that size, or a few large bodies a second would read as the load of thousands of small ones."""
+    body_bytes = len(body.encode())
+    if stored_at_most is not None:
+        body_bytes = min(body_bytes, stored_at_most)
+    size = body_bytes + sum(len(k) + len(v) for k, v in (attributes or {}).items()) + 300
+    return LIFE_WRITES * math.ceil(size / 1024)
