@@ -85,8 +85,9 @@ _deserializer = TypeDeserializer()
 class ConditionFailed(Exception):
     """A write's condition did not hold; `item` is the item as it was (None when there was none): the caller
     reads it to tell a lost race from its own write, applied and repeated by the SDK after a lost answer.
-    `repeated`: the SDK sent the request more than once, so an earlier attempt may have been applied (a delete
-    leaves no item to recognise itself by)."""
+    `repeated`: the SDK sent the request again after an attempt whose answer was lost (no answer, or a server
+    error), so that attempt may have been applied (a delete leaves no item to recognise itself by); a retry after a
+    throttle is not, as a throttled attempt is never applied."""
 
     def __init__(self, item: Item | None, repeated: bool = False) -> None:
         super().__init__("condition failed")
@@ -168,11 +169,17 @@ def _throttle_counter(store: weakref.ref[Store]) -> Callable[..., None]:
     """A `needs-retry` handler that counts the throttles of each attempt, the SDK's retried ones included; it
     holds the store weakly, so a client outliving many stores keeps none of them alive."""
 
-    def count(response: Any = None, **_: Any) -> None:
+    def count(response: Any = None, caught_exception: Any = None, **_: Any) -> None:
         parsed = response[1] if isinstance(response, tuple) and len(response) > 1 else None
         counted = store()
-        if counted is not None and isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in _KEY_THROTTLES:
+        if counted is None:
+            return
+        if isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in _KEY_THROTTLES:
             counted.note_throttle()
+        status = parsed.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) if isinstance(parsed, dict) else 0
+        if caught_exception is not None or status >= 500:
+            # No answer, or a server error: this attempt may have been applied. A throttle never was.
+            counted._seen.maybe_applied = True
 
     return count
 
@@ -201,6 +208,7 @@ class Store:
         self._seen.count = self.throttles + 1
 
     def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
+        self._seen.maybe_applied = False
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
@@ -213,8 +221,8 @@ class Store:
             if caller_input and code == "ResourceNotFoundException":
                 raise ValidationError(self._missing_tables(kwargs.get("TransactItems") or [])) from None
             if code == "ConditionalCheckFailedException":
-                repeated = error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
-                raise ConditionFailed(deserialize(error.response.get("Item")), repeated) from None
+                # Sent again after an attempt whose answer was lost: that attempt may be what the condition saw.
+                raise ConditionFailed(deserialize(error.response.get("Item")), self._seen.maybe_applied) from None
             if code == "TransactionCanceledException":
                 reasons = error.response.get("CancellationReasons", [])
                 if any(reason.get("Code") in _KEY_CANCELLATIONS for reason in reasons):
