@@ -441,7 +441,7 @@ class ShardGrowthHeld(Answer):
     queue: str
     shards: int = Field(description="the count it keeps")
     reason: str = Field(
-        description="why it does not grow: unexplained, one_group, cooldown, max_shards or layouts_full"
+        description="why it does not grow: unexplained, one_group, settling, cooldown, max_shards or layouts_full"
     )
     throttles_per_minute: int = Field(description="the throttles a minute its load reports show")
 

@@ -13,20 +13,23 @@ estimates what every process carried together without bias, two processes or two
 or seconds; a quiet queue writes nothing.
 
 Decisions are made where code already runs. The sweep reads every client's reports once per pass, and a process
-whose report carried throttles reads its own client's (at most once every `FLUSH_SECONDS`): both decide at once.
-The load is the highest rate the reports show beyond their sampling error over the last 5, 10 or 20 seconds (so a
-step shows within seconds, and one thin sender's lucky report does not grow a queue). It says what each count would
-carry, whatever count the processes used while they measured it: a standard client's sends go round its shards, so
-its busiest key carries its total over the count; on a FIFO queue a group keeps to one shard at any count, so the
-groups a report names as carrying a large part of it are placed where the count would place them, the rest is
-spread evenly, and a shard's heaviest group is left out (more shards cannot split it). The count goes straight to
-the smallest power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one layout change, not a
-staircase). Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times, since senders
-that back off measure less than they want to send. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow
-says why (`Decision.held`), in a log line and in the sweep's report, for a metric: the measured load does not
-explain the throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone (`"one_group"`),
-it changed less than `GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), or it
-keeps too many layouts to change now (`"layouts_full"`).
+whose report carried throttles reads its own client's (once the throttles have gone on for `FLUSH_SECONDS`, while
+the reports of a load that just rose do not show its rate yet, then at most once every `FLUSH_SECONDS`): both decide
+at once. The load is the highest rate the reports show beyond their sampling error over the last 5, 10 or 20 seconds
+(so a step shows within seconds, and one thin sender's lucky report does not grow a queue). It says what each count
+would carry, whatever count the processes used while they measured it: a standard client's sends go round its
+shards, so its busiest key carries its total over the count; on a FIFO queue a group keeps to one shard at any
+count, so the groups a report names as carrying a large part of it are placed where the count would place them, the
+rest is spread evenly, and a shard's heaviest group is left out (more shards cannot split it). The count goes
+straight to the smallest power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one layout
+change, not a staircase). Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times,
+since senders that back off measure less than they want to send; throttles counted before every process sends by the
+current count (`counted_from`) are the previous count's and are left out. A queue throttled past
+`THROTTLES_PER_MINUTE` that does not grow says why (`Decision.held`), in a log line and in the sweep's report, for a
+metric: the measured load does not explain the throttles (a table-level quota; `"unexplained"`), one FIFO group
+carries its key alone (`"one_group"`), the last change is still reaching every process (`"settling"`), it changed
+less than `GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), or it keeps too
+many layouts to change now (`"layouts_full"`).
 
 A decision is written as a change by hand is (`Registry.reshard`: conditional on the settings' version and
 generation, its own write recognised after a lost answer), and keeps the same layout history, so nothing is
@@ -45,6 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from . import limits
 from .context import Context
 from .errors import QueueError
 from .keys import Space, group_shard
@@ -114,7 +118,7 @@ def note_traffic(
     try:
         key = space.load_key(sample.at, ctx.load.reporter, sample.number)
         ctx.store.write(reports_store.report_load(key, _item(sample), now // 1000 + 2 * QUIET_SECONDS))
-        if sample.throttles and ctx.load.may_decide(space, now, FLUSH_SECONDS * 1000):
+        if sample.throttles and ctx.load.may_decide(space, now, FLUSH_SECONDS * 1000, THROTTLE_SECONDS * 1000):
             # The client's other processes' reports too: a receiver throttled on claims sends nothing itself.
             reports = [_read(ctx, space, now - THROTTLE_SECONDS * 1000)]
             decide(ctx, settings.name, reports=reports, grow_only=True)
@@ -262,6 +266,15 @@ def _need(settings: QueueSettings, loads: list[Load]) -> int:
     return min(max(shards, settings.min_shards), settings.max_shards)
 
 
+def counted_from(settings: QueueSettings) -> int:
+    """From when throttles say something of the current count (ms): once every process sends by it. A standard
+    queue's sends use a process's cached count, which catches up within the settings cache; a FIFO queue's groups
+    are placed by it from `placement_from` on (until then they stay at the previous count's places)."""
+    if settings.fifo:
+        return settings.placement_from
+    return settings.shards_changed_at + int(limits.SETTINGS_CACHE_SECONDS * 1000)
+
+
 def _throttles(reports: list[Reports], start: int, now: int) -> float:
     """The highest rate of throttles a minute any client's reports show over the last 5, 10, 20 or 60 seconds,
     from `start` on."""
@@ -287,7 +300,8 @@ def decision(settings: QueueSettings, reports: list[Reports], now: int) -> Decis
     loads = [recent_load(client, now) for client in reports]
     share = max((load.busiest(current) for load in loads), default=0.0) / KEY_WRITE_UNITS
     seen = _throttles(reports, now - THROTTLE_SECONDS * 1000, now)
-    throttled = seen >= THROTTLES_PER_MINUTE
+    counted = _throttles(reports, counted_from(settings), now)
+    throttled = counted >= THROTTLES_PER_MINUTE
     explained = share >= SIZE_FOR
     cooled = since_change >= GROW_COOLDOWN_SECONDS * 1000
     if (share > GROW_AT or (throttled and explained)) and cooled:
@@ -298,7 +312,7 @@ def decision(settings: QueueSettings, reports: list[Reports], now: int) -> Decis
         if wanted > current:
             return Decision(wanted, throttles_per_minute=seen)
     if seen >= THROTTLES_PER_MINUTE:
-        return Decision(bounded, _held(settings, loads, explained), seen)
+        return Decision(bounded, _held(settings, loads, throttled, explained), seen)
     if since_change >= QUIET_SECONDS * 1000:
         quiet = _quiet_loads(reports, now)
         if quiet is not None and all(
@@ -309,10 +323,13 @@ def decision(settings: QueueSettings, reports: list[Reports], now: int) -> Decis
     return Decision(bounded, throttles_per_minute=seen)
 
 
-def _held(settings: QueueSettings, loads: list[Load], explained: bool) -> str:
-    """Why a throttled queue does not grow now."""
+def _held(settings: QueueSettings, loads: list[Load], throttled: bool, explained: bool) -> str:
+    """Why a throttled queue does not grow now: `throttled` False when its throttles came before every process had
+    the current count."""
     if settings.shards >= settings.max_shards:
         return "max_shards"
+    if not throttled:
+        return "settling"
     if not explained:
         one_group = settings.fifo and any(load.heaviest_group() >= SIZE_FOR * KEY_WRITE_UNITS for load in loads)
         return "one_group" if one_group else "unexplained"
@@ -336,6 +353,7 @@ def _quiet_loads(reports: list[Reports], now: int) -> list[Load] | None:
 
 _WHY: Final = {
     "max_shards": "the queue is at its max_shards",
+    "settling": "the last change of shards is still reaching every process",
     "cooldown": "the count changed less than a cooldown ago",
     "unexplained": "the measured load does not explain them (a table-level quota?): more shards would not help",
     "one_group": "one FIFO group carries its key alone: more shards would not move it",

@@ -1,0 +1,104 @@
+"""An automatic FIFO queue grows to its need once, not past it, while a change is still reaching every process:
+groups are placed by a new count only `placement_from` after the change (about 40 s), and until then the load and
+the throttles are still those of the old placement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from queue_core import QueueClient, Throttled, autoshard
+
+from bench.backend import moto_backend
+from bench.scenarios.load_step import core_limits_scaled
+from bench.throttling import Limits, SimClock, Throttler
+
+SCALE = 50  # DynamoDB's per-key limits and the core's estimates scaled down alike: 20 WU a second a key
+TABLE = "settling"
+BODY = "x" * 600  # under 1 KB with its keys: four write units of its shard's index key per life
+
+
+def _senders(backend: Any, clock: Any, count: int) -> list[Any]:
+    return [QueueClient(TABLE, dynamodb=backend.client, clock=clock).queue("orders.fifo", "c") for _ in range(count)]
+
+
+def _steady(senders: list[Any], per_second: int, sent: list[int]) -> None:
+    """`per_second` sends in turn over the senders and over a hundred groups; a throttled one is not sent again."""
+    for _ in range(per_second):
+        sent[0] += 1
+        try:
+            senders[sent[0] % len(senders)].send(f"{sent[0]}:{BODY}", group_id=f"g{sent[0] % 100}")
+        except Throttled:
+            continue
+
+
+def test_a_steady_fifo_load_is_sized_once_whatever_the_sweeps_spacing() -> None:
+    """A steady 120 % of a key's limit over a hundred groups needs 8 shards; sweeps 25 s apart, while the groups
+    are still placed by the old count, keep it there."""
+    with moto_backend() as backend, core_limits_scaled() as scale:
+        scale(SCALE)
+        clock = SimClock(1_800_000_000.0)
+        admin = QueueClient(TABLE, dynamodb=backend.client, clock=clock)
+        admin.create_table()
+        admin.create_queue("orders.fifo", max_receive_count=0)
+        senders, sent, counts = _senders(backend, clock, 4), [0], []
+        for second in range(100):
+            _steady(senders, 6, sent)
+            clock.advance(1)
+            if second % 25 == 24:
+                counts.append(admin.sweep().shards[0]["shards"])
+        assert counts == [8, 8, 8, 8]
+
+
+def _drain(consumer: Any) -> None:
+    """Everything visible received and deleted (a throttled call is left for the next second)."""
+    try:
+        while got := consumer.receive(max_messages=10):
+            consumer.delete_batch([message.receipt_handle for message in got])
+    except Throttled:
+        return
+
+
+def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settles() -> None:
+    """Against a DynamoDB that throttles: 160 % of a key's limit over a hundred groups from one process, received as
+    it comes, needs 8 shards. The throttled sender grows the queue at once; until the groups are placed by the new
+    count the old key still throttles, and its reports still measure the old placement: no second growth, the
+    sweep's every minute included."""
+    with moto_backend() as backend, core_limits_scaled() as scale:
+        scale(SCALE)
+        clock = SimClock(1_800_000_000.0)
+        Throttler(backend.meter, clock, Limits().scaled(SCALE)).attach(backend.client)
+        admin = QueueClient(TABLE, dynamodb=backend.client, clock=clock)
+        admin.create_table()
+        admin.create_queue("orders.fifo", max_receive_count=0)
+        senders, sent, counts = _senders(backend, clock, 1), [0], []
+        consumer = _senders(backend, clock, 1)[0]
+        for second in range(130):
+            _steady(senders, 8, sent)
+            _drain(consumer)
+            clock.advance(1)
+            if second % 60 == 59:
+                admin.sweep()
+            counts.append(admin.get_queue("orders.fifo").shards)
+        assert counts[-1] == max(counts) == 8, sorted(set(counts))
+
+
+def test_throttles_before_every_process_has_the_new_count_are_the_old_counts(client: QueueClient) -> None:
+    """A FIFO queue grown to 8 twenty-five seconds ago, its groups placed by 8 only from `placement_from` on: the
+    throttles its senders meet until then are on the old places, whatever the count says. Counted, they would grow
+    it four times more (to 32) on top of its need (16: 2,400 a second over a hundred groups); the count waits, and
+    says why."""
+    at = 1_000_000.0
+    settings = client.create_queue("orders.fifo").resharded(8, now_ms=int((at - 25) * 1000), cache_ms=10_000)
+    assert settings.placement_from > at * 1000
+    samples = [
+        autoshard.Sample(int((at - second - 0.5) * 1000), 2_400, 5, quantum=24, reporter="p") for second in range(20)
+    ]
+    reports = [autoshard.Reports(samples, 0)]
+    waiting = autoshard.decision(settings, reports, int(at * 1000))
+    assert (waiting.shards, waiting.held) == (8, "settling")
+    settled = settings.placement_from / 1000 + 20
+    later = [
+        autoshard.Sample(int((settled - second - 0.5) * 1000), 2_400, 5, quantum=24, reporter="p")
+        for second in range(20)
+    ]
+    assert autoshard.decision(settings, [autoshard.Reports(later, 0)], int(settled * 1000)).shards == 32
