@@ -176,6 +176,8 @@ class Throttler:
         self.clock = clock
         self.limits = limits or Limits()
         self.stats = Stats()
+        # Every refusal: (simulated time, the empty slot, operation), for runs that judge which keys stayed hot.
+        self.refusals: list[tuple[float, Slot, str]] = []
         self._buckets: dict[Slot, Bucket] = {}
         self._lock = threading.Lock()
         self._clients: list[Any] = []
@@ -302,6 +304,7 @@ class Throttler:
                 return None
             self.stats.refused[_reason(empty, operation)] += 1
             self.stats.refused_keys[(empty[0], empty[1].split("#", 1)[0], operation)] += 1
+            self.refusals.append((self.clock(), empty, operation))
         return _throttled(empty, operation)
 
     def _batch_write(self, params: dict[str, Any], request: dict[str, Any], context: dict[str, Any]) -> Any:
@@ -316,7 +319,9 @@ class Throttler:
                 empty = self._empty(slots, drawn)
                 (refused if empty else kept).setdefault(table, []).append(write)
                 last = empty or last
-                if not empty:
+                if empty:
+                    self.refusals.append((self.clock(), empty, "BatchWriteItem"))
+                else:
                     known = self.meter.item(table, spec.get("Key") or {}) if "Key" in spec else None
                     units = write_units(max(item_size(spec.get("Item")), item_size(known)))
                     drawn.update(dict.fromkeys(slots, units))
@@ -336,6 +341,8 @@ class Throttler:
             ((kind, spec),) = action.items()
             empty = self._empty(self._item_slots("PutItem" if kind == "Put" else "UpdateItem", spec))
             refused = refused or empty
+            if empty:
+                self.refusals.append((self.clock(), empty, "TransactWriteItems"))
             reasons.append({"Code": "ThrottlingError" if empty else "None"})
         if refused is None:
             self.stats.admitted += 1

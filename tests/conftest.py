@@ -45,6 +45,7 @@ SLOWEST_FILES = (
     "tests/reliability/test_stress.py",
     "tests/reliability/test_stress_faults.py",
     "tests/reliability/test_model.py",
+    "tests/reliability/test_fleet.py",
     "tests/reliability/test_hostile_http.py",
     "tests/readme/test_readme.py",
     "tests/core/test_fifo_queue.py",

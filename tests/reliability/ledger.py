@@ -22,6 +22,7 @@ import base64
 import math
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from queue_core import ReceivedMessage
@@ -92,14 +93,22 @@ class Ledger:
         self.deliveries = 0
 
     def deliver(
-        self, sub_queue: str, messages: list[ReceivedMessage], claimed_lo: int, claimed_hi: int, visibility: int
+        self,
+        sub_queue: str,
+        messages: list[ReceivedMessage],
+        claimed_lo: int,
+        claimed_hi: int,
+        visibility: int,
+        lock_of: Callable[[ReceivedMessage], str] | None = None,
     ) -> list[Hold]:
-        """Records what one receive returned and checks it against every earlier holder."""
+        """Records what one receive returned and checks it against every earlier holder. The messages of one
+        claim share a lock: by default the claim token their handles carry; `lock_of` names it otherwise (a DLQ
+        receive claims each dead letter with a token of its own, and holds a FIFO group's dead letters together)."""
         made: list[Hold] = []
         locks: dict[str, Lock] = {}
         with self._lock:
             for message in messages:
-                token = receipt_token(message.receipt_handle)
+                token = lock_of(message) if lock_of is not None else receipt_token(message.receipt_handle)
                 lock = locks.get(token)
                 if lock is None:
                     seconds = max(visibility, 1) if message.group_id is not None else visibility
@@ -223,6 +232,19 @@ class Ledger:
                         if certainly_overlap(first.claimed_hi, first_end, second.claimed_hi, second_end):
                             found.append(f"two claims of FIFO group {sub_queue} {group!r} at once")
         return found
+
+    def superseded(self, hold: Hold, at_ms: int) -> bool:
+        """Whether another claim of the hold's message (of its group, for FIFO) was certainly made after the
+        hold's own and before `at_ms`: the hold's handle is stale from then on, whatever became of that claim."""
+        mine = hold.lock
+        with self._lock:
+            if mine.group is not None:
+                later = [lock for lock in self.group_locks[(hold.sub_queue, mine.group)] if lock is not mine]
+            else:
+                later = [other.lock for other in self.holds[(hold.sub_queue, hold.message_id)] if other is not hold]
+        return any(
+            lock.token != mine.token and lock.claimed_lo > mine.claimed_hi and lock.claimed_hi < at_ms for lock in later
+        )
 
     def held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:
         """How many messages of a standard sub-queue are certainly / possibly still held at `now_ms`, when no

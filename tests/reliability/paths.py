@@ -101,6 +101,23 @@ def in_process_sqs(core: QueueClient, client: str) -> Any:
     return sqs
 
 
+def sqs_received(raw: dict[str, Any], client: str) -> ReceivedMessage:
+    """A message of an SQS ReceiveMessage answer (asked with every system attribute) as the ledger records it."""
+    system = raw.get("Attributes", {})
+    return ReceivedMessage(
+        message_id=raw["MessageId"],
+        receipt_handle=raw["ReceiptHandle"],
+        body=raw["Body"],
+        attributes={name: value["StringValue"] for name, value in raw.get("MessageAttributes", {}).items()},
+        group_id=system.get("MessageGroupId"),
+        sequence=system.get("SequenceNumber", ""),
+        receive_count=int(system["ApproximateReceiveCount"]),
+        sent_at=int(system["SentTimestamp"]),
+        first_received_at=None,
+        client=client,
+    )
+
+
 class Paths:
     """The push and SQS workers of one `StressRun`, their figures and their own checks."""
 
@@ -345,21 +362,9 @@ class Paths:
             run.leave()
 
     def _received(self, queue: str, raw: dict[str, Any]) -> ReceivedMessage:
-        system = raw.get("Attributes", {})
         if raw["MD5OfBody"] != hashlib.md5(raw["Body"].encode()).hexdigest():
             self.run.ledger.violation(f"sqs: {queue} {raw['MessageId']}: MD5OfBody does not match the body")
-        return ReceivedMessage(
-            message_id=raw["MessageId"],
-            receipt_handle=raw["ReceiptHandle"],
-            body=raw["Body"],
-            attributes={name: value["StringValue"] for name, value in raw.get("MessageAttributes", {}).items()},
-            group_id=system.get("MessageGroupId"),
-            sequence=system.get("SequenceNumber", ""),
-            receive_count=int(system["ApproximateReceiveCount"]),
-            sent_at=int(system["SentTimestamp"]),
-            first_received_at=None,
-            client=SQS_CLIENT,
-        )
+        return sqs_received(raw, SQS_CLIENT)
 
     def _sqs_work(self, url: str, unit: list[Hold], rng: random.Random) -> None:
         """A message, or a FIFO group's messages in order: crashed on, given back, extended, or deleted (one at a

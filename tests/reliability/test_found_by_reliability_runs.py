@@ -3,6 +3,7 @@ fixed (they belong with `test_regressions.py`)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
@@ -11,13 +12,15 @@ import time
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from queue_core import QueueClient, ReceiptHandleStale, ReceivedMessage
 
 from tests.conftest import FakeClock
 from tests.reliability.ledger import Ledger
-from tests.reliability.paths import PUSH_CLIENT, PUSH_QUEUE, PUSH_RUN_SECONDS
+from tests.reliability.paths import ACCOUNT, PUSH_CLIENT, PUSH_QUEUE, PUSH_RUN_SECONDS, SQS_ENDPOINT, in_process_sqs
 from tests.reliability.stress import PUSH, SHORT, StressRun
 from tests.reliability.truth import TableTruth
+from tests.throttle_hooks import ThrottleOne, request_body, throttle_error, throttled
 
 
 @pytest.mark.parametrize("name", ["jobs", "jobs.fifo"])
@@ -336,3 +339,107 @@ def test_a_push_batch_left_to_its_claims_after_a_timeout_counts_as_held_at_a_che
     run._checkpoint()
     assert run.problems == []
     assert run.ledger.violations + run.ledger.recheck() == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a throttle while the repeat holds the dead letter again is taken for 'taken meanwhile': the attempt is "
+    "spent and the repeat answers nothing (the fleet run's 'answered 0 messages, not the 1 of its first answer')",
+)
+def test_a_receive_repeated_with_its_attempt_id_at_a_fifo_dlq_is_not_spent_by_a_throttle(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A receive at a FIFO DLQ's URL under an attempt id answers a dead letter; its answer is lost and the SDK sends
+    it again, and DynamoDB throttles one write of the repeat. The repeat may fail (the SDK tries again), but it
+    must not answer otherwise than the first did: nothing changed the dead letter meanwhile."""
+    client.create_queue("jobs.fifo", visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue("jobs.fifo", "a")
+    jobs.send("m0", group_id="g", dedup_id="d0")
+    jobs.receive()
+    clock.advance(31)
+    jobs.receive()
+    client.sweep()
+    sqs = in_process_sqs(client, "a")
+    request = {
+        "QueueUrl": f"{SQS_ENDPOINT}/sqs/a/{ACCOUNT}/jobs.dlq.fifo",
+        "MaxNumberOfMessages": 1,
+        "VisibilityTimeout": 90,
+        "ReceiveRequestAttemptId": "attempt-1",
+    }
+    first = [message["ReceiptHandle"] for message in sqs.receive_message(**request)["Messages"]]
+
+    hold_group = ThrottleOne("UpdateItem", lambda body: body["Key"]["pk"]["S"].endswith("#dlq"))
+    with throttled(dynamodb, hold_group):
+        try:
+            again = [message["ReceiptHandle"] for message in sqs.receive_message(**request).get("Messages", [])]
+        except ClientError:
+            again = first  # failed: the SDK sends it again
+
+    assert again == first
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a DLQ move that DynamoDB throttles once marks its head stuck: the group is held for five minutes and the "
+    "operator is told to cancel the message (the fleet run's 'can be neither delivered nor moved to the DLQ')",
+)
+def test_a_fifo_head_whose_move_to_the_dlq_is_throttled_once_is_not_stuck(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """The head of a group has used its last receive; the claim that moves it to the DLQ meets one throttle. A
+    throttle passes: the next claim after it moves the head and delivers the message behind it, and nothing is
+    reported stuck (stuck is for a message no move can take, such as one too large for a DLQ copy)."""
+    client.create_queue("jobs.fifo", visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue("jobs.fifo", "a")
+    jobs.send("m1", group_id="g", dedup_id="d1")
+    jobs.send("m2", group_id="g", dedup_id="d2")
+    [first] = jobs.receive()
+    clock.advance(31)
+    with throttled(dynamodb, ThrottleOne("TransactWriteItems", lambda _body: True)):
+        jobs.receive()
+    clock.advance(1)
+
+    assert [message.body for message in jobs.receive()] == ["m2"]
+    assert [message.body for message in jobs.dlq_list()] == [first.body]
+    assert jobs.stats().to_dict().get("stuck", 0) == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a receive that cannot keep its answer gives its claims back only as a best effort: throttled too, the "
+    "group stays held by nobody and the retry finds nothing (the fleet run's 'N in flight, the consumers hold ...', "
+    "'... of an unkept receive stays held until its visibility ends')",
+)
+def test_a_fifo_receive_with_an_attempt_id_throttled_after_its_claim_leaves_nothing_held_by_nobody(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """DynamoDB throttles every write a FIFO receive under an attempt id makes after it marked the group's head
+    (its answer cannot be kept, nor its claim given back), then recovers. Either the message is not held, or the
+    receive's retry with the same attempt id answers it: never held by nobody, found by nobody."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "a")
+    jobs.send("m1", group_id="g", dedup_id="d1")
+    sqs = in_process_sqs(client, "a")
+    request = {
+        "QueueUrl": f"{SQS_ENDPOINT}/sqs/a/{ACCOUNT}/jobs.fifo",
+        "MaxNumberOfMessages": 1,
+        "ReceiveRequestAttemptId": "attempt-1",
+    }
+    marked = threading.Event()
+
+    def throttle_after_the_mark(params: dict[str, Any], model: Any, **_: Any) -> None:
+        if marked.is_set() and model.name in ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"):
+            raise throttle_error(model.name)
+        if model.name == "UpdateItem" and "marks" in request_body(params).get("UpdateExpression", ""):
+            marked.set()
+
+    dynamodb.meta.events.register("before-call.dynamodb", throttle_after_the_mark)
+    try:
+        with contextlib.suppress(ClientError):
+            sqs.receive_message(**request)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", throttle_after_the_mark)
+    assert marked.is_set()
+
+    retried = [message["Body"] for message in sqs.receive_message(**request).get("Messages", [])]
+    assert retried == ["m1"] or jobs.stats().in_flight == 0

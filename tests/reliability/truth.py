@@ -69,7 +69,10 @@ class TableTruth:
 
     # Recording.
     def record_delete(self, answer: Any) -> None:
-        attributes = getattr(answer, "result", {}).get("Attributes")
+        self.record_removed(getattr(answer, "result", {}).get("Attributes"))
+
+    def record_removed(self, attributes: dict[str, Any] | None) -> None:
+        """An item DynamoDB removed, as its attributes were on the wire."""
         item = deserialize(attributes) if attributes else None
         if item is None:
             return
@@ -193,25 +196,75 @@ def table_snapshot(table: str) -> frozenset[str]:
     return frozenset(json.dumps(item.to_json(), sort_keys=True, default=repr) for item in found[0].all_items())
 
 
-class DeleteTap:
-    """Wraps moto's `DeleteItem` so that every effective delete is recorded inside the serialized request."""
+class _HandlerTap:
+    """Wraps one request method of moto's `DynamoHandler` while in use (`wrap` makes the wrapper)."""
+
+    method = ""
 
     def __init__(self, truth: TableTruth) -> None:
         self._truth = truth
         self._original: Any = None
 
     def __enter__(self) -> TableTruth:
-        original = DynamoHandler.delete_item
-        truth = self._truth
+        self._original = getattr(DynamoHandler, self.method)
+        setattr(DynamoHandler, self.method, self.wrap(self._original, self._truth))
+        return self._truth
 
+    def __exit__(self, *_exc: object) -> None:
+        setattr(DynamoHandler, self.method, self._original)
+
+    @staticmethod
+    def wrap(original: Any, truth: TableTruth) -> Any:
+        raise NotImplementedError
+
+
+class DeleteTap(_HandlerTap):
+    """Wraps moto's `DeleteItem` so that every effective delete is recorded inside the serialized request."""
+
+    method = "delete_item"
+
+    @staticmethod
+    def wrap(original: Any, truth: TableTruth) -> Any:
         def delete_item(handler: Any) -> Any:
             answer = original(handler)
             truth.record_delete(answer)
             return answer
 
-        self._original = original
-        DynamoHandler.delete_item = delete_item  # type: ignore[method-assign]
-        return truth
+        return delete_item
 
-    def __exit__(self, *_exc: object) -> None:
-        DynamoHandler.delete_item = self._original  # type: ignore[method-assign]
+
+class TransactionDeleteTap(_HandlerTap):
+    """Wraps moto's `TransactWriteItems` so that a message a committed transaction removed without putting any
+    message item (an ack committed with the caller's own writes, `delete_transact_items`) is recorded as a delete.
+    A transaction that puts one moves a message (to the DLQ, back from it, into another queue): not a delete."""
+
+    method = "transact_write_items"
+
+    @staticmethod
+    def wrap(original: Any, truth: TableTruth) -> Any:
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        kinds = (f"{STANDARD_MESSAGES}#", f"{FIFO_MESSAGES}#", f"{DEAD_LETTERS}#")
+
+        def transact_write_items(handler: Any) -> Any:
+            actions = handler.body.get("TransactItems", [])
+            put = [str(entry.get("Put", {}).get("Item", {}).get("pk", {}).get("S", "")) for entry in actions]
+            named = []
+            for entry in [] if any(pk.startswith(kinds) for pk in put) else actions:
+                delete = entry.get("Delete")
+                if delete is None:
+                    continue
+                table = handler.dynamodb_backend.get_table(delete["TableName"])
+                key = delete["Key"]
+                named.append((table, DynamoType(key[table.hash_key_attr]), DynamoType(key[table.range_key_attr])))
+            before = [
+                (table, hash_key, range_key, table.get_item(hash_key, range_key))
+                for table, hash_key, range_key in named
+            ]
+            answer = original(handler)
+            for table, hash_key, range_key, item in before:
+                if item is not None and table.get_item(hash_key, range_key) is None:
+                    truth.record_removed(item.to_json()["Attributes"])
+            return answer
+
+        return transact_write_items
