@@ -1,0 +1,370 @@
+"""Scenarios that each need one clause of a conditional write of the store: without that clause the scenario
+fails (`python -m tests.reliability.ablation`, docs/testing.md)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from queue_core import QueueClient, ReceiptHandleStale, ReceivedMessage, TableLayoutMismatch, keys
+from queue_core.layout import CURRENT_LAYOUT
+from queue_core.store.write import serialize
+from queue_core.subqueue import SubQueue
+
+from tests.conftest import TABLE, FakeClock
+from tests.core.answers import Interleave, LostAnswer, attached, expression_has
+from tests.index_lag import IndexLag
+
+
+def test_a_claim_with_no_visibility_applied_twice_by_the_sdk_counts_one_receive(
+    client: QueueClient, dynamodb: object
+) -> None:
+    """With a visibility of 0 the message is visible again as soon as it is claimed: the SDK's repeat of the very
+    claim after a lost answer must fail on the claim's own token, not count a second receive."""
+    client.create_queue("jobs")
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+
+    with attached(dynamodb, LostAnswer("UpdateItem", expression_has("ADD receive_count"))) as lost:
+        [first] = jobs.receive(visibility_timeout=0)
+    [second] = jobs.receive()
+
+    assert lost.lost == 1
+    assert (first.receive_count, second.receive_count) == (1, 2)
+
+
+def test_a_late_delete_by_a_fifo_dlq_handle_leaves_its_group_held_by_the_claim_that_took_it_since(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A's claim of a FIFO DLQ's group runs out and B's takes the group and its dead letter; A's delete removes
+    nothing, and gives back nothing of B's claim: B still holds the group, and makes its hold longer."""
+    client.create_queue("jobs.fifo", max_receive_count=1)
+    queue = client.queue("jobs.fifo", "c")
+    queue.send("work", group_id="g")
+    queue.receive(visibility_timeout=0)
+    clock.advance(1)
+    assert queue.receive() == []  # past its receive limit: to the DLQ
+    [first] = queue.dlq_receive(1, visibility_timeout=30)
+    clock.advance(31)
+    [second] = queue.dlq_receive(1, visibility_timeout=30)
+
+    assert queue.dlq_delete(first.receipt_handle) is False
+
+    queue.dlq_change_visibility(second.receipt_handle, 60)
+    clock.advance(45)
+    assert queue.dlq_receive(1, visibility_timeout=30) == [], "B still holds the group"
+    assert queue.dlq_delete(second.receipt_handle) is True
+
+
+def _dead_letters_of_one_group(client: QueueClient, clock: FakeClock, *bodies: str) -> SubQueue:
+    """A FIFO queue whose group `g` has `bodies` in its DLQ, in that order."""
+    client.create_queue("jobs.fifo", max_receive_count=1)
+    queue = client.queue("jobs.fifo", "c")
+    for body in bodies:
+        queue.send(body, group_id="g")
+    queue.receive(max_messages=10, visibility_timeout=0)
+    clock.advance(1)
+    assert queue.receive(max_messages=10) == []  # past their receive limit: to the DLQ
+    return queue
+
+
+def test_a_fifo_dlq_group_stays_held_until_the_latest_time_of_the_dead_letters_its_claim_still_holds(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A claim holds x and y until 30 s; x's handle makes its hold 60 s, y's makes its own 5 s, then x is
+    deleted. The claim still holds y, so the group is held until 60 s (the latest time asked while it held
+    others), never by y's shorter time nor by the claim's first; then the next receive takes y."""
+    queue = _dead_letters_of_one_group(client, clock, "x", "y")
+    x, y = queue.dlq_receive(10, visibility_timeout=30)
+    queue.dlq_change_visibility(x.receipt_handle, 60)
+    queue.dlq_change_visibility(y.receipt_handle, 5)
+    assert queue.dlq_delete(x.receipt_handle) is True
+
+    clock.advance(10)
+    assert queue.dlq_receive(10) == [], "held until 60 s, not until y's 5 s"
+    clock.advance(30)
+    assert queue.dlq_receive(10) == [], "held until 60 s, not until the claim's first 30 s"
+    clock.advance(21)
+    assert [dead.message.body for dead in queue.dlq_receive(10)] == ["y"]
+
+
+def test_a_fifo_dlq_claim_of_one_dead_letter_frees_its_group_at_the_shorter_time_its_handle_asks(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    queue = _dead_letters_of_one_group(client, clock, "x")
+    [x] = queue.dlq_receive(1, visibility_timeout=30)
+    queue.dlq_change_visibility(x.receipt_handle, 5)
+
+    clock.advance(6)
+    assert [dead.message.body for dead in queue.dlq_receive(1)] == ["x"]
+
+
+def test_a_stale_fifo_dlq_handle_moves_nothing_while_the_next_claim_takes_the_group(
+    client: QueueClient, clock: FakeClock, dynamodb: object
+) -> None:
+    """A's claim runs out; B's receive takes the group and, before it stamps the dead letter, A's handle asks
+    for more time. The group is B's: A's handle is stale, and B gets the dead letter."""
+    queue = _dead_letters_of_one_group(client, clock, "x")
+    [first] = queue.dlq_receive(1, visibility_timeout=30)
+    clock.advance(31)
+    late: list[BaseException | None] = []
+
+    def a_asks_for_more_time() -> None:
+        try:
+            queue.dlq_change_visibility(first.receipt_handle, 1)
+            late.append(None)
+        except ReceiptHandleStale as error:
+            late.append(error)
+
+    stamp = expression_has("SET dlq_tok = :tok")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(a_asks_for_more_time), stamp)):
+        second = queue.dlq_receive(1, visibility_timeout=30)
+
+    assert [type(outcome) for outcome in late] == [ReceiptHandleStale]
+    assert [dead.message.body for dead in second] == ["x"]
+
+
+def _elsewhere(action: Callable[[], None]) -> None:
+    """`action` on a thread of its own, as another process would run it; waited for."""
+    thread = threading.Thread(target=action)
+    thread.start()
+    thread.join()
+
+
+def test_a_fifo_message_cancelled_while_held_leaves_its_groups_count_once_when_its_holder_deletes_it_too(
+    client: QueueClient,
+) -> None:
+    """One claim holds x and y; x is cancelled by its id (counted out of the group then), and its holder's delete
+    finds it gone: that delete counts nothing again. The group still counts z, and delivers it."""
+    client.create_queue("jobs.fifo")
+    queue = client.queue("jobs.fifo", "c")
+    for body in ("x", "y", "z"):
+        queue.send(body, group_id="g")
+    x, y = queue.receive(max_messages=2)
+
+    assert queue.cancel(x.message_id) is True
+    queue.delete(x.receipt_handle)
+    queue.delete(y.receipt_handle)
+
+    assert queue.stats().visible == 1
+    assert [message.body for message in queue.receive(max_messages=10)] == ["z"]
+
+
+def test_a_fifo_group_given_back_with_a_longer_delay_after_a_shorter_one_waits_for_the_longer(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """One claim holds three messages: the first is given back for 10 s, the second for 100 s, the third is
+    deleted. The group waits for the longest delay asked, whichever came first."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    for body in ("first", "second", "third"):
+        jobs.send(body, group_id="g")
+    first, second, third = jobs.receive(max_messages=3)
+
+    jobs.release(first.receipt_handle, delay_seconds=10)
+    jobs.release(second.receipt_handle, delay_seconds=100)
+    jobs.delete(third.receipt_handle)
+
+    clock.advance(11)
+    assert jobs.receive(max_messages=2) == []
+    clock.advance(90)
+    assert [message.body for message in jobs.receive(max_messages=2)] == ["first", "second"]
+
+
+def test_a_late_delete_by_a_fifo_claim_that_ran_out_leaves_the_next_claims_lock_alone(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A holds x, y and z and runs out of time; B takes the group with x and y. A's late delete of z (taken by
+    nobody since) must not count towards B's claim: B's delete of x leaves the group locked while B holds y."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    for body in ("x", "y", "z"):
+        jobs.send(body, group_id="g")
+    _, _, z = jobs.receive(max_messages=3)
+    clock.advance(31)
+    x, _ = jobs.receive(max_messages=2)
+
+    jobs.delete(z.receipt_handle)
+    jobs.delete(x.receipt_handle)
+
+    assert jobs.receive(max_messages=10) == [], "B still holds y"
+
+
+def test_a_redriven_message_past_its_new_retention_is_not_claimed_from_its_earlier_lifes_index_entry(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A message goes to the DLQ and back after its queue's retention was cut to a minute: its new life ends
+    sooner than its first. A receive whose lagging index still shows the first life's entry (same key, its later
+    expiry) must not deliver it past the new retention."""
+    client.create_queue("jobs", retention_seconds=3600)
+    jobs = client.queue("jobs", "c")
+    sent = jobs.send("work")
+    with IndexLag(2):  # the index two changes behind: the move's removal and the redrive's entry not in it yet
+        assert jobs.move_to_dlq(sent.message_id)
+        client.update_queue("jobs", retention_seconds=60)
+        assert jobs.redrive() == 1
+        clock.advance(61)
+
+        assert jobs.receive() == []
+
+
+def test_a_standard_claim_raced_by_another_receive_never_counts_a_receive_past_the_limit(
+    client: QueueClient, dynamodb: object
+) -> None:
+    """A receive reads the message at its first receive of two allowed; before its claim lands, another receive
+    takes the last one. The first claim must fail: no third receive."""
+    client.create_queue("jobs", max_receive_count=2, visibility_timeout=0)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    jobs.receive()
+    got: list[ReceivedMessage] = []
+
+    def another_receive() -> None:
+        got.extend(jobs.receive())
+
+    claim = expression_has("ADD receive_count")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(another_receive), claim)):
+        got.extend(jobs.receive())
+
+    assert [message.receive_count for message in got] == [2]
+
+
+def test_a_redriven_message_is_not_removed_for_the_expiry_its_earlier_lifes_index_entry_shows(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A message goes to the DLQ and back after its queue's retention grew: its new life ends later than its
+    first. A receive whose lagging index still shows the first life's entry, past its expiry, must leave the
+    message in place, and it is delivered once the index catches up."""
+    client.create_queue("jobs", retention_seconds=60)
+    jobs = client.queue("jobs", "c")
+    sent = jobs.send("work")
+    with IndexLag(2) as index:  # the move's removal and the redrive's entry not in the index yet
+        clock.advance(1)
+        assert jobs.move_to_dlq(sent.message_id)
+        client.update_queue("jobs", retention_seconds=3600)
+        assert jobs.redrive() == 1
+        clock.advance(61)
+
+        assert jobs.receive() == []
+        with index.settled():
+            assert [message.body for message in jobs.receive()] == ["work"]
+
+
+def test_a_fifo_group_whose_old_place_is_current_again_after_everything_of_it_expired_takes_sends_there(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A group moves to a second shard and back to the first after its messages are gone; once everything of it
+    has expired (the layouts it lived under dropped by the sweep), the mark its first move left where it is now
+    placed is only an item TTL has not removed yet: a send starts the group there afresh."""
+    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
+    client.create_queue("jobs.fifo", shards=1)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("first", group_id=group)
+    client.update_queue("jobs.fifo", shards=2)
+    clock.advance(60)
+    [first] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    jobs.send("second", group_id=group)  # moves the group to the second shard, marking its first place
+    client.update_queue("jobs.fifo", shards=1)
+    clock.advance(60)
+    [second] = jobs.receive()
+    jobs.delete(second.receipt_handle)
+    clock.advance(10 * 24 * 3600)
+    client.sweep()
+
+    jobs.send("third", group_id=group)
+
+    assert [message.body for message in jobs.receive()] == ["third"]
+
+
+def test_a_send_by_another_process_to_a_fifo_group_whose_messages_all_expired_goes_on_from_its_last_sequence(
+    client: QueueClient, clock: FakeClock, dynamodb: object
+) -> None:
+    """Everything of a group has expired, its items not yet removed by TTL. A process that never sent to it
+    guesses a new group, and learns its last sequence from the refusal: the message is stored after it, never
+    under a sequence the group handed out already."""
+    client.create_queue("jobs.fifo", retention_seconds=60)
+    client.queue("jobs.fifo", "c").send("old", group_id="g")
+    clock.advance(3 * 24 * 3600)  # past its retention, its time in a DLQ and the longest dedup window
+    jobs = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+
+    sent = jobs.send("new", group_id="g")
+
+    assert (sent.duplicate, int(sent.sequence)) == (False, 2)
+    assert [message.body for message in jobs.receive()] == ["new"]
+
+
+def test_a_fifo_send_placed_before_its_group_moved_follows_the_group_to_its_new_place(
+    client: QueueClient, clock: FakeClock, dynamodb: object
+) -> None:
+    """A process that never sent to the group places its send by the shard count in force; before the send
+    lands, the count's change takes effect and another send moves the group to its new shard. The late send
+    must follow the group there, after that send, not start the group again at its old place."""
+    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
+    client.create_queue("jobs.fifo", shards=1)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("first", group_id=group)
+    [first] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    client.update_queue("jobs.fifo", shards=2)
+    late = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+
+    def the_group_moves() -> None:
+        clock.advance(60)
+        jobs.send("second", group_id=group)
+
+    with attached(dynamodb, Interleave("TransactWriteItems", lambda: _elsewhere(the_group_moves))):
+        late.send("third", group_id=group)
+
+    received = jobs.receive(max_messages=10)
+    assert [message.body for message in received] == ["second", "third"]
+    assert [int(message.sequence) for message in received] == [2, 3]
+
+
+def _layout_record(dynamodb: Any, **attributes: Any) -> None:
+    """The table's layout record as an earlier or another release left it: none, or these attributes."""
+    dynamodb.delete_item(TableName=TABLE, Key=serialize(keys.layout_key()))
+    if attributes:
+        dynamodb.put_item(TableName=TABLE, Item=serialize({**keys.layout_key(), **attributes}))
+
+
+@pytest.mark.parametrize("recorded", [None, 1], ids=["no record", "layout 1"])
+def test_a_migration_that_another_run_finishes_before_it_begins_stops_and_says_so(
+    client: QueueClient, clock: FakeClock, dynamodb: Any, recorded: int | None
+) -> None:
+    """Two runs of `dq migrate` read the table at its old layout; the second finishes before the first records
+    its start. The first must stop (run it again), not start a migration of a table already upgraded."""
+    _layout_record(dynamodb, **({"layout": recorded, "written_by": "0.1.0"} if recorded else {}))
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+
+    begin = expression_has("SET migrating_to")
+    with (
+        attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(other.migrate), begin)),
+        pytest.raises(TableLayoutMismatch),
+    ):
+        client.migrate()
+
+    found = client.table_layout()
+    assert (found.layout, found.migrating_to) == (CURRENT_LAYOUT, None)
+
+
+def test_a_migration_that_another_release_starts_to_another_layout_before_it_begins_stops_and_says_so(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A run reads a table with no record; before it records its start, a run of another release records its
+    own migration to a later layout. The first must stop, leaving the other's migration as it is."""
+    _layout_record(dynamodb)
+
+    def another_release_begins() -> None:
+        _layout_record(dynamodb, migrating_to=CURRENT_LAYOUT + 1, migrating_by="99.0.0")
+
+    begin = expression_has("SET migrating_to")
+    with (
+        attached(dynamodb, Interleave("UpdateItem", another_release_begins, begin)),
+        pytest.raises(TableLayoutMismatch),
+    ):
+        client.migrate()
+
+    assert client.table_layout().migrating_to == CURRENT_LAYOUT + 1
