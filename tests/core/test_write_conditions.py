@@ -8,7 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from queue_core import QueueClient, ReceiptHandleStale, ReceivedMessage, TableLayoutMismatch, keys
+from queue_core import (
+    MessageNotFound,
+    QueueClient,
+    ReceiptHandleStale,
+    ReceivedMessage,
+    TableLayoutMismatch,
+    keys,
+)
 from queue_core.layout import CURRENT_LAYOUT
 from queue_core.store.write import serialize
 from queue_core.subqueue import SubQueue
@@ -368,3 +375,89 @@ def test_a_migration_that_another_release_starts_to_another_layout_before_it_beg
         client.migrate()
 
     assert client.table_layout().migrating_to == CURRENT_LAYOUT + 1
+
+
+def _two_held(client: QueueClient, attempt: str | None = None) -> tuple[SubQueue, list[ReceivedMessage]]:
+    """A FIFO queue whose group `g` holds m1 and m2, both taken by one receive (under `attempt`, when given)."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    for body in ("m1", "m2"):
+        jobs.send(body, group_id="g")
+    held = jobs.receive_attempt(attempt, max_messages=10) if attempt else jobs.receive(max_messages=10)
+    assert [message.body for message in held] == ["m1", "m2"]
+    return jobs, held
+
+
+def test_a_receive_repeated_after_its_holder_gave_one_of_its_messages_back_is_a_new_receive(
+    client: QueueClient,
+) -> None:
+    """m1 of a claim of two is given back with visibility 0 (parked: still the claim's, its group's lock
+    untouched). SQS answers a repeat only while none of its messages was modified: the repeat is a new receive,
+    which finds the group held for m2."""
+    jobs, [m1, _] = _two_held(client, attempt="poll-1")
+    jobs.change_visibility(m1.receipt_handle, 0)
+
+    assert jobs.receive_attempt("poll-1", max_messages=10) == []
+
+
+def test_a_receive_repeated_for_a_message_an_earlier_claim_had_given_back_answers_it_again(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """m1 was given back with visibility 0 by an earlier claim of two (its item says so), then taken by a receive
+    under an attempt id. A repeat of that receive answers m1 again, with the same handle: the earlier claim's
+    give-back is no modification of this one's."""
+    jobs, [m1, m2] = _two_held(client)
+    jobs.change_visibility(m1.receipt_handle, 0)
+    jobs.delete(m2.receipt_handle)
+    clock.advance(1)
+    [again] = jobs.receive_attempt("poll-2")
+
+    repeat = jobs.receive_attempt("poll-2")
+
+    assert [(message.body, message.receipt_handle) for message in repeat] == [("m1", again.receipt_handle)]
+
+
+def test_a_visibility_of_zero_for_a_fifo_message_cancelled_while_held_finds_it_gone_and_writes_nothing(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A claim holds m1 and m2; m1 is cancelled by its id. Its handle's visibility of 0 finds no message: it
+    says so, and leaves no item where m1 was."""
+    jobs, [m1, m2] = _two_held(client)
+    assert jobs.cancel(m1.message_id) is True
+    before = _items(dynamodb)
+
+    with pytest.raises(MessageNotFound):
+        jobs.change_visibility(m1.receipt_handle, 0)
+
+    assert _items(dynamodb) == before
+    jobs.delete(m2.receipt_handle)
+    assert jobs.stats().visible == 0
+
+
+def _items(dynamodb: Any) -> list[dict[str, Any]]:
+    return sorted(dynamodb.scan(TableName=TABLE)["Items"], key=lambda item: (item["pk"]["S"], item["sk"]["S"]))
+
+
+def test_a_receive_repeated_while_the_next_claim_takes_the_group_is_a_new_receive(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's claim of m1 runs out; B's receive locks the group and, before it takes m1, A repeats its receive with
+    its attempt id. m1 still names A's claim, but the group is B's: A's repeat is a new receive (nothing), and m1
+    goes to B alone."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("m1", group_id="g")
+    jobs.receive_attempt("poll-a")
+    clock.advance(31)
+    repeat: list[ReceivedMessage] = []
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+
+    def a_repeats() -> None:
+        repeat.extend(other.receive_attempt("poll-a"))
+
+    take = expression_has("ADD receive_count :one, marks :one")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(a_repeats), take)):
+        second = jobs.receive()
+
+    assert [message.body for message in second] == ["m1"]
+    assert repeat == []

@@ -23,7 +23,9 @@ clause is *killed* when one of them fails, and *survives* when all pass.
 `python -m tests.reliability.ablation` runs it all (long: every survivor runs every test that reaches it);
 `--list` prints the clauses, `--only TEXT` keeps the clauses whose name holds TEXT, `--jobs N` runs N clauses at
 once, `--tests` names another test set, `--record FILE` keeps the first run's recording (and uses it when FILE
-exists). The table goes to stdout, the figures to `--out` as JSON. It is not part of `make test`.
+exists), `--leave-out TEST` leaves a test out of the recording, so out of every clause's run (the longest tests,
+run once with the survivors removed instead: docs/testing.md). The table goes to stdout, the figures to `--out` as
+JSON. It is not part of `make test`.
 """
 
 from __future__ import annotations
@@ -456,17 +458,24 @@ class Runner:
     timeout: int = 900
 
     def run(
-        self, tests: list[str], env: dict[str, str], budget: float | None = None, first_failure: bool = True
+        self,
+        tests: list[str],
+        env: dict[str, str],
+        budget: float | None = None,
+        first_failure: bool = True,
+        options: list[str] | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """(what the plugin wrote, whether the run ran out of `budget` seconds). Only `tests` run, in that order;
-        all of their files when `tests` are files."""
+        all of their files when `tests` are files. `options`: more of pytest's."""
         listing = self.work / f"tests-{os.getpid()}-{time.monotonic_ns()}.json"
         if any("::" in test for test in tests):
             listing.write_text(json.dumps(tests))
             env = {**env, ENV_TESTS: str(listing)}
         paths = sorted({test.split("::", 1)[0] for test in tests})
         try:
-            return _pytest(paths, env, self.work, budget, first_failure, self.timeout, shown=not first_failure)
+            return _pytest(
+                [*(options or []), *paths], env, self.work, budget, first_failure, self.timeout, shown=not first_failure
+            )
         finally:
             listing.unlink(missing_ok=True)
 
@@ -501,9 +510,11 @@ def _pytest(
         result.unlink(missing_ok=True)
 
 
-def record(paths: list[str], runner: Runner) -> dict[str, Any]:
-    """The first run: every test of `paths`, its outcome and time, and the conditions each named write sent."""
-    answer, _ = runner.run(paths, {ENV_RECORD: "1"}, first_failure=False)
+def record(paths: list[str], runner: Runner, leave_out: Iterable[str] = ()) -> dict[str, Any]:
+    """The first run: every test of `paths` but `leave_out` (test ids), its outcome and time, and the conditions
+    each named write sent. A test left out here is in no clause's run."""
+    options = [f"--deselect={test}" for test in leave_out]
+    answer, _ = runner.run(paths, {ENV_RECORD: "1"}, first_failure=False, options=options)
     if not answer:
         raise SystemExit("the recording run wrote nothing: run the test set by hand to see why")
     return answer
@@ -583,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="*", default=list(TEST_SET), help="the test set (default: %(default)s)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds a test may take (default 900)")
     parser.add_argument("--record", type=Path, help="a recording to use (written there when missing)")
+    parser.add_argument(
+        "--leave-out", action="append", default=[], help="a test id the recording leaves out (repeatable)"
+    )
     parser.add_argument("--out", type=Path, help="the outcomes as JSON, rewritten after each clause")
     options = parser.parse_args(argv)
 
@@ -602,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
             recorded = json.loads(options.record.read_text())
         else:
             print(f"recording the conditions sent by {' '.join(options.tests)}", file=sys.stderr, flush=True)
-            recorded = record(options.tests, runner)
+            recorded = record(options.tests, runner, options.leave_out)
             if options.record is not None:
                 options.record.write_text(json.dumps(recorded))
         failing = {test for test, seen in recorded["tests"].items() if seen["outcome"] == "failed"}
