@@ -134,6 +134,8 @@ FUNCTION_OF = {
     "sweep": "sweeper",
     "migrate": "sweeper",
 }
+# Extensions followed by work past the first visibility (inside the extended one).
+SLOW_AFTER_EXTENSION = 0.25
 REPLAY_SHARE = 0.25  # invocations that also send kept handles again
 LOST_ANSWERS = 0.3  # receives with an attempt id whose answer is lost on its way: sent again by the caller
 # A key is hot in a window of queue time with this many refusals; hot this long without growth is reported.
@@ -312,14 +314,33 @@ class Process:
         context.inner_pool.shutdown(wait=False)
 
 
+@dataclass(frozen=True)
+class Risk:
+    """What a kill (or a failure) during a call may leave held with nobody to hold it: `count` messages or groups
+    of the ledger's `name`, until `until` (ms), or, for claims the call itself makes or extends, `seconds` from when
+    it is killed or fails, if later: a claim is written some time after the call begins (a receive reads first, and
+    every worker's calls move the clock meanwhile), and lasts from its write."""
+
+    name: str
+    count: int
+    until: int
+    seconds: int = 0
+
+    def left(self, now_ms: int) -> tuple[str, int, int]:
+        """The phantom it leaves at `now_ms`: (ledger name, count, until when)."""
+        later = now_ms + self.seconds * 1000 + SKEW_MS if self.seconds else 0
+        return (self.name, self.count, max(self.until, later))
+
+
 @dataclass
 class Invocation:
-    """One invocation of a function on a container; `risk` is what a kill during the current call may leave held
-    with nobody to hold it: (ledger name, messages or groups, until when)."""
+    """One invocation of a function on a container; `risk` is what a kill during the current call may leave held.
+    It stays set until the call ends, across the containers the caller's SDK sends it to after a kill: each one
+    killed in it may leave its own."""
 
     kind: str
     process: Process
-    risk: tuple[str, int, int] | None = None
+    risk: Risk | None = None
     used: list[Process] = field(default_factory=list)
 
 
@@ -619,8 +640,7 @@ class FleetRun:
             process.killed_counted = True
             self.kills[(invocation.kind, process.writes)] += 1
             if invocation.risk is not None:
-                self.phantoms.append(invocation.risk)
-                invocation.risk = None
+                self.phantoms.append(invocation.risk.left(self.now_ms()))
             if invocation.kind == "sweep":
                 # A sweep holds a stuck FIFO group while it tidies its head: killed then, the hold runs out.
                 until = self.now_ms() + 2 * VISIBILITY * 1000
@@ -683,7 +703,9 @@ class FleetRun:
                 self.stored_at[message.queue].append(self.clock())
                 self.figures["sent"] += 1
             since = self.uncertain_since.get(message.label)
-            if since is not None and (not deduplicated or ended >= since + DEDUP_WINDOW_SECONDS * 1000):
+            # The window counts on the storing container's clock, and is read on the next sender's: up to
+            # `SKEW_MS` apart.
+            if since is not None and (not deduplicated or ended + SKEW_MS >= since + DEDUP_WINDOW_SECONDS * 1000):
                 self.figures["stored again after an uncertain send"] += 1
                 self.extra_copies[message.label] += 1
 
@@ -812,7 +834,7 @@ class FleetRun:
         now = self.now_ms()
         for hold in holds:
             self.ledger.settling(hold, now)
-        risk = (holds[0].sub_queue, len(holds), max(hold.lock.ends_hi for hold in holds) + SKEW_MS)
+        risk = Risk(holds[0].sub_queue, len(holds), max(hold.lock.ends_hi for hold in holds) + SKEW_MS)
         if not self._risked(invocation, risk, call):
             return False
         if deleting:
@@ -823,12 +845,12 @@ class FleetRun:
     def _extend(self, invocation: Invocation, hold: Hold, call: Callable[[], Any], seconds: int) -> bool:
         before = self.now_ms()
         self.ledger.extending(hold, before, seconds)
-        if not self._risked(invocation, (hold.sub_queue, 1, before + seconds * 1000 + SKEW_MS), call):
+        if not self._risked(invocation, Risk(hold.sub_queue, 1, before + seconds * 1000 + SKEW_MS, seconds), call):
             return False
         self.ledger.extended(hold, before - SKEW_MS, self.now_ms() + SKEW_MS, seconds)
         return True
 
-    def _risked(self, invocation: Invocation, risk: tuple[str, int, int], call: Callable[[], Any]) -> bool:
+    def _risked(self, invocation: Invocation, risk: Risk, call: Callable[[], Any]) -> bool:
         """Whether `call` succeeded. A stale handle's call fails holding nothing; any other failure (and a kill,
         which leaves `risk` on the invocation) may leave `risk` held: (ledger name, how many, until when)."""
         invocation.risk = risk
@@ -841,7 +863,7 @@ class FleetRun:
             self._add(f"settle error {error.code}")
             self._add("settle errors")
             with self._lock:
-                self.phantoms.append(risk)
+                self.phantoms.append(risk.left(self.now_ms()))
             succeeded = False
         else:
             succeeded = True
@@ -861,7 +883,7 @@ class FleetRun:
         name = f"{queue}/{CLIENT}"
         want = rng.randint(1, 4)
         before = self.now_ms()
-        invocation.risk = (name, want, before + VISIBILITY * 1000 + SKEW_MS)
+        invocation.risk = Risk(name, want, before + VISIBILITY * 1000 + SKEW_MS, VISIBILITY)
         lost = self._answers_lost(invocation)
         try:
             messages = sub.receive(max_messages=want, visibility_timeout=VISIBILITY)
@@ -913,6 +935,11 @@ class FleetRun:
                 self._add("extensions")
                 if not self._extend(invocation, hold, call(f"{over}visibility 60", [hold]), 60):
                     return
+                if rng.random() < SLOW_AFTER_EXTENSION:
+                    # It works past its first visibility, inside the extended one: nobody else may claim it
+                    # meanwhile, and its delete then still holds.
+                    self._add("slow after an extension")
+                    self._slow(VISIBILITY + 1)
             elif roll < 0.28:
                 self._add("slow consumers")
                 self._slow(VISIBILITY + 1)
@@ -1019,7 +1046,7 @@ class FleetRun:
             want = request["MaxNumberOfMessages"]
             moves = self.moves_begun[_source_of(name)] if dead else 0
             before = self.now_ms()
-            invocation.risk = (name, want, before + visibility * 1000 + SKEW_MS)
+            invocation.risk = Risk(name, want, before + visibility * 1000 + SKEW_MS, visibility)
             first: dict[str, Any] | None = None
             first_after = 0
             try:
@@ -1277,7 +1304,8 @@ class FleetRun:
         visibility = int(issued.request["VisibilityTimeout"])
         self._add("replayed attempt ids")
         before = self.now_ms()
-        invocation.risk = (name, int(issued.request["MaxNumberOfMessages"]), before + visibility * 1000 + SKEW_MS)
+        want = int(issued.request["MaxNumberOfMessages"])
+        invocation.risk = Risk(name, want, before + visibility * 1000 + SKEW_MS, visibility)
         answer = self._sqs(invocation, rng, "receive_message", **issued.request)
         after = self.now_ms()
         invocation.risk = None
