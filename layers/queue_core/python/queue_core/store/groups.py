@@ -137,7 +137,8 @@ def extend(key: Key, token: str, visible_at: int, held: int = 1) -> Write:
     so a spent handle of a claim that still holds the group moves nothing), and marks it `changed`: a repeat of
     the receive that made the claim no longer answers it (`hold_again`). While other messages of the claim are out
     (`held` > 1, fewer than `held - 1` done) the lock only ever grows: a failed condition whose old item is ours and
-    later already is that, nothing to do."""
+    later already is that, nothing to do. `acked` is absent until the claim's first ack, and the size of an absent
+    attribute is no number (moto, and so `dq local`, refuses the whole request): its existence is checked first."""
     values: dict[str, Any] = {
         ":at": visible_at,
         ":gsk": keys.index_sk(visible_at, key["sk"]),
@@ -146,7 +147,7 @@ def extend(key: Key, token: str, visible_at: int, held: int = 1) -> Write:
     }
     condition = "tok = :tok"
     if held > 1:
-        condition += " AND (available_at < :at OR size(acked) >= :others)"
+        condition += " AND (available_at < :at OR (attribute_exists(acked) AND size(acked) >= :others))"
         values[":others"] = held - 1
     return update(key, "SET available_at = :at, gsi1sk = :gsk, changed = :one", values, condition=condition)
 
