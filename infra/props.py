@@ -49,6 +49,10 @@ REMOVAL_POLICIES: Final = (
 )
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARN", "ERROR")
 EMAIL_PATTERN: Final = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+# DynamoDB capacity modes: "on_demand" (pay per request) or "provisioned" (units an hour, with auto scaling).
+CAPACITY_MODES: Final = ("on_demand", "provisioned")
+# Application Auto Scaling's target tracking for DynamoDB: a target utilization of 20 % to 90 %.
+TARGET_UTILIZATION_PERCENT: Final = (20, 90)
 # KMS "Key ARN": arn:{partition}:kms:{region}:{account}:key/{key id}.
 KMS_KEY_ARN_PATTERN: Final = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}")
 
@@ -73,6 +77,21 @@ class DynamoQueueProps:
     # A customer managed KMS key (its ARN) that encrypts the table and the bodies bucket instead; the functions may
     # use it, and the SQS protocol reports it as every queue's `KmsMasterKeyId`.
     encryption_key_arn: str | None = None
+    # Capacity: "on_demand" (the default: pay per request, no planning, bursts to the table quota at once) or
+    # "provisioned": the table and its index each get read and write units an hour, kept by auto scaling at
+    # `capacity_target_utilization` percent of what they consume, between a floor and a ceiling each. Cheaper for
+    # a steady load (README, "What it costs"); a burst past the provisioned units is throttled until auto scaling
+    # catches up (minutes), and never past the ceilings.
+    capacity: str = "on_demand"
+    capacity_target_utilization: int = 70
+    min_read_capacity: int = 5
+    max_read_capacity: int = 1_000
+    min_write_capacity: int = 5
+    max_write_capacity: int = 1_000
+    index_min_read_capacity: int = 5
+    index_max_read_capacity: int = 1_000
+    index_min_write_capacity: int = 5
+    index_max_write_capacity: int = 1_000
 
     # Functions. `layer_dependencies=False` builds a layer of the project's own packages alone, for looking at
     # the layer's layout without installing wheels. `architecture` is "arm64" (Graviton, cheaper per second) or
@@ -125,6 +144,7 @@ class DynamoQueueProps:
             problems.append("table_name must be 3-255 characters of letters, digits, '_', '-' and '.'")
         if self.encryption_key_arn is not None and not KMS_KEY_ARN_PATTERN.fullmatch(self.encryption_key_arn):
             problems.append("encryption_key_arn must be a KMS key's ARN (arn:aws:kms:{region}:{account}:key/{id})")
+        problems += self._capacity_problems()
         if self.removal_policy not in REMOVAL_POLICIES:
             problems.append(
                 f"removal_policy must be RETAIN, DESTROY or RETAIN_ON_UPDATE_OR_DELETE, not {self.removal_policy}"
@@ -180,6 +200,32 @@ class DynamoQueueProps:
         if self.alarm_email is not None and not EMAIL_PATTERN.fullmatch(self.alarm_email):
             problems.append(f"alarm_email {self.alarm_email!r} is not an email address")
         return problems
+
+    def _capacity_problems(self) -> list[str]:
+        problems = []
+        if self.capacity not in CAPACITY_MODES:
+            problems.append(f"capacity must be one of {', '.join(CAPACITY_MODES)}, not {self.capacity!r}")
+        low, high = TARGET_UTILIZATION_PERCENT
+        if not low <= self.capacity_target_utilization <= high:
+            problems.append(f"capacity_target_utilization must be {low}-{high} (auto scaling's range), in percent")
+        for floor, ceiling in self.capacity_bounds.values():
+            if floor < 1 or ceiling < floor:
+                problems.append(f"capacity floors and ceilings need 1 <= floor <= ceiling (min {floor}, max {ceiling})")
+        return problems
+
+    @property
+    def capacity_bounds(self) -> dict[str, tuple[int, int]]:
+        """Auto scaling's (floor, ceiling) of each provisioned dimension, in units: table and index, read and write."""
+        return {
+            "read": (self.min_read_capacity, self.max_read_capacity),
+            "write": (self.min_write_capacity, self.max_write_capacity),
+            "index_read": (self.index_min_read_capacity, self.index_max_read_capacity),
+            "index_write": (self.index_min_write_capacity, self.index_max_write_capacity),
+        }
+
+    @property
+    def provisioned(self) -> bool:
+        return self.capacity == "provisioned"
 
     @property
     def wants_alarm_topic(self) -> bool:

@@ -32,6 +32,12 @@ from infra.props import CONTEXT_PREFIX, DynamoQueueProps
 from tests.infra.synth import Synthesized, synthesize
 from tests.infra.worst_case import WorstCase
 
+CAPACITY_BOUNDS: Final = tuple(
+    f"{prefix}{side}_{kind}_capacity"
+    for prefix in ("", "index_")
+    for side in ("min", "max")
+    for kind in ("read", "write")
+)
 # Each setting's two extremes, as `-c dynamo-queue:<field>=<value>` gives them. Settings without an order
 # (booleans, enums, names) put one value on each side, so the two sets together deploy every choice that
 # changes which resources exist. DESTROY takes the unprotected table it requires.
@@ -41,6 +47,9 @@ EXTREMES: Final[dict[str, tuple[str, str]]] = {
     "deletion_protection": ("false", "true"),
     "table_encryption": ("DEFAULT", "CUSTOMER_MANAGED"),
     "encryption_key_arn": ("none", "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"),
+    "capacity": ("on_demand", "provisioned"),
+    "capacity_target_utilization": ("20", "90"),
+    **{bound: ("1", "40000") for bound in CAPACITY_BOUNDS},
     "memory_size_mb": ("128", "10240"),
     "architecture": ("x86_64", "arm64"),
     "layer_dependencies": ("false", "true"),
@@ -63,7 +72,20 @@ EXTREMES: Final[dict[str, tuple[str, str]]] = {
     "alarm_topic": ("false", "true"),
     "alarm_email": ("none", "o" * 64 + "@" + "e" * 60 + ".example.com"),
 }
-COMPANIONS: Final = {("removal_policy", "DESTROY"): {"deletion_protection": "false"}}
+COMPANIONS: Final = {
+    ("removal_policy", "DESTROY"): {"deletion_protection": "false"},
+    # A floor at its highest takes its ceiling along, a ceiling at its lowest its floor; both on a provisioned table.
+    **{
+        (f"{prefix}min_{kind}_capacity", "40000"): {f"{prefix}max_{kind}_capacity": "40000", "capacity": "provisioned"}
+        for prefix in ("", "index_")
+        for kind in ("read", "write")
+    },
+    **{
+        (f"{prefix}max_{kind}_capacity", "1"): {f"{prefix}min_{kind}_capacity": "1", "capacity": "provisioned"}
+        for prefix in ("", "index_")
+        for kind in ("read", "write")
+    },
+}
 DEPLOYMENTS: Final[dict[str, dict[str, str]]] = {
     "defaults": {},
     "lower": {field: lower for field, (lower, _) in EXTREMES.items()},
@@ -502,15 +524,23 @@ def test_index_projections_are_valid(deployment: Deployment) -> None:
     assert projected <= 100
 
 
-def test_table_is_on_demand_with_no_provisioned_throughput(deployment: Deployment) -> None:
+def test_table_capacity_fits_its_billing_mode(deployment: Deployment) -> None:
     """ "AWS::DynamoDB::Table" (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/
     aws-resource-dynamodb-table.html): with PAY_PER_REQUEST, ProvisionedThroughput may not be given for the
-    table or any index."""
+    table or any index; with PROVISIONED (the default billing mode), the table and every index need it. "Managing
+    throughput capacity automatically with DynamoDB auto scaling": a target utilization of 20-90 %, a minimum at
+    least 1 and not above the maximum."""
     _, table = _table(deployment)
-    assert table["BillingMode"] == "PAY_PER_REQUEST"
-    assert "ProvisionedThroughput" not in table
-    for index in table.get("GlobalSecondaryIndexes", []):
-        assert "ProvisionedThroughput" not in index
+    provisioned = deployment.props.provisioned
+    assert table.get("BillingMode", "PROVISIONED") == ("PROVISIONED" if provisioned else "PAY_PER_REQUEST")
+    for part in (table, *table.get("GlobalSecondaryIndexes", [])):
+        assert ("ProvisionedThroughput" in part) == provisioned
+    targets = deployment.properties("AWS::ApplicationAutoScaling::ScalableTarget").values()
+    assert len(targets) == (2 + 2 * len(table.get("GlobalSecondaryIndexes", [])) if provisioned else 0)
+    for target in targets:
+        assert 1 <= target["MinCapacity"] <= target["MaxCapacity"]
+    for policy in deployment.properties("AWS::ApplicationAutoScaling::ScalingPolicy").values():
+        assert 20 <= policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] <= 90
 
 
 def test_table_name_and_deletion_fit_dynamodb(deployment: Deployment) -> None:
