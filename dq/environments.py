@@ -27,9 +27,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Final
 
-REPO_ROOT: Final = Path(__file__).resolve().parents[1]
-FUNCTIONS_DIR: Final = REPO_ROOT / "functions"
-LAYER_DIR: Final = REPO_ROOT / "layers" / "queue_core" / "python"
+# The deployed functions' handlers: `dq/functions` links to the checkout's `functions/` and the wheel ships a copy
+# of them there, so `dq local` runs the same handlers from a checkout and from `pip install 'dynamo-queue[local]'`.
+FUNCTIONS_DIR: Final = Path(__file__).resolve().parent / "functions"
+# The layer's packages in a checkout; an installed package imports them from site-packages instead.
+LAYER_DIR: Final = Path(__file__).resolve().parents[1] / "layers" / "queue_core" / "python"
 
 # The deployed functions' timeouts: the poller outlasts a 20 s long poll, the sweeper a full sweep.
 TIMEOUT_SECONDS: Final = {
@@ -78,7 +80,7 @@ def _run_environment(function: str, environ: Mapping[str, str], connection: Conn
     stop. Ctrl-C is the server's to handle; the server ends its environments."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.update(environ)
-    sys.path[:0] = [str(FUNCTIONS_DIR / function), str(LAYER_DIR)]
+    sys.path[:0] = [str(FUNCTIONS_DIR / function), *([str(LAYER_DIR)] if LAYER_DIR.is_dir() else [])]
     try:
         handler = importlib.import_module("handler").lambda_handler
     except BaseException:

@@ -120,7 +120,9 @@ class LocalServer:
         and the sweeper schedule."""
         missing = [name for name in FUNCTIONS if not (FUNCTIONS_DIR / name / "handler.py").is_file()]
         if missing:
-            raise LocalServerError(f"no handler for {', '.join(missing)} under {FUNCTIONS_DIR}: run from a checkout")
+            raise LocalServerError(
+                f"no handler for {', '.join(missing)} under {FUNCTIONS_DIR}: reinstall dynamo-queue[local]"
+            )
         consumers = _load_consumers(self.consumer_options)
         self._http = _bind(self.port, self)
         self.port = self._http.server_address[1]

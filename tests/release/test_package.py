@@ -7,12 +7,16 @@ versions installed are the pins of requirements*.txt (given to pip as constraint
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,8 +62,10 @@ def _pins() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(*command: str | Path, env: dict[str, str] | None = None) -> str:
-    result = subprocess.run([str(part) for part in command], capture_output=True, text=True, env=env, timeout=300)
+def _run(*command: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+    result = subprocess.run(
+        [str(part) for part in command], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
     assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
     return result.stdout
 
@@ -128,3 +134,77 @@ def test_the_wheel_alone_sends_receives_and_deletes_then_its_cli_extra_runs_dq(
     assert _run(dq, "--version", env=env) == f"dq {__version__} (table layout 2)\n"
     listed = _run(dq, "--table", "package-check", "--dynamodb-endpoint", dynamodb_endpoint, "queues", "ls", env=env)
     assert "orders" in listed
+
+
+def _site_packages(python: str | Path) -> str:
+    return _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
+
+
+def test_the_wheels_local_extra_runs_dq_local_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
+    """`pip install 'dynamo-queue[local]'` gives a `dq local` that serves the API from anywhere: the handlers it
+    runs ship in the wheel. Offline: the extra's dependencies are this venv's own (a `.pth` line lends its
+    site-packages to the new venv, where only the wheel is installed), and each is checked against what the
+    wheel's `[local]` extra asks for."""
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", "--without-pip", venv)
+    python = venv / "bin" / "python"
+    (Path(_site_packages(python)) / "lent.pth").write_text(_site_packages(sys.executable) + "\n")
+    pip = (sys.executable, "-m", "pip", "--python", python)
+    _run(*pip, "install", "--quiet", "--no-index", "--no-deps", "--ignore-installed", wheel)
+    _run(python, "-c", EXTRA_SATISFIED, "local")
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    port, dynamodb_port = _free_port(), _free_port()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    log = tmp_path / "dq-local.log"
+    command = [venv / "bin" / "dq", "local", "--port", port, "--dynamodb-port", dynamodb_port, "--sweep-interval", 0]
+    with log.open("wb") as out:
+        server = subprocess.Popen([str(part) for part in command], cwd=work, env=env, stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 60
+        while "Ctrl-C stops." not in log.read_text(errors="replace"):
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.1)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/queues/from-the-wheel", method="PUT")
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 201 and json.loads(answer.read())["name"] == "from-the-wheel"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    where = _run(
+        python, "-c", "import dq.environments as e, queue_api; print(e.FUNCTIONS_DIR, queue_api.__file__)", cwd=work
+    )
+    assert str(REPO_ROOT) not in where and all(path.startswith(str(venv)) for path in where.split()), where
+
+
+# Run in the new venv with the extra's name: each requirement of the extra (and of the extras it names) is met
+# by an installed distribution, at a version in the range the wheel declares.
+EXTRA_SATISFIED = textwrap.dedent(
+    """
+    import importlib.metadata as metadata
+    import sys
+
+    from packaging.requirements import Requirement
+
+    def met(extra, seen=()):
+        for line in metadata.requires("dynamo-queue"):
+            requirement = Requirement(line)
+            if requirement.marker is None or not requirement.marker.evaluate({"extra": extra}):
+                continue
+            if requirement.name == "dynamo-queue":
+                for inner in requirement.extras - set(seen):
+                    met(inner, (*seen, extra))
+                continue
+            installed = metadata.version(requirement.name)
+            assert requirement.specifier.contains(installed, prereleases=True), (line, installed)
+
+    met(sys.argv[1])
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
