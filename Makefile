@@ -68,10 +68,17 @@ stress-loop: install
 bench: install
 	$(PY) -m bench.run
 
-# The wheel and the sdist of the package, in dist/ (the version is queue_core/version.py's).
-dist: install
+# The wheel and the sdist of the package, in dist/ (the version is queue_core/version.py's). Building needs only
+# the build front end and backend, at requirements-dev.txt's pins: not the development toolchain.
+DIST_STAMP := $(VENV)/.dist-installed
+$(DIST_STAMP): $(PY) requirements-dev.txt
+	@echo "make dist: installing the build backend into $(VENV): $$(grep -E '^(build|setuptools)==' requirements-dev.txt | tr '\n' ' ')"
+	$(PIP) install --quiet $$(grep -E '^(build|setuptools)==' requirements-dev.txt)
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)
 	rm -rf dist build
-	$(PY) -m build --sdist --wheel --outdir dist .
+	$(PY) -m build --quiet --no-isolation --sdist --wheel --outdir dist .
 	rm -rf build
 	@ls -1 dist
 
