@@ -67,6 +67,7 @@ ENV_REMOVE = "QUEUE_ABLATION_REMOVE"
 ENV_RECORD = "QUEUE_ABLATION_RECORD"
 ENV_TESTS = "QUEUE_ABLATION_TESTS"
 ENV_RESULT = "QUEUE_ABLATION_RESULT"
+ENV_PLAN = "QUEUE_ABLATION_PLAN"
 
 
 # ---- Condition expressions: parse, name the clauses, remove one -------------------------------------------------
@@ -440,6 +441,8 @@ class Outcome:
     # Tests left out of this clause's run: (test, why).
     flaky: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    # With a cap (`--cap`), how many of its tests the clause's runs got to; 0: all of them.
+    tried: int = 0
 
     @property
     def verdict(self) -> str:
@@ -447,7 +450,9 @@ class Outcome:
             return "no test reaches it"
         if self.killed_by:
             return f"killed by {self.killed_by}"
-        return "survived" if self.removals else "survived (never removed: check the clause's matching)"
+        if not self.removals:
+            return "survived (never removed: check the clause's matching)"
+        return f"survived its first {self.tried} of {self.tests} tests" if self.tried else "survived"
 
 
 @dataclass
@@ -464,9 +469,11 @@ class Runner:
         budget: float | None = None,
         first_failure: bool = True,
         options: list[str] | None = None,
+        shown: bool | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """(what the plugin wrote, whether the run ran out of `budget` seconds). Only `tests` run, in that order;
-        all of their files when `tests` are files. `options`: more of pytest's."""
+        all of their files when `tests` are files. `options`: more of pytest's; `shown`: its output on stderr (by
+        default only for a run to the end)."""
         listing = self.work / f"tests-{os.getpid()}-{time.monotonic_ns()}.json"
         if any("::" in test for test in tests):
             listing.write_text(json.dumps(tests))
@@ -474,10 +481,34 @@ class Runner:
         paths = sorted({test.split("::", 1)[0] for test in tests})
         try:
             return _pytest(
-                [*(options or []), *paths], env, self.work, budget, first_failure, self.timeout, shown=not first_failure
+                [*(options or []), *paths],
+                env,
+                self.work,
+                budget,
+                first_failure,
+                self.timeout,
+                shown=not first_failure if shown is None else shown,
             )
         finally:
             listing.unlink(missing_ok=True)
+
+    def run_plan(self, plan: list[dict[str, Any]], recorded: dict[str, Any]) -> list[dict[str, Any]]:
+        """Runs the pairs of `plan` (test, clause removed or None) in one test process, in that order; once a pair
+        of a `group` marked `stop` fails, the group's later pairs are skipped. Each pair comes back with `ran`,
+        `failed`, `reason`, `removals` and `seconds`."""
+        listing = self.work / f"plan-{os.getpid()}-{time.monotonic_ns()}.json"
+        listing.write_text(json.dumps(plan))
+        tests = list(dict.fromkeys(pair["test"] for pair in plan))
+        budget = 2 * self.timeout + 4 * sum(recorded["tests"][pair["test"]]["duration"] for pair in plan)
+        try:
+            answer, timed_out = self.run(
+                tests, {ENV_PLAN: str(listing)}, budget=budget, first_failure=False, shown=False
+            )
+        finally:
+            listing.unlink(missing_ok=True)
+        if timed_out or "plan" not in answer:
+            raise SystemExit(f"a run of {len(plan)} pairs {'ran out of time' if timed_out else 'wrote nothing'}")
+        return answer["plan"]
 
     def fails(self, test: str, env: dict[str, str]) -> bool:
         answer, timed_out = self.run([test], env, budget=self.timeout + 600)
@@ -576,6 +607,78 @@ def ablate(clause: Clause, recorded: dict[str, Any], runner: Runner, failing: se
     return outcome
 
 
+def _capped(tests: list[str], recorded: dict[str, Any], cap: float | None) -> list[str]:
+    """The first of `tests` (cheapest first) whose recorded times add up to `cap` seconds; at least one."""
+    if cap is None:
+        return tests
+    kept: list[str] = []
+    spent = 0.0
+    for test in tests:
+        spent += recorded["tests"][test]["duration"]
+        if kept and spent > cap:
+            break
+        kept.append(test)
+    return kept
+
+
+def ablate_together(
+    clauses: list[Clause], recorded: dict[str, Any], runner: Runner, failing: set[str], cap: float | None = None
+) -> list[Outcome]:
+    """The same verdicts as `ablate`, every clause in one test process per round instead of several processes
+    per clause (a test process's start costs more than most tests): a round runs each pending clause's tests,
+    cheapest first, up to its first failure; a second process runs each failing test again with the removal and
+    without it, one after the other. Confirmed, the clause is killed; otherwise the test is left out as in
+    `ablate` and the clause's next round goes on from the test after it. With `cap`, a clause runs only its
+    cheapest tests up to `cap` recorded seconds (the verdict says how many)."""
+    outcomes = {clause: Outcome(clause) for clause in clauses}
+    queue: dict[Clause, list[str]] = {}
+    for clause in clauses:
+        tests = _selected(recorded, clause, failing)
+        queue[clause] = _capped(tests, recorded, cap)
+        outcomes[clause].tests = len(tests)
+        outcomes[clause].tried = len(queue[clause]) if len(queue[clause]) < len(tests) else 0
+    pending = [clause for clause in clauses if queue[clause]]
+    while pending:
+        plan = [
+            {"group": index, "clause": clause.to_json(), "test": test, "stop": True}
+            for index, clause in enumerate(pending)
+            for test in queue[clause]
+        ]
+        ran = runner.run_plan(plan, recorded)
+        suspects: list[tuple[Clause, str, str]] = []
+        for index, clause in enumerate(pending):
+            pairs = [pair for pair in ran if pair["group"] == index and pair.get("ran")]
+            outcomes[clause].removals += sum(pair["removals"] for pair in pairs)
+            outcomes[clause].seconds += sum(pair["seconds"] for pair in pairs)
+            failed = next((pair for pair in pairs if pair["failed"]), None)
+            if failed is None:
+                queue[clause] = []
+                continue
+            queue[clause] = queue[clause][queue[clause].index(failed["test"]) + 1 :]
+            suspects.append((clause, failed["test"], failed["reason"]))
+        confirm = [
+            {"group": 2 * index + alone, "clause": clause.to_json() if not alone else None, "test": test}
+            for index, (clause, test, _) in enumerate(suspects)
+            for alone in (0, 1)
+        ]
+        again = {pair["group"]: pair for pair in runner.run_plan(confirm, recorded)} if confirm else {}
+        for index, (clause, test, reason) in enumerate(suspects):
+            with_removal, without = again[2 * index], again[2 * index + 1]
+            outcomes[clause].seconds += with_removal["seconds"] + without["seconds"]
+            if with_removal["failed"] and not without["failed"]:
+                outcomes[clause].killed_by, outcomes[clause].reason = test, reason
+                queue[clause] = []
+            elif not with_removal["failed"]:
+                outcomes[clause].flaky.append((test, f"failed with the removal ({reason}), then passed with it"))
+            else:
+                failing.add(test)
+                outcomes[clause].flaky.append((test, "fails without the removal too"))
+        pending = [clause for clause in pending if queue[clause]]
+        for clause in pending:
+            queue[clause] = [test for test in queue[clause] if test not in failing]
+    return [outcomes[clause] for clause in clauses]
+
+
 def _row(outcome: Outcome) -> str:
     clause = outcome.clause
     place = f" (in `{clause.within}`)" if clause.within else ""
@@ -591,6 +694,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="clauses whose name holds this text (repeatable)")
     parser.add_argument("--list", action="store_true", help="print the clauses and stop")
     parser.add_argument("--jobs", type=int, default=1, help="clauses run at once (default 1)")
+    parser.add_argument(
+        "--together", action="store_true", help="all clauses in one test process per round (see ablate_together)"
+    )
+    parser.add_argument("--cap", type=float, help="with --together: each clause's tests up to these recorded seconds")
     parser.add_argument("--tests", nargs="*", default=list(TEST_SET), help="the test set (default: %(default)s)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds a test may take (default 900)")
     parser.add_argument("--record", type=Path, help="a recording to use (written there when missing)")
@@ -636,8 +743,13 @@ def main(argv: list[str] | None = None) -> int:
                 _write(options.out, outcomes, time.monotonic() - started)
             return outcome
 
-        with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-            ordered = list(pool.map(run, clauses))
+        if options.together:
+            ordered = ablate_together(clauses, recorded, runner, failing, options.cap)
+            for outcome in ordered:
+                print(f"{outcome.clause.name}: {outcome.verdict}", file=sys.stderr, flush=True)
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
+                ordered = list(pool.map(run, clauses))
         elapsed = time.monotonic() - started
 
     killed = sum(1 for outcome in ordered if outcome.killed_by)

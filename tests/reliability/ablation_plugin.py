@@ -3,9 +3,10 @@
 Inert unless the environment asks: `QUEUE_ABLATION_REMOVE` (a clause, as JSON) drops that clause from every
 condition its write builds, with the expression values only the clause used; `QUEUE_ABLATION_RECORD` records which
 named write sent which condition in which test; `QUEUE_ABLATION_TESTS` (a JSON file of test ids) runs those tests
-alone, in that order; `QUEUE_ABLATION_RESULT` is where the outcome goes. A write is named by the function of
-`queue_core.store` that built its `Write` (`messages.claim`, `groups.ack`): what was built, not what was sent, so
-a write of a transaction is named as well as one sent alone.
+alone, in that order; `QUEUE_ABLATION_PLAN` (a JSON file of pairs: a test, a clause or none) runs each test once
+per pair with that clause removed (`ablate_together`); `QUEUE_ABLATION_RESULT` is where the outcome goes. A write
+is named by the function of `queue_core.store` that built its `Write` (`messages.claim`, `groups.ack`): what was
+built, not what was sent, so a write of a transaction is named as well as one sent alone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import os
 import sys
 import threading
+import time
 from types import FrameType
 from typing import Any
 
@@ -21,6 +23,7 @@ import pytest
 from queue_core.store.write import Write
 
 from tests.reliability.ablation import (
+    ENV_PLAN,
     ENV_RECORD,
     ENV_REMOVE,
     ENV_RESULT,
@@ -47,6 +50,8 @@ class _Ablation:
         self.sent: dict[str, set[tuple[str, str]]] = {}
         self.tests: dict[str, dict[str, Any]] = {}
         self.failed: list[tuple[str, str]] = []
+        self.plan: list[dict[str, Any]] | None = None
+        self.pair_failure: str | None = None
         self._lock = threading.Lock()
         self._original = Write.__init__
 
@@ -85,6 +90,8 @@ class _Ablation:
     def result(self) -> dict[str, Any]:
         passed = sum(1 for test in self.tests.values() if test["outcome"] == "passed")
         answer: dict[str, Any] = {"passed": passed, "failed": self.failed, "removals": self.removals}
+        if self.plan is not None:
+            answer["plan"] = self.plan
         if self.recording:
             answer["tests"] = self.tests
             answer["writes"] = {test: sorted(sent) for test, sent in self.sent.items()}
@@ -131,6 +138,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = kept
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """With a plan, each of its pairs runs its test once, its clause removed; the pairs of a group marked `stop`
+    end at the group's first failure. The test's fixtures are set up and torn down for each pair."""
+    plan_file = os.environ.get(ENV_PLAN)
+    if _ablation is None or not plan_file or session.testsfailed or session.config.option.collectonly:
+        return None
+    with open(plan_file) as listing:
+        plan: list[dict[str, Any]] = json.load(listing)
+    items = {item.nodeid: item for item in session.items}
+    stopped: set[int] = set()
+    for pair in plan:
+        item = items.get(pair["test"])
+        if item is None or pair["group"] in stopped:
+            pair.update(ran=False)
+            continue
+        _ablation.removing = Clause.from_json(pair["clause"]) if pair["clause"] else None
+        _ablation.pair_failure = None
+        removals, started = _ablation.removals, time.monotonic()
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=None)
+        failed = _ablation.pair_failure is not None
+        pair.update(
+            ran=True,
+            failed=failed,
+            reason=_ablation.pair_failure or "",
+            removals=_ablation.removals - removals,
+            seconds=time.monotonic() - started,
+        )
+        if failed and pair.get("stop"):
+            stopped.add(pair["group"])
+    _ablation.removing = None
+    _ablation.plan = plan
+    return True
+
+
 def pytest_runtest_logstart(nodeid: str) -> None:
     if _ablation is not None:
         _ablation.current = nodeid
@@ -142,6 +184,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     seen = _ablation.tests.setdefault(report.nodeid, {"outcome": "passed", "duration": 0.0})
     seen["duration"] += report.duration
     if report.failed:
+        if _ablation.pair_failure is None:
+            lines = [line for line in report.longreprtext.splitlines() if line.strip()]
+            _ablation.pair_failure = lines[-1][:300] if lines else report.when
         if seen["outcome"] != "failed":
             lines = [line for line in report.longreprtext.splitlines() if line.strip()]
             _ablation.failed.append((report.nodeid, lines[-1][:300] if lines else report.when))

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import re
 
-from tests.reliability.ablation import STORE, Clause, all_clauses, clauses_of, conditions, parse, placeholders, without
+from tests.reliability.ablation import (
+    STORE,
+    Clause,
+    _capped,
+    all_clauses,
+    clauses_of,
+    conditions,
+    parse,
+    placeholders,
+    without,
+)
 
 
 def test_the_ablation_finds_every_conditional_write_of_the_store_and_reads_each_condition_whole() -> None:
@@ -55,3 +65,11 @@ def test_the_and_of_a_between_belongs_to_its_clause() -> None:
     clauses = clauses_of("w", "a BETWEEN :lo AND :hi AND NOT contains(b, :c)")
 
     assert [clause.text for clause in clauses] == ["a BETWEEN :lo AND :hi", "NOT contains(b, :c)"]
+
+
+def test_a_cap_keeps_the_cheapest_tests_up_to_its_seconds_and_at_least_one() -> None:
+    recorded = {"tests": {"a": {"duration": 2.0}, "b": {"duration": 3.0}, "c": {"duration": 1.0}}}
+
+    assert _capped(["a", "b", "c"], recorded, 5.0) == ["a", "b"]
+    assert _capped(["b", "a"], recorded, 1.0) == ["b"]
+    assert _capped(["a", "b", "c"], recorded, None) == ["a", "b", "c"]
