@@ -7,6 +7,7 @@ terminal's width. Human output goes through Rich, which drops colours by itself 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,9 @@ from rich.text import Text
 
 SPARK_BLOCKS: Final = "▁▂▃▄▅▆▇█"
 BODY_PREVIEW: Final = 60
+# The width a table is laid out in when stdout is no terminal and no COLUMNS is set (a pipe, a file): wide enough
+# that no header is cut and no row is split, so `dq queues ls | grep` sees whole lines.
+PIPE_WIDTH: Final = 10_000
 STAT_COLUMNS: Final = (
     ("visible", "depth"),
     ("in_flight", "in flight"),
@@ -31,7 +35,7 @@ class Output:
 
     def __init__(self, as_json: bool = False) -> None:
         self.as_json = as_json
-        self.console = Console(highlight=False)
+        self.console = Console(highlight=False, width=None if _terminal_width_known() else PIPE_WIDTH)
         self.errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
     def document(self, data: Any) -> None:
@@ -61,6 +65,11 @@ class Output:
 
     def error(self, code: str, message: str) -> None:
         self.errors.print(error_text(code, message))
+
+
+def _terminal_width_known() -> bool:
+    """Whether stdout has a width to fit: a terminal, or COLUMNS given. A pipe has none; Rich would take 80."""
+    return sys.stdout.isatty() or "COLUMNS" in os.environ
 
 
 def error_text(code: str, message: str) -> Text:

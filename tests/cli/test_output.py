@@ -113,3 +113,30 @@ def test_a_queue_shows_its_shard_count_and_whether_it_follows_the_load() -> None
     console.print(queues_table([{"name": "q", "shards": 4, "auto_shards": True}, {"name": "f", "shards": 2}]))
     rendered = console.file.getvalue()
     assert "4 auto" in rendered and " 2 " in rendered
+
+
+def test_a_pipe_gets_whole_columns_and_one_line_per_queue(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    """Through a pipe (no terminal, no COLUMNS) `dq queues ls` cut "visibility" to "visibili…" and split "max
+    receives" and "23 min ago" over two lines at Rich's default 80 columns."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    queues = [
+        {"name": f"a-queue-with-a-rather-long-name-{n}", "fifo": False, "visibility_timeout": 30, "shards": 1,
+         "max_receive_count": 5, "retention_seconds": 345_600, "delay_seconds": 0, "created_at": 1_000}
+        for n in range(3)
+    ]  # fmt: skip
+    Output().show(queues_table(queues))
+    lines = capsys.readouterr().out.splitlines()
+    assert "…" not in "".join(lines) and len(lines) == 4
+    assert lines[0].split() == [
+        "queue",
+        "type",
+        "visibility",
+        "max",
+        "receives",
+        "retention",
+        "delay",
+        "shards",
+        "created",
+    ]
+    monkeypatch.setenv("COLUMNS", "60")
+    assert Output().console.width == 60, "a width that is given is kept"

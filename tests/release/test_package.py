@@ -172,6 +172,9 @@ def test_the_wheels_local_extra_runs_dq_local_outside_the_checkout(wheel: Path, 
     finally:
         server.terminate()
         server.wait(timeout=10)
+    served = log.read_text()
+    assert "PUT /queues/from-the-wheel 201" in served
+    assert '"_aws"' not in served, "the request log has no CloudWatch EMF line (a ColdStart metric per function)"
     where = _run(
         python, "-c", "import dq.environments as e, queue_api; print(e.FUNCTIONS_DIR, queue_api.__file__)", cwd=work
     )

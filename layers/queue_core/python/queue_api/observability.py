@@ -109,6 +109,10 @@ logger = Logger(
 )
 tracer = Tracer(service=SERVICE, provider=LazyXRayProvider())
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+# Whether the handlers publish the ColdStart metric: not where metrics are switched off. Powertools prints that
+# metric's EMF line even under POWERTOOLS_METRICS_DISABLED (it bypasses the switch), which put one JSON line per
+# cold start into `dq local`'s request log.
+COLD_START_METRIC: Final = (os.getenv("POWERTOOLS_METRICS_DISABLED") or "false").lower() != "true"
 
 # Reads (stats, peek, get) publish no metric; that is expected, not worth a warning in every log stream.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
