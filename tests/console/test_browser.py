@@ -618,3 +618,22 @@ def test_an_operator_delays_filters_cancels_and_redrives(
     browser.find_element(By.CSS_SELECTOR, "#group-filter").send_keys(Keys.ENTER)
     until(browser, lambda d: rows(d) == {first, second}, "both groups again")
     api.delete_queue(fifo)
+
+
+# ---- what an operator met in an afternoon's use: each fixed, each kept fixed here ----------------------------
+
+
+def test_saving_an_automatic_queues_shards_row_keeps_it_automatic(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    """The row showed the count an automatic queue is at (`1`), and saving it sent `shards: 1`: sharding fixed."""
+    browser, queue = signed_in, "automatic"
+    api.create_queue(queue, {})
+    visit(browser, console, f"#/q/{queue}", "queue")
+    shown = browser.find_element(By.CSS_SELECTOR, "#setting-shards").get_attribute("value")
+    assert shown == "auto", shown
+    click(browser, "#setting-shards ~ button")
+    wait_text(browser, "#setting-shards-message", "saved")
+    assert api.get_queue(queue)["auto_shards"] is True
+    assert browser.find_element(By.CSS_SELECTOR, "#setting-shards").get_attribute("value") == "auto"
+    api.delete_queue(queue)

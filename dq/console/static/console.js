@@ -533,6 +533,12 @@ const EDITABLE = [
   ["max_message_bytes", "Largest body (bytes)"],
 ];
 
+// An automatic queue's shards read "auto" (its current count is in the queues table): saving the row as shown
+// keeps it automatic, where the count it is at would fix it there.
+function settingValue(described, key) {
+  return key === "shards" && described.auto_shards ? "auto" : described[key];
+}
+
 function queueView(root, queue) {
   const figures = h("div", {});
   const priorities = h("div", {});
@@ -598,7 +604,7 @@ function queueView(root, queue) {
       [h("p", { class: "muted" }, `${described.fifo ? "FIFO" : "Standard"} queue` + (described.content_based_dedup ? ", content-based dedup" : "") + ": fixed when it was created."),
       EDITABLE.filter(([key]) => key in described).map(([key, title]) => {
         const id = "setting-" + key;
-        const field = h("input", { id, name: key, type: key === "shards" ? "text" : "number", value: described[key] });
+        const field = h("input", { id, name: key, type: key === "shards" ? "text" : "number", value: settingValue(described, key) });
         const message = h("span", { class: "message", id: id + "-message", role: "status" });
         const save = h("button", { type: "button", class: "secondary", "aria-describedby": id + "-message" }, "Save");
         save.addEventListener("click", async () => {
@@ -609,7 +615,7 @@ function queueView(root, queue) {
             const changed = await api("POST", `/queues/${enc(queue)}/settings`, {
               [key]: /^-?\d+$/.test(raw) ? Number(raw) : raw,
             });
-            field.value = changed[key];
+            field.value = settingValue(changed, key);
             message.className = "message ok";
             message.textContent = "saved";
           } catch (error) {
