@@ -67,6 +67,19 @@ def _assets() -> dict[str, tuple[str, bytes]]:
     return found
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Threads that end with the server, and silent about browsers that hang up."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection the browser closed or reset before its answer (a tab closed, a page left while it loaded)
+        is no fault of the console: nothing to print. Anything else still prints its traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class ConsoleServer:
     """`start()`, then the console is served until `stop()`; `url` hands a browser's tab the secret."""
 
@@ -85,7 +98,7 @@ class ConsoleServer:
         self.port = port
         self.token = token or secrets.token_urlsafe(32)
         self._assets = _assets()
-        self._http: ThreadingHTTPServer | None = None
+        self._http: _QuietServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -99,10 +112,9 @@ class ConsoleServer:
 
     def start(self) -> ConsoleServer:
         try:
-            self._http = ThreadingHTTPServer((HOST, self.port), _handler_class(self))
+            self._http = _QuietServer((HOST, self.port), _handler_class(self))
         except OSError as error:
             raise ConsoleError(f"cannot listen on {HOST}:{self.port}: {error.strerror}") from None
-        self._http.daemon_threads = True
         self.port = self._http.server_address[1]
         self._thread = threading.Thread(target=self._http.serve_forever, name="dq-console", daemon=True)
         self._thread.start()

@@ -8,8 +8,10 @@ import http.client
 import json
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -225,3 +227,19 @@ def test_a_cookie_is_no_credential(console: ConsoleServer) -> None:
             assert request(console, "GET", path, {"Cookie": f"{name}={console.token}"})[0] == 403, (name, path)
     status, _, body = request(console, "GET", "/api/info", {"Authorization": f"Bearer {console.token}"})
     assert status == 200 and json.loads(body) == {"target": NOWHERE}
+
+
+def test_a_browser_that_drops_its_connection_prints_no_traceback(
+    console: ConsoleServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A tab closed or a page left mid-load resets its connections; the console's terminal is for its URL, not for
+    a BrokenPipeError's traceback each time."""
+    for _ in range(5):
+        with socket.create_connection(("127.0.0.1", console.port), timeout=5) as connection:
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+            connection.sendall(f"GET /console.js HTTP/1.1\r\nHost: 127.0.0.1:{console.port}\r\n\r\n".encode())
+            connection.recv(1)
+    time.sleep(0.5)  # the server's threads meet the reset as they write the rest
+    assert request(console, "GET", "/console.css")[0] == 200
+    printed = capfd.readouterr()
+    assert "Traceback" not in printed.err and "Error" not in printed.err, printed.err
