@@ -475,3 +475,58 @@ def test_a_shorter_visibility_for_one_of_several_held_fifo_messages_never_shorte
     clock.advance(31)
 
     assert jobs.receive(max_messages=10) == []
+
+
+def _dead_lettered_now(jobs: SubQueue) -> None:
+    """The queue's one message (a receive limit of 1) goes to the DLQ at the clock's present millisecond."""
+    jobs.receive(visibility_timeout=0)
+    assert jobs.receive() == []  # past its receive limit: to the DLQ
+
+
+def test_a_look_handle_of_a_dlq_copy_from_before_copy_ids_never_deletes_a_later_copy_of_the_same_time(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A DLQ copy written by a release before copies carried an id is named by its key and time alone. Its look
+    handle must not delete a later copy of the same message (redriven, dead-lettered again under the same key)
+    that another process's clock stamped with the same millisecond: the later copy has an id."""
+    client.create_queue("jobs", max_receive_count=1)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    _dead_lettered_now(jobs)
+    [item] = [item for item in dynamodb.scan(TableName=TABLE)["Items"] if "dlq_id" in item]
+    dynamodb.update_item(TableName=TABLE, Key={"pk": item["pk"], "sk": item["sk"]}, UpdateExpression="REMOVE dlq_id")
+    [look] = jobs.dlq_read()
+    assert jobs.redrive() == 1
+    _dead_lettered_now(jobs)  # the clock has not moved: the same moved_at
+
+    assert jobs.dlq_delete(look.receipt_handle) is False
+    assert [message.body for message in jobs.dlq_list()] == ["work"]
+
+
+def test_a_dlq_receive_of_a_copy_from_before_copy_ids_never_claims_a_later_copy_of_the_same_time(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A DLQ receive reads a copy written before copies carried an id; before its claim lands, another process
+    redrives the message and it is dead-lettered again under the same key, its clock stamping the same
+    millisecond. The claim must not take the later copy for the one it read: whatever the receive answers, its
+    handle deletes it."""
+    client.create_queue("jobs", max_receive_count=1)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    _dead_lettered_now(jobs)
+    [item] = [item for item in dynamodb.scan(TableName=TABLE)["Items"] if "dlq_id" in item]
+    dynamodb.update_item(TableName=TABLE, Key={"pk": item["pk"], "sk": item["sk"]}, UpdateExpression="REMOVE dlq_id")
+
+    def dead_lettered_again() -> None:
+        assert jobs.redrive() == 1
+        _dead_lettered_now(jobs)
+
+    claim = expression_has("SET dlq_tok = :tok")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(dead_lettered_again), claim)):
+        got = jobs.dlq_receive(1, visibility_timeout=30)
+
+    assert all(jobs.dlq_delete(dead.receipt_handle) for dead in got)
+    if not got:
+        [dead] = jobs.dlq_receive(1, visibility_timeout=30)
+        assert jobs.dlq_delete(dead.receipt_handle) is True
+    assert jobs.dlq_list() == []
