@@ -38,7 +38,8 @@ def test_the_readme_outbox_and_exactly_once_code_runs_as_printed(dynamodb: Any) 
     exec(compile(readme_code(), str(README), "exec"), namespace)
     consumer = namespace["consumer"]
     try:
-        order = dynamodb.get_item(TableName="shop-orders", Key={"pk": {"S": "order#o-1001"}})["Item"]
+        order_key = {"pk": {"S": f"order#{namespace['order_id']}"}}
+        order = dynamodb.get_item(TableName="shop-orders", Key=order_key)["Item"]
         assert order["cents"] == {"N": "4200"}
         assert revenue(dynamodb) == 4200, "the receive loop applied the first message's effect once"
         events = namespace["events"]

@@ -2,7 +2,8 @@
 `dq local` this test starts, each shown output checked (convention: tests/readme/blocks.py).
 
 Every block is one test, named by its line and section, so a failure names the block and a skipped block is
-reported with its reason. The blocks run once, in README order, in one session shared by these tests.
+reported with its reason. The blocks run in README order, in one session shared by these tests, each twice in a
+row: a reader who runs a block again (a copy-paste repeated, a script run twice) must not meet an error or a hang.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ RUN = [block for block in BLOCKS if block.language in RUNNABLE or block.marker =
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, str | None]]:
-    """Runs every block once, in order; each block's failure (or None) by its line."""
+    """Runs every block twice in a row, in order; each block's failure (or None) by its line."""
     terminal = Terminal(Path(tmp_path_factory.mktemp("readme")))
     results: dict[int, str | None] = {}
     try:
@@ -35,6 +36,11 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, str
                 results[block.line] = None
             except BlockFailed as failure:
                 results[block.line] = str(failure)
+                continue
+            try:
+                terminal.run(block, again=True)
+            except BlockFailed as failure:
+                results[block.line] = f"run a second time in a row, it failed:\n{failure}"
         failed = any(results.values())
         if failed:
             logs = terminal.background_logs()
