@@ -9,7 +9,7 @@ LOCAL_STAMP := $(VENV)/.local-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: dist install install-cdk local browser test stress-loop lint format openapi bench synth deploy destroy clean
+.PHONY: dist install install-cdk local browser screenshots test stress-loop lint format openapi bench synth deploy destroy clean
 
 $(PY):
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -57,6 +57,10 @@ format: install
 browser:
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || \
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+# The README's pictures of the console (docs/img/console/*.png), taken by its browser tests as they go.
+screenshots: install browser
+	DQ_CONSOLE_SCREENSHOTS=1 $(VENV)/bin/pytest tests/console/test_browser.py
 
 test: lint synth browser
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15

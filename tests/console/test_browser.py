@@ -5,6 +5,7 @@ of each view for the README. All in one module, so one Chromium serves them all.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -90,16 +91,31 @@ def accessibility(browser: WebDriver, view: str, report: dict[str, list[dict[str
     violations = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
         "axe.run(document, {resultTypes: ['violations']}).then("
-        "  (r) => done(r.violations.map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.length}))),"
+        "  (r) => done(r.violations.map((v) => ({"
+        "    id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' '))}))),"
         "  (e) => done([{id: 'axe-failed', impact: 'critical', nodes: String(e)}]));"
     )
     report[view] = violations
 
 
 def screenshot(browser: WebDriver, name: str) -> None:
+    """The README's picture of a view, written when `DQ_CONSOLE_SCREENSHOTS` is set (`make screenshots`): every
+    run would otherwise leave the checkout changed by pictures that differ only in their clock."""
+    if not os.environ.get("DQ_CONSOLE_SCREENSHOTS"):
+        return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
+    browser.execute_script(
+        "if (!document.querySelector('dialog[open]')) document.activeElement.blur(); window.scrollTo(0, 0)"
+    )
     browser.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+
+def confirm(browser: WebDriver, opener: str) -> None:
+    """Clicks a destructive action and says yes in the dialog it opens."""
+    click(browser, opener)
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "dialog[open] #dialog-confirm"), "the confirmation")
+    browser.find_element(By.CSS_SELECTOR, "dialog[open] #dialog-confirm").click()
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the confirmation to close")
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +220,7 @@ def test_an_operator_takes_a_queue_through_its_life(
     wait_text(browser, "#messages", "in flight until")
     assert stats(api, queue, client)["in_flight"] == 1
     browse_every_state(browser, api, queue, client, first)
-    click(browser, f'#looked [data-message="{first}"] [data-action=delete]')
+    confirm(browser, f'#looked [data-message="{first}"] [data-action=delete]')
     wait_text(browser, "#notice", f"Deleted {first}")
     assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
     with pytest.raises(TargetError, match="MessageNotFound"):
@@ -227,7 +243,7 @@ def test_an_operator_takes_a_queue_through_its_life(
     assert "Body stored\nin the item, as sent" in text_of(browser, "dl.detail")
     accessibility(browser, "message", report)
     screenshot(browser, "message")
-    click(browser, "#move-to-dlq")
+    confirm(browser, "#move-to-dlq")
     wait_text(browser, "#notice", f"Moved {second} to the DLQ")
     wait_text(browser, "dl.detail", "in the DLQ")
     assert stats(api, queue, client)["dlq"] == 1 and api.get(queue, client, second)["state"] == "dlq"
@@ -255,7 +271,8 @@ def test_an_operator_takes_a_queue_through_its_life(
 
     # The queues page: both queues with their figures, sortable and filterable.
     visit(browser, console, "#/", "queues")
-    wait_text(browser, f'#queues tr[data-queue="{queue}"]', "2")
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#view [data-figures="complete"]'), "the figures")
+    wait_text(browser, f'#queues tr[data-queue="{queue}"] td:nth-of-type(3)', "2")
     names = [row.get_attribute("data-queue") for row in browser.find_elements(By.CSS_SELECTOR, "#queues tbody tr")]
     assert names[:2] == ["journey", "neighbour"] or set(names) >= {"journey", "neighbour"}
     click(browser, "#queues button[data-sort=visible]")
@@ -277,17 +294,19 @@ def test_an_operator_takes_a_queue_through_its_life(
 
     # Purge the sub-queue, confirmed.
     visit(browser, console, f"#/q/{queue}/c/{client}", "client")
-    click(browser, "#purge")
-    browser.find_element(By.XPATH, "//button[normalize-space()='Yes, purge']").click()
+    confirm(browser, "#purge")
     wait_text(browser, "#notice", f"Purged 2 messages from {queue}/{client}")
     assert stats(api, queue, client) == {"visible": 0, "in_flight": 0, "delayed": 0, "dlq": 0}
 
     # Delete the queue, typing its name.
     visit(browser, console, f"#/q/{queue}", "queue")
-    delete = browser.find_element(By.CSS_SELECTOR, "#delete-queue button[type=submit]")
-    fill(browser, "#confirm-name", "journe")
+    click(browser, "#delete-queue")
+    delete = until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "dialog[open] #dialog-confirm"), "the dialog")[0]
+    fill(browser, "#dialog-typed", "journe")
     assert not delete.is_enabled()
-    fill(browser, "#confirm-name", queue)
+    fill(browser, "#dialog-typed", queue)
+    accessibility(browser, "delete-dialog", report)
+    screenshot(browser, "confirm")
     delete.click()
     loaded(browser, "queues")
     wait_text(browser, "#notice", f"Deleted queue {queue}")
@@ -295,7 +314,9 @@ def test_an_operator_takes_a_queue_through_its_life(
         api.get_queue(queue)
 
     serious = {view: [v for v in found if v["impact"] in SERIOUS] for view, found in report.items()}
-    assert set(report) == {"create", "client", "message", "dlq", "client-charts", "queue-charts", "queues", "queue"}
+    assert set(report) == {
+        *("create", "client", "message", "dlq", "client-charts", "queue-charts", "queues", "queue", "delete-dialog")
+    }
     assert not any(serious.values()), serious
 
 
@@ -541,11 +562,7 @@ def send(browser: WebDriver, sent: list[str], body: str, **fields: str) -> str:
 
 
 def choose_state(browser: WebDriver, value: str) -> None:
-    """Picks an option and tells the page as a browser tells it of a person's pick (`input`, then `change`): the
-    driver's click on an option fires only `change`."""
-    option = browser.find_element(By.CSS_SELECTOR, f"#state-filter option[value='{value}']")
-    option.click()
-    browser.execute_script("arguments[0].dispatchEvent(new Event('input', {bubbles: true}))", option)
+    browser.find_element(By.CSS_SELECTOR, f"#state-filter option[value='{value}']").click()
 
 
 def test_an_operator_delays_filters_cancels_and_redrives(
@@ -579,9 +596,8 @@ def test_an_operator_delays_filters_cancels_and_redrives(
 
     # Cancel one, confirmed.
     visit(browser, console, f"#/q/{queue}/c/{client}/m/{timed}", "message")
-    click(browser, "#cancel")
-    browser.find_element(By.XPATH, "//button[normalize-space()='Yes, cancel it']").click()
-    wait_text(browser, "#notice", f"Cancelled {timed}")
+    confirm(browser, "#delete-message")
+    wait_text(browser, "#notice", f"Deleted {timed}")
     with pytest.raises(TargetError, match="MessageNotFound"):
         api.get(queue, client, timed)
     assert api.stats(queue, client)["delayed"] == 1
@@ -632,8 +648,178 @@ def test_saving_an_automatic_queues_shards_row_keeps_it_automatic(
     visit(browser, console, f"#/q/{queue}", "queue")
     shown = browser.find_element(By.CSS_SELECTOR, "#setting-shards").get_attribute("value")
     assert shown == "auto", shown
+    assert text_of(browser, "#setting-shards-hint") == "now 1"
     click(browser, "#setting-shards ~ button")
     wait_text(browser, "#setting-shards-message", "saved")
     assert api.get_queue(queue)["auto_shards"] is True
     assert browser.find_element(By.CSS_SELECTOR, "#setting-shards").get_attribute("value") == "auto"
+    assert text_of(browser, "#setting-retention_seconds-hint") == "4 d"  # as `dq queues ls` prints it
+    visit(browser, console, "#/", "queues")
+    wait_text(browser, f'#queues tr[data-queue="{queue}"]', "1 auto")
     api.delete_queue(queue)
+
+
+def test_a_content_based_fifo_queue_is_created_with_its_retention_in_days(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    """Create offers content-based dedup (fixed once created) and takes the retention in days; a FIFO queue's pages
+    then show groups, and no priority anywhere (a FIFO queue has none)."""
+    browser, queue = signed_in, "by-content.fifo"
+    visit(browser, console, "#/create", "create")
+    assert not browser.find_element(By.CSS_SELECTOR, "#content_based_dedup").is_enabled()
+    fill(browser, "#name", queue)
+    click(browser, "#fifo")
+    click(browser, "#content_based_dedup")
+    fill(browser, "#retention", "2")
+    click(browser, "#create button[type=submit]")
+    loaded(browser, "queue")
+    created = api.get_queue(queue)
+    assert (created["fifo"], created["content_based_dedup"], created["retention_seconds"]) == (True, True, 172800)
+    wait_text(browser, "#page-actions", "content-based dedup")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#priorities")
+    visit(browser, console, f"#/q/{queue}/c/tenant-f", "client")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#priority-filter, #send-priority")
+    assert "Dedup id (empty: the body's hash)" in text_of(browser, "#send")
+    first = send(browser, [], "same body", group="g-1")
+    assert send(browser, [first], "same body", group="g-1") == f"Duplicate of {first}: nothing sent"
+    headers = until(browser, lambda d: [th.text for th in d.find_elements(By.CSS_SELECTOR, "#messages thead th")], "")
+    assert "Group" in headers and "Priority" not in headers, headers
+    api.delete_queue(queue)
+
+
+def test_sending_clears_the_form_and_a_delay_past_the_retention_names_the_real_limit(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    """A sent message leaves an empty form (a second click sends nothing twice); a delay the queue cannot keep is
+    refused with its own limit, the retention less 60 s, as `dq` says it; a send from the queue's page asks for
+    the client by name, offering the clients it has and SQS's `default`."""
+    browser, queue, client = signed_in, "sending", "tenant-s"
+    api.create_queue(queue, {"retention_seconds": 3600})
+    visit(browser, console, f"#/q/{queue}", "queue")
+    assert browser.find_element(By.CSS_SELECTOR, "#send-client").get_attribute("value") == "default"
+    assert "whose sub-queue gets it" in text_of(browser, "label[for=send-client]")
+    fill(browser, "#send-client", client)
+    sent = send(browser, [], "from the queue's page", dedup="once", attributes='{"a": "1"}')
+    assert api.get(queue, client, sent.split(" ")[0])["body"] == "from the queue's page"
+    for field in ("#send-body", "#send-dedup", "#send-attributes"):
+        assert browser.find_element(By.CSS_SELECTOR, field).get_attribute("value") == "", field
+    assert browser.find_element(By.CSS_SELECTOR, "#send-client").get_attribute("value") == client
+
+    visit(browser, console, f"#/q/{queue}/c/{client}", "client")
+    fill(browser, "#send-body", "too late")
+    fill(browser, "#send-delay", "2000000")
+    click(browser, "#send button[type=submit]")
+    wait_text(browser, "#send-result", "Delay must be from 0 to 3540 s: the queue's retention (3600 s, 1 h)")
+    assert api.stats(queue, client)["delayed"] == 0
+    api.delete_queue(queue)
+
+
+def test_destructive_actions_ask_first_and_the_keyboard_answers(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    """Deleting a message and moving it to the DLQ each ask in a dialog whose safe answer has the focus: Escape or
+    "Go back" changes nothing, the keyboard alone confirms. The notice of the move stays on its own page."""
+    browser, queue, client = signed_in, "careful", "tenant-k"
+    api.create_queue(queue, {})
+    kept = api.send(queue, client, {"body": "keep me"})["message_id"]
+    visit(browser, console, f"#/q/{queue}/c/{client}/m/{kept}", "message")
+    assert "Cancel" not in text_of(browser, "#page-actions")
+
+    browser.find_element(By.CSS_SELECTOR, "#delete-message").send_keys(Keys.ENTER)
+    dialog = until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the dialog")[0]
+    assert "cannot be undone" in dialog.text
+    assert browser.switch_to.active_element.get_attribute("id") == "dialog-back"
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "dialog[open]"), "Escape to close the dialog")
+    until(browser, lambda d: d.switch_to.active_element.get_attribute("id") == "delete-message", "the focus back")
+    click(browser, "#move-to-dlq")
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the dialog")
+    click(browser, "#dialog-back")
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "dialog[open]"), "Go back to close the dialog")
+    time.sleep(0.3)
+    assert api.get(queue, client, kept)["state"] == "visible"
+
+    confirm(browser, "#move-to-dlq")
+    wait_text(browser, "#notice", f"Moved {kept} to the DLQ")
+    assert api.get(queue, client, kept)["state"] == "dlq"
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#to-dlq"), "the message shown in the DLQ")
+    click(browser, "#to-dlq")
+    loaded(browser, "dlq")
+    assert text_of(browser, "#notice") == ""
+
+    gone = api.send(queue, client, {"body": "delete me"})["message_id"]
+    visit(browser, console, f"#/q/{queue}/c/{client}/m/{gone}", "message")
+    browser.find_element(By.CSS_SELECTOR, "#delete-message").send_keys(Keys.ENTER)
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "dialog[open]"), "the dialog")
+    browser.switch_to.active_element.send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.get_attribute("id") == "dialog-confirm"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_text(browser, "#notice", f"Deleted {gone}")
+    with pytest.raises(TargetError, match="MessageNotFound"):
+        api.get(queue, client, gone)
+    api.delete_queue(queue)
+
+
+def test_ids_stay_on_one_line_sparklines_have_a_scale_and_the_sort_an_arrow(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    browser, queue, client = signed_in, "narrow", "tenant-n"
+    api.create_queue(queue, {})
+    ids = [api.send(queue, client, {"body": "a long body " * 40})["message_id"] for _ in range(2)]
+    api.move_to_dlq(queue, client, ids[1])
+    browser.set_window_size(900, 1000)
+    try:
+        for route, view, table in (("", "client", "#messages"), ("/dlq", "dlq", "#dlq")):
+            visit(browser, console, f"#/q/{queue}/c/{client}{route}", view)
+            for link in browser.find_elements(By.CSS_SELECTOR, f"{table} a.id"):
+                assert browser.execute_script("return arguments[0].getClientRects().length", link) == 1, link.text
+    finally:
+        browser.set_window_size(1280, 1000)
+
+    visit(browser, console, "#/", "queues")
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#view [data-figures="complete"]'), "the figures")
+    wait_text(browser, f'#queues tr[data-queue="{queue}"] .spark-scale', "max 1")
+    assert "highest 1" in label(browser, f'#queues tr[data-queue="{queue}"] .spark-cell')
+    assert text_of(browser, "#queues button[data-sort=name] .arrow") == "▲"
+    click(browser, "#queues button[data-sort=visible]")
+    until(browser, lambda d: text_of(d, "#queues button[data-sort=visible] .arrow") == "▼", "the arrow down")
+    assert text_of(browser, "#queues button[data-sort=name] .arrow") == ""
+    api.delete_queue(queue)
+
+
+def test_an_unknown_queue_says_so_and_offers_nothing_to_act_on(signed_in: WebDriver, console: ConsoleServer) -> None:
+    browser = signed_in
+    for route, view in (("#/q/no-such-queue", "queue"), ("#/q/no-such-queue/c/tenant-a", "client")):
+        visit(browser, console, route, view)
+        wait_text(browser, "#not-found", "No queue named no-such-queue: QueueNotFound")
+        forms = browser.find_elements(By.CSS_SELECTOR, "#view form, #view button, #delete-queue, #settings")
+        assert not forms, [form.text for form in forms]
+
+
+class SlowTarget(HttpTarget):
+    """The API as a cold start or a restarted server answers it: every read a second late."""
+
+    def list_queues(self) -> dict[str, Any]:
+        time.sleep(1)
+        return super().list_queues()
+
+    def get_queue(self, name: str) -> dict[str, Any]:
+        time.sleep(1)
+        return super().get_queue(name)
+
+
+def test_a_slow_api_shows_the_page_loading_not_empty(browser: WebDriver, api: HttpTarget) -> None:
+    api.create_queue("slow", {})
+    with ConsoleServer(SlowTarget(api.name)) as slow:
+        browser.get(slow.url)
+        until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#view > [data-view="queues"]'), "the queues view")
+        assert text_of(browser, "#status") == "Loading…"
+        assert text_of(browser, "#count") == "Reading the list of queues…"
+        wait_text(browser, "#count", "reading the figures of")
+        wait_text(browser, "#status", "Updated")
+        browser.get(f"{slow.origin}/#/q/slow")
+        wait_text(browser, "#view .figures", "Reading the figures…")
+        assert text_of(browser, "#status") == "Loading…"
+        loaded(browser, "queue")
+        wait_text(browser, "#status", "Updated")
+    api.delete_queue("slow")
