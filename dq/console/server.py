@@ -36,7 +36,11 @@ BEARER: Final = "Bearer"
 MAX_BODY_BYTES: Final = 2 * 1024 * 1024
 CHANGES: Final = frozenset({"POST", "DELETE"})
 _REFUSALS: Final = frozenset({400, 403, 405, 411, 413, 415, 421})
-ASSETS: Final = ("index.html", "console.css", "console.js")
+# The page and its style; its script is ES modules that console.js imports (one file per part of the page).
+ASSETS: Final = (
+    *("index.html", "console.css", "console.js"),
+    *("core.js", "pieces.js", "charts.js", "queues.js", "messages.js"),
+)
 API: Final = "/api/"
 CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from dq.cli import app, run_line
 from dq.console import ConsoleServer
-from dq.console.server import CSP
+from dq.console.server import ASSETS, CSP
 from dq.local_server import DEFAULT_PORT, LocalServer
 from dq.session import Session
 from dq.shell import Shell
@@ -67,12 +67,12 @@ def secret(console: ConsoleServer) -> dict[str, str]:
 def test_the_printed_url_gives_the_secret_in_its_fragment_and_the_page_needs_none(console: ConsoleServer) -> None:
     """A browser sends no fragment: the secret reaches no server, this one included, until the page sends it."""
     assert console.url == f"{console.origin}/#token={console.token}"
-    for path in ("/", "/console.js", "/console.css"):
+    for path in ("/", *(f"/{name}" for name in ASSETS)):
         status, headers, body = request(console, "GET", path)
         assert status == 200 and console.token.encode() not in body and "set-cookie" not in headers
         assert headers["content-security-policy"] == CSP and "'unsafe-inline'" not in CSP
         assert headers["cross-origin-resource-policy"] == "same-origin"
-    assert b'<script src="/console.js"' in request(console, "GET", "/")[2]
+    assert b'<script type="module" src="/console.js"' in request(console, "GET", "/")[2]
     assert (
         request(console, "POST", "/", {"Origin": console.origin, "Content-Type": "application/json"}, b"{}")[0] == 405
     )
@@ -136,8 +136,10 @@ def test_the_page_weighs_under_300_kb_and_has_no_inline_script() -> None:
     files = [path for path in STATIC.iterdir() if path.is_file()]
     assert sum(path.stat().st_size for path in files) <= 300 * 1024
     page = (STATIC / "index.html").read_text()
-    assert page.count("<script") == 1 and '<script src="/console.js" defer></script>' in page
-    assert "innerHTML" not in (STATIC / "console.js").read_text()
+    assert page.count("<script") == 1 and '<script type="module" src="/console.js"></script>' in page
+    scripts = [path for path in files if path.suffix == ".js"]
+    assert {path.name for path in scripts} == {name for name in ASSETS if name.endswith(".js")}
+    assert not any("innerHTML" in path.read_text() or "eval(" in path.read_text() for path in scripts)
 
 
 def test_dq_console_prints_its_url_and_targets_what_dq_targets() -> None:
