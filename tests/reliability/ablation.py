@@ -24,8 +24,9 @@ clause is *killed* when one of them fails, and *survives* when all pass.
 `--list` prints the clauses, `--only TEXT` keeps the clauses whose name holds TEXT, `--jobs N` runs N clauses at
 once, `--tests` names another test set, `--record FILE` keeps the first run's recording (and uses it when FILE
 exists), `--leave-out TEST` leaves a test out of the recording, so out of every clause's run (the longest tests,
-run once with the survivors removed instead: docs/testing.md). The table goes to stdout, the figures to `--out` as
-JSON. It is not part of `make test`.
+run once with the survivors removed instead: docs/testing.md); `--together` runs all clauses in one test process
+per round (`ablate_together`), with `--cap SECONDS` per clause and `--first PATH` (tests run before the others).
+The table goes to stdout, the figures to `--out` as JSON. It is not part of `make test`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ ENV_RECORD = "QUEUE_ABLATION_RECORD"
 ENV_TESTS = "QUEUE_ABLATION_TESTS"
 ENV_RESULT = "QUEUE_ABLATION_RESULT"
 ENV_PLAN = "QUEUE_ABLATION_PLAN"
+# A file the plugin appends each pair of a plan to as it is done (a long run's progress).
+ENV_PROGRESS = "QUEUE_ABLATION_PROGRESS"
 
 
 # ---- Condition expressions: parse, name the clauses, remove one -------------------------------------------------
@@ -551,8 +554,9 @@ def record(paths: list[str], runner: Runner, leave_out: Iterable[str] = ()) -> d
     return answer
 
 
-def _selected(recorded: dict[str, Any], clause: Clause, left_out: set[str]) -> list[str]:
-    """The passing tests that sent a condition holding the clause: the files cheapest first, each in its order."""
+def _selected(recorded: dict[str, Any], clause: Clause, left_out: set[str], first: tuple[str, ...] = ()) -> list[str]:
+    """The passing tests that sent a condition holding the clause: those under the paths `first` (in that order)
+    before the others, then the files cheapest first, each in its order."""
     tests = [
         test
         for test, outcome in recorded["tests"].items()
@@ -565,7 +569,13 @@ def _selected(recorded: dict[str, Any], clause: Clause, left_out: set[str]) -> l
         path = test.split("::", 1)[0]
         cost[path] = cost.get(path, 0.0) + recorded["tests"][test]["duration"]
     position = {test: index for index, test in enumerate(recorded["tests"])}
-    return sorted(tests, key=lambda test: (cost[test.split("::", 1)[0]], test.split("::", 1)[0], position[test]))
+
+    def rank(test: str) -> int:
+        return next((index for index, path in enumerate(first) if test.startswith(path)), len(first))
+
+    return sorted(
+        tests, key=lambda test: (rank(test), cost[test.split("::", 1)[0]], test.split("::", 1)[0], position[test])
+    )
 
 
 def ablate(clause: Clause, recorded: dict[str, Any], runner: Runner, failing: set[str]) -> Outcome:
@@ -622,7 +632,12 @@ def _capped(tests: list[str], recorded: dict[str, Any], cap: float | None) -> li
 
 
 def ablate_together(
-    clauses: list[Clause], recorded: dict[str, Any], runner: Runner, failing: set[str], cap: float | None = None
+    clauses: list[Clause],
+    recorded: dict[str, Any],
+    runner: Runner,
+    failing: set[str],
+    cap: float | None = None,
+    first: tuple[str, ...] = (),
 ) -> list[Outcome]:
     """The same verdicts as `ablate`, every clause in one test process per round instead of several processes
     per clause (a test process's start costs more than most tests): a round runs each pending clause's tests,
@@ -633,7 +648,7 @@ def ablate_together(
     outcomes = {clause: Outcome(clause) for clause in clauses}
     queue: dict[Clause, list[str]] = {}
     for clause in clauses:
-        tests = _selected(recorded, clause, failing)
+        tests = _selected(recorded, clause, failing, first)
         queue[clause] = _capped(tests, recorded, cap)
         outcomes[clause].tests = len(tests)
         outcomes[clause].tried = len(queue[clause]) if len(queue[clause]) < len(tests) else 0
@@ -698,6 +713,9 @@ def main(argv: list[str] | None = None) -> int:
         "--together", action="store_true", help="all clauses in one test process per round (see ablate_together)"
     )
     parser.add_argument("--cap", type=float, help="with --together: each clause's tests up to these recorded seconds")
+    parser.add_argument(
+        "--first", action="append", default=[], help="with --together: tests under this path first (repeatable)"
+    )
     parser.add_argument("--tests", nargs="*", default=list(TEST_SET), help="the test set (default: %(default)s)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds a test may take (default 900)")
     parser.add_argument("--record", type=Path, help="a recording to use (written there when missing)")
@@ -744,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
             return outcome
 
         if options.together:
-            ordered = ablate_together(clauses, recorded, runner, failing, options.cap)
+            ordered = ablate_together(clauses, recorded, runner, failing, options.cap, tuple(options.first))
             for outcome in ordered:
                 print(f"{outcome.clause.name}: {outcome.verdict}", file=sys.stderr, flush=True)
         else:

@@ -4,7 +4,8 @@ Inert unless the environment asks: `QUEUE_ABLATION_REMOVE` (a clause, as JSON) d
 condition its write builds, with the expression values only the clause used; `QUEUE_ABLATION_RECORD` records which
 named write sent which condition in which test; `QUEUE_ABLATION_TESTS` (a JSON file of test ids) runs those tests
 alone, in that order; `QUEUE_ABLATION_PLAN` (a JSON file of pairs: a test, a clause or none) runs each test once
-per pair with that clause removed (`ablate_together`); `QUEUE_ABLATION_RESULT` is where the outcome goes. A write
+per pair with that clause removed (`ablate_together`), appending each pair done to the file
+`QUEUE_ABLATION_PROGRESS` when set; `QUEUE_ABLATION_RESULT` is where the outcome goes. A write
 is named by the function of `queue_core.store` that built its `Write` (`messages.claim`, `groups.ack`): what was
 built, not what was sent, so a write of a transaction is named as well as one sent alone.
 """
@@ -24,6 +25,7 @@ from queue_core.store.write import Write
 
 from tests.reliability.ablation import (
     ENV_PLAN,
+    ENV_PROGRESS,
     ENV_RECORD,
     ENV_REMOVE,
     ENV_RESULT,
@@ -168,6 +170,9 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         )
         if failed and pair.get("stop"):
             stopped.add(pair["group"])
+        if os.environ.get(ENV_PROGRESS):
+            with open(os.environ[ENV_PROGRESS], "a") as progress:
+                progress.write(json.dumps(pair) + "\n")
     _ablation.removing = None
     _ablation.plan = plan
     return True
