@@ -1,6 +1,6 @@
 """The test process's side of the condition ablation (`tests.reliability.ablation`), loaded with `-p`.
 
-Inert unless the environment asks: `QUEUE_ABLATION_REMOVE` (a clause, as JSON) drops that clause from every
+Inert unless the environment asks: `QUEUE_ABLATION_REMOVE` (a clause as JSON, or a list) drops it from every
 condition its write builds, with the expression values only the clause used; `QUEUE_ABLATION_RECORD` records which
 named write sent which condition in which test; `QUEUE_ABLATION_TESTS` (a JSON file of test ids) runs those tests
 alone, in that order; `QUEUE_ABLATION_PLAN` (a JSON file of pairs: a test, a clause or none) runs each test once
@@ -45,7 +45,7 @@ _ALWAYS = "attribute_not_exists(condition_removed)"
 
 class _Ablation:
     def __init__(self) -> None:
-        self.removing = Clause.from_json(os.environ[ENV_REMOVE]) if os.environ.get(ENV_REMOVE) else None
+        self.removing: list[Clause] = _clauses(os.environ.get(ENV_REMOVE, ""))
         self.recording = bool(os.environ.get(ENV_RECORD))
         self.current = ""
         self.removals = 0
@@ -77,17 +77,21 @@ class _Ablation:
         if self.recording:
             with self._lock:
                 self.sent.setdefault(self.current, set()).add((name, write.condition))
-        clause = self.removing
-        if clause is None or clause.write != name or not holds(write.condition, clause):
+        left: str | None = write.condition
+        removed = 0
+        for clause in self.removing:
+            if left is not None and clause.write == name and holds(left, clause):
+                left = without(left, clause)
+                removed += 1
+        if not removed:
             return
-        left = without(write.condition, clause)
         if left is None and write.kind == "ConditionCheck":
             left = _ALWAYS
         used = placeholders(write.update, left)
         object.__setattr__(write, "condition", left)
         object.__setattr__(write, "values", {key: value for key, value in write.values.items() if key in used})
         with self._lock:
-            self.removals += 1
+            self.removals += removed
 
     def result(self) -> dict[str, Any]:
         passed = sum(1 for test in self.tests.values() if test["outcome"] == "passed")
@@ -98,6 +102,14 @@ class _Ablation:
             answer["tests"] = self.tests
             answer["writes"] = {test: sorted(sent) for test, sent in self.sent.items()}
         return answer
+
+
+def _clauses(text: str) -> list[Clause]:
+    """A clause as JSON, or a JSON list of them (removed together: one run for the longest tests)."""
+    if not text:
+        return []
+    found = json.loads(text)
+    return [Clause(**clause) for clause in (found if isinstance(found, list) else [found])]
 
 
 def _writer(frame: FrameType | None) -> str | None:
@@ -156,7 +168,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         if item is None or pair["group"] in stopped:
             pair.update(ran=False)
             continue
-        _ablation.removing = Clause.from_json(pair["clause"]) if pair["clause"] else None
+        _ablation.removing = _clauses(pair["clause"] or "")
         _ablation.pair_failure = None
         removals, started = _ablation.removals, time.monotonic()
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=None)
@@ -173,7 +185,7 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
         if os.environ.get(ENV_PROGRESS):
             with open(os.environ[ENV_PROGRESS], "a") as progress:
                 progress.write(json.dumps(pair) + "\n")
-    _ablation.removing = None
+    _ablation.removing = []
     _ablation.plan = plan
     return True
 
