@@ -51,7 +51,7 @@ def loaded(browser: WebDriver, view: str) -> Any:
 
 
 def text_of(browser: WebDriver, selector: str) -> str:
-    return str(browser.find_element(By.CSS_SELECTOR, selector).text)
+    return str(read(browser, selector, lambda element: element.text))
 
 
 def wait_text(browser: WebDriver, selector: str, wanted: str) -> None:
@@ -71,17 +71,22 @@ def fill(browser: WebDriver, selector: str, value: str) -> None:
     field.send_keys(value)
 
 
-def click(browser: WebDriver, selector: str) -> None:
-    """Finds and clicks again when the page's refresh re-rendered the element in between (it keeps its state:
-    a ticked row stays ticked), as a person's click lands on what is on screen at that moment."""
+def read(browser: WebDriver, selector: str, what: Callable[[Any], Any]) -> Any:
+    """What `what` reads of the element as it is now; read again when a refresh redrew it between the find and the
+    read (an empty text is an answer too, unlike `until`'s)."""
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
         try:
-            browser.find_element(By.CSS_SELECTOR, selector).click()
-            return
+            return what(browser.find_element(By.CSS_SELECTOR, selector))
         except StaleElementReferenceException:
             if time.monotonic() > deadline:
                 raise
+
+
+def click(browser: WebDriver, selector: str) -> None:
+    """Finds and clicks again when the page's refresh re-rendered the element in between (it keeps its state:
+    a ticked row stays ticked), as a person's click lands on what is on screen at that moment."""
+    read(browser, selector, lambda element: element.click())
 
 
 def accessibility(browser: WebDriver, view: str, report: dict[str, list[dict[str, Any]]]) -> None:
@@ -382,7 +387,7 @@ def sign_in(browser: WebDriver, console: ConsoleServer) -> WebDriver:
 
 
 def label(browser: WebDriver, selector: str) -> str:
-    return str(browser.find_element(By.CSS_SELECTOR, selector).get_attribute("aria-label"))
+    return str(read(browser, selector, lambda element: element.get_attribute("aria-label")))
 
 
 def test_charts_show_what_the_stack_published_to_cloudwatch(
@@ -771,8 +776,11 @@ def test_ids_stay_on_one_line_sparklines_have_a_scale_and_the_sort_an_arrow(
     try:
         for route, view, table in (("", "client", "#messages"), ("/dlq", "dlq", "#dlq")):
             visit(browser, console, f"#/q/{queue}/c/{client}{route}", view)
-            for link in browser.find_elements(By.CSS_SELECTOR, f"{table} a.id"):
-                assert browser.execute_script("return arguments[0].getClientRects().length", link) == 1, link.text
+            lines = browser.execute_script(
+                "return [...document.querySelectorAll(arguments[0])].map((a) => a.getClientRects().length)",
+                f"{table} a.id",
+            )
+            assert lines and set(lines) == {1}, lines
     finally:
         browser.set_window_size(1280, 1000)
 

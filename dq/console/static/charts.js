@@ -1,6 +1,6 @@
 // Samples the page takes while open, and the charts drawn from them or from what CloudWatch holds.
 import { REFRESH_MS, MAX_SAMPLES, SERIES, SERIES_NAMES, state, h, append, svg, clear, refill, api, enc, sub, link } from "./core.js";
-import { crumbs } from "./pieces.js";
+import { crumbs, pageHead } from "./pieces.js";
 
 // ---- samples and charts ---------------------------------------------------------------------------------------
 
@@ -153,12 +153,19 @@ export function chartsView(root, queue, client) {
     [client
       ? crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client, link.client(queue, client)], ["Charts"])
       : crumbs(["Queues", link.queues()], [queue, link.queue(queue)], ["Charts"]),
-    h("h1", {}, `Charts of ${title}`),
-    h("h2", { id: "cloudwatch-title" }, "Published to CloudWatch"),
-    cloud,
-    h("h2", { id: "sampled-title" }, "Sampled by this page"),
-    h("p", { class: "muted" }, `Sampled every ${REFRESH_MS / 1000} s while the console is open (not while paused).`),
-    area],
+    pageHead(`Charts of ${title}`, [h("a", { class: "button secondary", href: client ? link.client(queue, client) : link.queue(queue) }, client ? "The sub-queue" : "The queue")]),
+    h(
+      "div",
+      { class: "columns even" },
+      h("div", { class: "panel" }, h("h2", { id: "cloudwatch-title" }, "Published to CloudWatch"), cloud),
+      h(
+        "div",
+        { class: "panel" },
+        h("h2", { id: "sampled-title" }, "Sampled by this page"),
+        h("p", { class: "muted" }, `Sampled every ${REFRESH_MS / 1000} s while the console is open (not while paused).`),
+        area,
+      ),
+    )],
   );
 
   async function refreshCloud() {

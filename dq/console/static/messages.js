@@ -408,7 +408,7 @@ export function dlqView(root, queue, client) {
   const list = h("div", {}, loading("Reading the dead letters…"));
   const result = h("p", { id: "redrive-result", role: "status" });
   const selected = new Set();
-  const countInput = h("input", { id: "redrive-count", type: "number", min: 1, value: 1 });
+  const countInput = h("input", { id: "redrive-count", type: "number", min: 1, value: 1, class: "short" });
 
   async function redrive(request, what) {
     try {
@@ -427,17 +427,22 @@ export function dlqView(root, queue, client) {
     root,
     [crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client, link.client(queue, client)], ["DLQ"]),
     pageHead(`Dead-letter queue of ${queue} / ${client}`, [
+      h("a", { class: "button secondary", href: link.client(queue, client) }, "The sub-queue"),
       h("button", { type: "button", id: "redrive-all", onclick: () => redrive({ max_messages: null, message_ids: null }, "all") }, "Redrive all"),
     ]),
     h(
-      "div",
-      { class: "toolbar" },
-      h("button", { type: "button", class: "secondary", id: "redrive-selected", onclick: () => redrive({ max_messages: null, message_ids: [...selected] }, "selected") }, "Redrive the selected"),
-      h("div", {}, h("label", { for: "redrive-count" }, "Oldest"), countInput),
-      h("button", { type: "button", class: "secondary", id: "redrive-oldest", onclick: () => redrive({ max_messages: Number(countInput.value), message_ids: null }, "the oldest") }, "Redrive the oldest"),
-    ),
-    result,
-    list],
+      "section",
+      { class: "panel", "aria-label": "Dead letters" },
+      h(
+        "div",
+        { class: "toolbar" },
+        h("button", { type: "button", class: "secondary", id: "redrive-selected", onclick: () => redrive({ max_messages: null, message_ids: [...selected] }, "selected") }, "Redrive the selected"),
+        h("div", {}, h("label", { for: "redrive-count" }, "Oldest"), countInput),
+        h("button", { type: "button", class: "secondary", id: "redrive-oldest", onclick: () => redrive({ max_messages: Number(countInput.value), message_ids: null }, "the oldest") }, "Redrive the oldest"),
+      ),
+      result,
+      list,
+    )],
   );
 
   async function refresh() {
@@ -450,7 +455,7 @@ export function dlqView(root, queue, client) {
           "table",
           { id: "dlq" },
           h("caption", {}, "Messages moved here after too many receives, or by an operator; a redrive puts them back in the sub-queue"),
-          h("thead", {}, h("tr", {}, ["Select", "Message id", "Receives", "Moved", "Sent", "Body"].map((t) => h("th", { scope: "col" }, t)))),
+          h("thead", {}, h("tr", {}, ["Select", "Message id", "Receives", "Moved", "Sent", "Body"].map((t) => h("th", { scope: "col", class: t === "Receives" ? "num" : null }, t)))),
           h(
             "tbody",
             {},
