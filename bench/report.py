@@ -9,7 +9,7 @@ from typing import Any
 
 from . import pricing
 from .meter import __doc__ as METER_NOTES
-from .scenarios import ceilings, first_answer, fleet, large_bodies, load_step, migration
+from .scenarios import archive_cost, ceilings, first_answer, fleet, large_bodies, load_step, migration
 from .scenarios.sharding import AUTO_RATE
 
 Row = tuple[str, str, str, str]
@@ -562,6 +562,7 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         *(first_answer.section(results["first_answer"]) if "first_answer" in results else []),
         *_queue_wide(results),
         *(migration.section(results["migration"]) if "migration" in results else []),
+        *(archive_cost.section(results["archive_cost"]) if "archive_cost" in results else []),
         "## How units are counted\n",
         "\n\n".join(" ".join(part.split()) for part in (METER_NOTES or "").strip().split("\n\n")) + "\n",
         f"Prices: {pricing.SOURCE}.\n",

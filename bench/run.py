@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from . import plots, report
 from .scenarios import (
+    archive_cost,
     backlog,
     ceilings,
     cold_import,
@@ -58,6 +59,7 @@ SCENARIOS: Final = {
         load_step,
         fleet,
         migration,
+        archive_cost,
     )
 }
 

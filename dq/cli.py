@@ -24,12 +24,16 @@ from . import local_server
 from .batches import numbered_lines, send_lines
 from .output import (
     Output,
+    archive_table,
+    archive_views,
+    epoch_ms,
     message_view,
     messages_table,
     metrics_table,
     priority_lines,
     queue_view,
     queues_table,
+    reasons_table,
     received_lines,
     relative,
     report_error,
@@ -61,6 +65,10 @@ queues_app = typer.Typer(no_args_is_help=True, help="Create, list, show, update 
 dlq_app = typer.Typer(no_args_is_help=True, help="A sub-queue's dead-letter queue: list it, redrive it.")
 app.add_typer(queues_app, name="queues")
 app.add_typer(dlq_app, name="dlq")
+archive_app = typer.Typer(
+    no_args_is_help=True, help="The archive of acknowledged messages (a queue with archive_days): list it, get one."
+)
+app.add_typer(archive_app, name="archive")
 
 QueueOption = Annotated[
     str | None,
@@ -227,6 +235,9 @@ def queues_create(
         bool | None, typer.Option("--content-based-dedup", help="FIFO: the body's hash is the dedup id.")
     ] = None,
     shards: Annotated[int | None, typer.Option(help="Partitions per client, past 1,000 writes/s.")] = None,
+    archive_days: Annotated[
+        int | None, typer.Option(help="Days acknowledged messages are kept in the archive (1-90); 0: none.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a queue; again with the same settings is a no-op.
@@ -241,6 +252,7 @@ def queues_create(
         "dedup_window_seconds": dedup_window_seconds,
         "content_based_dedup": content_based_dedup,
         "shards": shards,
+        "archive_days": archive_days,
     }
     settings, created = _session(ctx).target.create_queue(name, {k: v for k, v in given.items() if v is not None})
     outcome = f"created queue {name}" if created else f"queue {name} exists with these settings"
@@ -286,6 +298,9 @@ def queues_update(
     shards: Annotated[
         int | None, typer.Option(help="Partitions per client; messages already sent are not lost.")
     ] = None,
+    archive_days: Annotated[
+        int | None, typer.Option(help="Days acknowledged messages are kept in the archive (1-90); 0: none.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Change a live queue's settings; those not given keep their values.
@@ -298,6 +313,7 @@ def queues_update(
         "delay_seconds": delay_seconds,
         "dedup_window_seconds": dedup_window_seconds,
         "shards": shards,
+        "archive_days": archive_days,
     }
     changes = {key: value for key, value in given.items() if value is not None}
     if not changes:
@@ -599,13 +615,16 @@ def release(
         int | None,
         typer.Option(help="Seconds before it is visible again; default a randomized backoff.", show_default=False),
     ] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Why it failed, kept with the message.", show_default=False)
+    ] = None,
     queue: QueueOption = None,
     client: ClientOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Give a received message back (nack) for another receive, now, later, or after a backoff."""
     session, queue, client = _sub_queue(ctx, queue, client)
-    answer = session.target.release(queue, client, receipt_handle, delay)
+    answer = session.target.release(queue, client, receipt_handle, delay, reason)
     _print(as_json, answer, lambda: f"released: visible again {relative(answer['visible_at'])}")
 
 
@@ -842,12 +861,84 @@ def dlq_redrive(
     message_id: Annotated[
         list[str] | None, typer.Option("--id", help="Only this message, repeatable.", show_default=False)
     ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option(help="Only the dead letters whose last reason contains this text.", show_default=False),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Move DLQ messages back to the queue with their receive counts reset: all, the oldest --max, or --id."""
     session, queue, client = _sub_queue(ctx, queue, client)
-    answer = session.target.redrive(queue, client, max_messages, message_id or None)
+    answer = session.target.redrive(queue, client, max_messages, message_id or None, reason)
     _print(as_json, answer, lambda: f"redrove {answer['redriven']} messages from the DLQ of {queue}/{client}")
+
+
+@dlq_app.command("reasons")
+def dlq_reasons(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Why the dead letters failed: each distinct last reason with its count and first and last seen."""
+    session, queue, client = _sub_queue(ctx, queue, client)
+    answer = session.target.dlq_reasons(queue, client)
+    _print(as_json, answer, lambda: reasons_table(answer))
+
+
+# ---- archive -------------------------------------------------------------------------------------------------
+
+
+@archive_app.command("ls")
+def archive_ls(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: Annotated[
+        str | None, typer.Option("--client", "-c", help="One client; default every client.", show_default=False)
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Acknowledged at or after: epoch seconds or ISO-8601.", show_default=False)
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Acknowledged at or before: epoch seconds or ISO-8601.", show_default=False)
+    ] = None,
+    oldest: Annotated[bool, typer.Option("--oldest", help="Oldest first (default newest first).")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many (1-100).")] = 10,
+    cursor: Annotated[str | None, typer.Option(help="The previous page's cursor.", show_default=False)] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List acknowledged messages the archive keeps, by time range, a page at a time (the next page's --cursor is
+    printed on stderr)."""
+    session = _session(ctx)
+    queue, client = session.resolve_queue(queue), session.client_or_all(client)
+    try:
+        bounds = {"since": epoch_ms(since), "until": epoch_ms(until)}
+    except ValueError as problem:
+        raise UsageProblem(str(problem)) from None
+    query = {
+        **bounds,
+        "order": "oldest" if oldest else "newest",
+        "limit": limit,
+        "cursor": cursor,
+    }
+    answer = session.target.archive_list(queue, client, query)
+    _print(as_json, answer, lambda: archive_table(answer["messages"]))
+    if answer.get("cursor") and not as_json:
+        print(f"next page: --cursor {answer['cursor']}", file=sys.stderr)
+
+
+@archive_app.command("get")
+def archive_get(
+    ctx: typer.Context,
+    message_id: Annotated[str, typer.Argument(help="The message's id.")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One acknowledged message from the archive: each time it was acknowledged, with its attempts."""
+    session, queue, client = _sub_queue(ctx, queue, client)
+    answer = session.target.archive_get(queue, client, message_id)
+    _print(as_json, answer, lambda: archive_views(answer["messages"]))
 
 
 # ---- local server and shell --------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from rich.console import Console, Group, RenderableType
@@ -149,6 +150,8 @@ def settings_summary(queue: Mapping[str, Any]) -> str:
         if queue.get("content_based_dedup"):
             parts.append("content-based dedup")
     parts.append(shards_text(queue))
+    if queue.get("archive_days"):
+        parts.append(f"archive {queue['archive_days']} d")
     return ", ".join(parts)
 
 
@@ -239,15 +242,21 @@ def messages_table(messages: Sequence[Mapping[str, Any]]) -> Table:
     table.add_column("message id", no_wrap=True, min_width=id_width)
     for heading in ("state", "body", "attributes", "recv", "sent"):
         table.add_column(heading, justify="right" if heading == "recv" else "left")
+    reasons = any(message.get("last_reason") for message in messages)
+    if reasons:
+        table.add_column("last reason")
     for message in messages:
-        table.add_row(
+        cells: list[RenderableType] = [
             Text(str(message["message_id"]), style="cyan"),
             str(message.get("state", "")),
             _preview(str(message.get("body", ""))),
             _attributes(message.get("attributes")),
             str(message.get("receive_count", 0)),
             relative(message.get("sent_at")),
-        )
+        ]
+        if reasons:
+            cells.append(Text(_preview(str(message.get("last_reason") or ""))))
+        table.add_row(*cells)
     return table
 
 
@@ -271,6 +280,28 @@ def message_view(message: Mapping[str, Any]) -> Table:
     if message.get("visible_at") is not None:
         table.add_row("visible", relative(message["visible_at"]))
     table.add_row("expires", relative(message.get("expires_at")))
+    if message.get("moved_reason"):
+        table.add_row("moved because", Text(str(message["moved_reason"])))
+    for attempt in message.get("attempts") or []:
+        ended = relative(attempt.get("at")) if attempt.get("at") else "claim ran out"
+        text = Text(f"{attempt.get('reason', '')} ({attempt.get('outcome', '')}, {ended})")
+        if attempt.get("detail"):
+            text.append("\n" + str(attempt["detail"]), style="dim")
+        table.add_row(f"attempt {attempt.get('attempt')}", text)
+    if message.get("reasons_dropped"):
+        table.add_row("reasons", f"dropped {message['reasons_dropped']} times to keep the body in its item")
+    return table
+
+
+def reasons_table(answer: Mapping[str, Any]) -> Table:
+    """The dead letters' distinct last reasons, the most frequent first: `47 x KeyError: 'customer_id'`."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for heading in ("count", "last reason", "first seen", "last seen"):
+        table.add_column(heading, justify="right" if heading == "count" else "left")
+    for group in answer.get("reasons") or []:
+        count = f"{group.get('count')}{'+' if answer.get('approximate') else ''} x"
+        seen = (relative(group.get("first_seen")), relative(group.get("last_seen")))
+        table.add_row(count, Text(str(group.get("reason", ""))), *seen)
     return table
 
 
@@ -328,3 +359,48 @@ def metrics_table(answer: Mapping[str, Any]) -> RenderableType:
             cells.append("-" if value is None else duration(value) if key == "oldest_age_seconds" else f"{value:g}")
         table.add_row(*cells)
     return Group(Text(title, style="bold"), table)
+
+
+def epoch_ms(moment: str | None) -> int | None:
+    """A time given on the command line, epoch seconds or ISO-8601 with a zone, as epoch milliseconds."""
+    if moment is None:
+        return None
+    try:
+        return int(float(moment) * 1000)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(moment)
+    except ValueError:
+        raise ValueError(f"not a time: {moment!r} (epoch seconds or ISO-8601 with a zone)") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"give a zone with {moment!r} (for example Z or +02:00)")
+    return int(parsed.timestamp() * 1000)
+
+
+def archive_table(messages: Sequence[Mapping[str, Any]]) -> Table:
+    """Archived messages: id, client, body, receives, when acknowledged."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    id_width = max((len(str(message["message_id"])) for message in messages), default=10)
+    table.add_column("message id", no_wrap=True, min_width=id_width)
+    for heading in ("client", "body", "recv", "acknowledged"):
+        table.add_column(heading, justify="right" if heading == "recv" else "left")
+    for message in messages:
+        table.add_row(
+            Text(str(message["message_id"]), style="cyan"),
+            str(message.get("client", "")),
+            _preview(str(message.get("body", ""))),
+            str(message.get("receive_count", 0)),
+            relative(message.get("acked_at")),
+        )
+    return table
+
+
+def archive_views(messages: Sequence[Mapping[str, Any]]) -> RenderableType:
+    """Each archived copy of a message as `message_view` shows a message, with when it was acknowledged."""
+    views: list[RenderableType] = []
+    for message in messages:
+        view = message_view({**message, "state": "acknowledged"})
+        view.add_row("acknowledged", relative(message.get("acked_at")))
+        views.append(view)
+    return Group(*views)

@@ -73,7 +73,9 @@ class Target(Protocol):
 
     def change_visibility(self, queue: str, client: str, receipt_handle: str, visibility_timeout: int) -> Json: ...
 
-    def release(self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None) -> Json: ...
+    def release(
+        self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None, reason: str | None = None
+    ) -> Json: ...
 
     def peek(self, queue: str, client: str, limit: int) -> Json: ...
 
@@ -91,7 +93,20 @@ class Target(Protocol):
 
     def dlq_list(self, queue: str, client: str, limit: int) -> Json: ...
 
-    def redrive(self, queue: str, client: str, max_messages: int | None, message_ids: list[str] | None) -> Json: ...
+    def redrive(
+        self,
+        queue: str,
+        client: str,
+        max_messages: int | None,
+        message_ids: list[str] | None,
+        reason: str | None = None,
+    ) -> Json: ...
+
+    def dlq_reasons(self, queue: str, client: str) -> Json: ...
+
+    def archive_list(self, queue: str, client: str | None, query: Mapping[str, Any]) -> Json: ...
+
+    def archive_get(self, queue: str, client: str, message_id: str) -> Json: ...
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json: ...
 
@@ -206,8 +221,12 @@ class HttpTarget:
         body = {"receipt_handle": receipt_handle, "visibility_timeout": visibility_timeout}
         return self._call("change_visibility", body, q=queue, c=client)[1]
 
-    def release(self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None) -> Json:
+    def release(
+        self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None, reason: str | None = None
+    ) -> Json:
         body = {"receipt_handle": receipt_handle, "delay_seconds": delay_seconds}
+        if reason is not None:
+            body["reason"] = reason
         return self._call("release", body, q=queue, c=client)[1]
 
     def peek(self, queue: str, client: str, limit: int) -> Json:
@@ -232,9 +251,30 @@ class HttpTarget:
     def dlq_list(self, queue: str, client: str, limit: int) -> Json:
         return self._call("list_dlq", q=queue, c=client, query={"limit": limit})[1]
 
-    def redrive(self, queue: str, client: str, max_messages: int | None, message_ids: list[str] | None) -> Json:
+    def redrive(
+        self,
+        queue: str,
+        client: str,
+        max_messages: int | None,
+        message_ids: list[str] | None,
+        reason: str | None = None,
+    ) -> Json:
         body = {"max_messages": max_messages, "message_ids": message_ids}
+        if reason is not None:
+            body["reason"] = reason
         return self._call("redrive", body, q=queue, c=client)[1]
+
+    def dlq_reasons(self, queue: str, client: str) -> Json:
+        return self._call("dlq_reasons", q=queue, c=client)[1]
+
+    def archive_list(self, queue: str, client: str | None, query: Mapping[str, Any]) -> Json:
+        given = {name: value for name, value in query.items() if value is not None}
+        if client is None:
+            return self._call("archive_list_any", q=queue, query=given)[1]
+        return self._call("archive_list", q=queue, c=client, query=given)[1]
+
+    def archive_get(self, queue: str, client: str, message_id: str) -> Json:
+        return self._call("archive_get", q=queue, c=client, id=message_id)[1]
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
         return self._call("move_to_dlq", q=queue, c=client, id=message_id)[1]
@@ -384,9 +424,11 @@ class CoreTarget:
         with _core_errors():
             return {"visible_at": self._sub_queue(queue, client).change_visibility(receipt_handle, visibility_timeout)}
 
-    def release(self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None) -> Json:
+    def release(
+        self, queue: str, client: str, receipt_handle: str, delay_seconds: int | None, reason: str | None = None
+    ) -> Json:
         with _core_errors():
-            return {"visible_at": self._sub_queue(queue, client).release(receipt_handle, delay_seconds)}
+            return {"visible_at": self._sub_queue(queue, client).release(receipt_handle, delay_seconds, reason)}
 
     def peek(self, queue: str, client: str, limit: int) -> Json:
         with _core_errors():
@@ -418,9 +460,30 @@ class CoreTarget:
         with _core_errors():
             return {"messages": [message.to_dict() for message in self._sub_queue(queue, client).dlq_list(limit)]}
 
-    def redrive(self, queue: str, client: str, max_messages: int | None, message_ids: list[str] | None) -> Json:
+    def redrive(
+        self,
+        queue: str,
+        client: str,
+        max_messages: int | None,
+        message_ids: list[str] | None,
+        reason: str | None = None,
+    ) -> Json:
         with _core_errors():
-            return {"redriven": self._sub_queue(queue, client).redrive(max_messages, message_ids)}
+            return {"redriven": self._sub_queue(queue, client).redrive(max_messages, message_ids, reason)}
+
+    def dlq_reasons(self, queue: str, client: str) -> Json:
+        with _core_errors():
+            groups, approximate = self._sub_queue(queue, client).dlq_reasons()
+            return {"reasons": groups, "approximate": approximate}
+
+    def archive_list(self, queue: str, client: str | None, query: Mapping[str, Any]) -> Json:
+        with _core_errors():
+            source = self.core.queue_wide(queue) if client is None else self._sub_queue(queue, client)
+            return source.archive_list(**{name: value for name, value in query.items() if value is not None}).to_dict()
+
+    def archive_get(self, queue: str, client: str, message_id: str) -> Json:
+        with _core_errors():
+            return {"messages": [copy.to_dict() for copy in self._sub_queue(queue, client).archive_get(message_id)]}
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
         with _core_errors():

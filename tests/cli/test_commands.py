@@ -230,6 +230,34 @@ def test_dlq_list_and_redrive(cli: Cli) -> None:
     assert (back["message_id"], back["receive_count"]) == (message_id, 1)
 
 
+def test_release_reason_dlq_reasons_and_redrive_by_reason(cli: Cli) -> None:
+    queue = cli.queue(max_receive_count=1)
+    message_id = cli.json("send", "poison", "-q", queue, "-c", "a")["message_id"]
+    [got] = cli.json("receive", "-q", queue, "-c", "a")["messages"]
+    cli.json("release", got["receipt_handle"], "-q", queue, "-c", "a", "--delay", "0", "--reason", "KeyError: 'id'")
+    assert cli.json("receive", "-q", queue, "-c", "a") == {"messages": []}, "over its limit, it went to the DLQ"
+    grouped = cli.json("dlq", "reasons", "-q", queue, "-c", "a")
+    assert [(g["reason"], g["count"]) for g in grouped["reasons"]] == [("KeyError: 'id'", 1)]
+    shown = cli.run("dlq", "reasons", "-q", queue, "-c", "a")
+    assert shown.exit_code == 0 and "1 x" in shown.stdout and "KeyError: 'id'" in shown.stdout
+    assert "attempt 1" in cli.run("get", message_id, "-q", queue, "-c", "a").stdout
+    assert cli.json("dlq", "redrive", "-q", queue, "-c", "a", "--reason", "ValueError") == {"redriven": 0}
+    assert cli.json("dlq", "redrive", "-q", queue, "-c", "a", "--reason", "KeyError") == {"redriven": 1}
+
+
+def test_archive_ls_and_get(cli: Cli) -> None:
+    queue = cli.queue(archive_days=2)
+    message_id = cli.json("send", "order-1", "-q", queue, "-c", "a")["message_id"]
+    cli.json("receive", "-q", queue, "-c", "a", "--delete")
+    [listed] = cli.json("archive", "ls", "-q", queue, "-c", "a")["messages"]
+    assert (listed["message_id"], listed["body"]) == (message_id, "order-1")
+    assert [m["client"] for m in cli.json("archive", "ls", "-q", queue)["messages"]] == ["a"]
+    [copy] = cli.json("archive", "get", message_id, "-q", queue, "-c", "a")["messages"]
+    assert copy["acked_at"] >= copy["sent_at"]
+    assert "order-1" in cli.run("archive", "ls", "-q", queue, "-c", "a", "--since", "2020-01-01T00:00:00Z").stdout
+    assert cli.run("archive", "ls", "-q", queue, "--since", "yesterday").exit_code == 2
+
+
 def test_move_to_dlq_marks_a_waiting_message_invalid(cli: Cli) -> None:
     queue = cli.queue()
     message_id = cli.json("send", "invalid", "-q", queue, "-c", "a")["message_id"]

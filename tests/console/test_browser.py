@@ -659,6 +659,11 @@ def test_saving_an_automatic_queues_shards_row_keeps_it_automatic(
     assert api.get_queue(queue)["auto_shards"] is True
     assert browser.find_element(By.CSS_SELECTOR, "#setting-shards").get_attribute("value") == "auto"
     assert text_of(browser, "#setting-retention_seconds-hint") == "4 d"  # as `dq queues ls` prints it
+    fill(browser, "#setting-visibility_timeout", "45")
+    browser.find_element(By.CSS_SELECTOR, "#setting-visibility_timeout").send_keys(Keys.ENTER)  # saves its row
+    wait_text(browser, "#setting-visibility_timeout-message", "saved")
+    assert api.get_queue(queue)["visibility_timeout"] == 45
+    assert text_of(browser, "#setting-visibility_timeout-hint") == "45 s"
     visit(browser, console, "#/", "queues")
     wait_text(browser, f'#queues tr[data-queue="{queue}"]', "1 auto")
     api.delete_queue(queue)
@@ -711,6 +716,11 @@ def test_sending_clears_the_form_and_a_delay_past_the_retention_names_the_real_l
     assert browser.find_element(By.CSS_SELECTOR, "#send-client").get_attribute("value") == client
 
     visit(browser, console, f"#/q/{queue}/c/{client}", "client")
+    figures = api.stats(queue, client)  # what `dq stats` prints
+    wanted = [str(figures[key]) for key in ("visible", "in_flight", "delayed", "dlq")]
+    assert wanted == ["1", "0", "0", "0"]
+    tiles = [text.split("\n")[0] for text in text_of(browser, "#view .figures").split("\n")[::2]]
+    assert tiles[:4] == wanted, tiles
     fill(browser, "#send-body", "too late")
     fill(browser, "#send-delay", "2000000")
     click(browser, "#send button[type=submit]")

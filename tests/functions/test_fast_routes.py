@@ -295,6 +295,7 @@ _NEAR_ANSWERS = {
 _ANSWER_FIELDS = {
     "state": (st.sampled_from(["visible", "in_flight", "delayed", "dlq"]), st.sampled_from(["gone", None])),
     "body_stored": (st.sampled_from(["item", "compressed", "s3"]), st.sampled_from(["S3", 1])),
+    "outcome": (st.sampled_from(["released", "failed", "timed_out", "visibility_expired"]), st.sampled_from(["x", 1])),
 }
 
 
@@ -326,7 +327,15 @@ _ANSWERS = {
         {"messages": st.lists(_answers(answer_shapes.RECEIVED_MESSAGE_ANSWER), max_size=2)},
     ),
     "MessageList": _answers(
-        answer_shapes.MESSAGE_LIST, {"messages": st.lists(_answers(answer_shapes.MESSAGE_ANSWER), max_size=2)}
+        answer_shapes.MESSAGE_LIST,
+        {
+            "messages": st.lists(
+                _answers(
+                    answer_shapes.MESSAGE_ANSWER, {"attempts": st.lists(_answers(answer_shapes.ATTEMPT), max_size=2)}
+                ),
+                max_size=2,
+            )
+        },
     ),
     "SweepAnswer": _answers(
         answer_shapes.SWEEP_ANSWER,

@@ -264,6 +264,20 @@ def _poller_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None
             run("stats", **sub)
             run("purge", **sub)
             _queue_wide_session(run, core, queue)
+        _archive_session(run, core, via)
+
+
+def _archive_session(run: Callable[..., Any], core: QueueClient, via: str) -> None:
+    """A queue that keeps an archive: deletes (one, and a batch) that archive, then its pages and a copy by id."""
+    queue = f"kept{via}"
+    core.create_queue(queue, archive_days=1)
+    sub = {"queue": queue, "client": "a"}
+    core.queue(queue, "a").send_batch([{"body": "one"}, {"body": "two"}])
+    handles = [message.receipt_handle for message in core.queue(queue, "a").receive(max_messages=2)]
+    run("delete", {"receipt_handles": handles}, **sub)
+    page = run("archive_list", {"limit": 1, "order": "oldest"}, **sub)
+    run("archive_get", message_id=page["messages"][0]["message_id"], **sub)
+    run("archive_list_any", {"limit": 1}, queue=queue)
 
 
 def _queue_wide_session(run: Callable[..., Any], core: QueueClient, queue: str) -> None:
@@ -300,6 +314,7 @@ def _dlq_redriver_session(driver: Driver, core: QueueClient, clock: FakeClock) -
             dead = [message.message_id for message in consumer.dlq_list(10)]
             assert len(dead) >= 3, "messages past their receive limit went to the DLQ"
             run("list_dlq", {"limit": 10}, **sub)
+            run("dlq_reasons", **sub)
             run("redrive", {"message_ids": dead[:2]}, **sub)
             run("redrive", {"max_messages": 1}, **sub)
             run("redrive", **sub)

@@ -58,6 +58,7 @@ from queue_core import (
     ReceivedMessage,
     SubQueue,
     Throttled,
+    reasons,
 )
 from queue_core.layout import CURRENT_LAYOUT, TableLayout
 
@@ -95,6 +96,9 @@ OFFLOAD_BYTES = 6 * 1024
 LATEST_DELIVERY_SECONDS = 90
 VISIBILITY = 30
 MAX_RECEIVE_COUNT = 3
+# Days the main queues' archives keep a message: longer than any run's fake time, so none expires during it.
+ARCHIVE_DAYS = 90
+ARCHIVED = "V"
 STANDARD_SHARDS = 2
 # The shard counts each queue is changed to, in turn: up past eight, and back down to one.
 # Readers visit every layout a message may still live under, so the widest one comes late: it costs each later
@@ -352,6 +356,8 @@ class StressRun:
         # and the caller's own resend stores it again when it has no dedup id (`unconfirmed`), or when its dedup
         # id's window had passed by the resend (`resent_after_window`).
         self.unconfirmed: set[str] = set()
+        # The reasons of the releases DynamoDB applied, by message label: (attempt, reason) each.
+        self.reasons_given: dict[str, set[tuple[int, str]]] = {}
         self.resent_after_window: set[str] = set()
         # The earliest a message may be claimed (its delivery time, or the end of its delay), by label.
         self.visible_from: dict[str, int] = {}
@@ -382,8 +388,9 @@ class StressRun:
 
     # Set-up.
     def create_queues(self) -> None:
-        self.client.create_queue(STANDARD, shards=STANDARD_SHARDS, **_COMMON)
-        self.client.create_queue(FIFO, **_COMMON)
+        # The main queues keep an archive: every acknowledgement archived exactly once (`_verify_archive`).
+        self.client.create_queue(STANDARD, shards=STANDARD_SHARDS, archive_days=ARCHIVE_DAYS, **_COMMON)
+        self.client.create_queue(FIFO, archive_days=ARCHIVE_DAYS, **_COMMON)
         for queue in CHURN_QUEUES:
             self.client.create_queue(queue, **_COMMON)
         for queue in ALL_QUEUES:
@@ -658,8 +665,8 @@ class StressRun:
                 return
             if roll < 0.20:
                 self._count("releases")
-                for later_hold, _ in unit[position:]:
-                    self._release(sub, later_hold, rng.choice((0, 0, None, 5)))
+                for later_hold, later in unit[position:]:
+                    self._release(sub, later_hold, rng.choice((0, 0, None, 5)), label_of(_item_of(later)))
                 return
             if roll < 0.30:
                 self._count("extensions")
@@ -680,9 +687,15 @@ class StressRun:
         self.ledger.settling(hold, self.now_ms())
         return self._settle(lambda: sub.delete(hold.handle))
 
-    def _release(self, sub: SubQueue | QueueWide, hold: Hold, delay: int | None) -> bool:
+    def _release(self, sub: SubQueue | QueueWide, hold: Hold, delay: int | None, label: str) -> bool:
+        """With a reason naming the message and the attempt, kept if the release was applied (`check_reasons`)."""
         self.ledger.settling(hold, self.now_ms())
-        return self._settle(lambda: sub.release(hold.handle, delay_seconds=delay))
+        reason = f"{label} attempt {hold.receive_count}: given back by a stress consumer"
+        released = self._settle(lambda: sub.release(hold.handle, delay_seconds=delay, reason=reason))
+        if released:
+            with self._lock:
+                self.reasons_given.setdefault(label, set()).add((hold.receive_count, reason))
+        return released
 
     def _extend(self, sub: SubQueue | QueueWide, hold: Hold, rng: random.Random) -> bool:
         seconds = VISIBILITY * 2
@@ -1128,6 +1141,8 @@ class StressRun:
                 dead[label_of(item)] += 1
                 if int(item["receive_count"]) != MAX_RECEIVE_COUNT:
                     problems.append(f"{label_of(item)} in the DLQ after {item['receive_count']} receives")
+                given = self.reasons_given.get(label_of(item), set()) if (queue, client) in SUB_QUEUES else None
+                problems += check_reasons(item, given if self.copies(label_of(item)) == 1 else None)
             live = self.truth.live_messages(queue, client)
             if live:
                 problems.append(f"{queue}/{client}: {len(live)} messages left, e.g. {label_of(live[0])}")
@@ -1169,8 +1184,24 @@ class StressRun:
         self.figures.add("dlq", sum(dead.values()))
         self.figures.add("deleted", len(deleted))
         problems += self._verify_churn()
+        problems += self._verify_archive()
         self._by_path(deleted, dead, dead_deleted, problems)
         return problems
+
+    def _verify_archive(self) -> list[str]:
+        """The main queues' archives hold each acknowledgement DynamoDB applied exactly once, and nothing else:
+        neither a message moved to the DLQ, nor a delete the SDK or a racing consumer repeated."""
+        archived: Counter = Counter()
+        for (queue, _), items in self.truth.by_sub_queue([ARCHIVED]).items():
+            if queue in MAIN_QUEUES:
+                archived.update(label_of(item) for item in items)
+        acked = Counter(entry.body for entry in self.truth.deleted if entry.queue in MAIN_QUEUES)
+        self.figures.add("archived", sum(archived.values()))
+        return [
+            f"{label} acknowledged {acked[label]} times, archived {archived[label]} times"
+            for label in set(acked) | set(archived)
+            if acked[label] != archived[label]
+        ]
 
     def _by_path(self, deleted: Counter, dead: Counter, dead_deleted: Counter, problems: list[str]) -> None:
         """The figures of each delivery path, for `report`: messages, deliveries, redeliveries, faults by kind,
@@ -1271,6 +1302,34 @@ _COMMON: dict[str, int] = {
 
 def _named(counts: Counter, prefix: str) -> dict[str, int]:
     return {name[len(prefix) :]: count for name, count in sorted(counts.items()) if name.startswith(prefix)}
+
+
+def _item_of(message: ReceivedMessage) -> dict[str, Any]:
+    return {"attrs": message.attributes, "body": message.body}
+
+
+def check_reasons(item: dict[str, Any], given: set[tuple[int, str]] | None) -> list[str]:
+    """A dead letter's attempts: one for each receive it keeps (the last five), numbered in order, each with a
+    reason; the reason of a release is the one given to it (never another message's or another attempt's), and,
+    when the releases DynamoDB applied are known (`given`), none of them lost by the move to the DLQ."""
+    label = label_of(item)
+    count = int(item["receive_count"])
+    shown = reasons.history(item, dead=True)
+    problems = []
+    expected = list(range(max(1, count - reasons.KEPT_ATTEMPTS + 1), count + 1))
+    numbers = [a["attempt"] for a in shown][-len(expected) :] if expected else []
+    if not item.get(reasons.DROPPED) and numbers != expected:
+        problems.append(f"{label}: attempts {[a['attempt'] for a in shown]} kept after {count} receives")
+    problems += [f"{label}: attempt {a['attempt']} without a reason" for a in shown if not a["reason"]]
+    if given is None:
+        return problems
+    released = {(a["attempt"], a["reason"]) for a in shown if a["outcome"] == reasons.RELEASED}
+    problems += [f"{label}: attempt {n} shows a reason never given to it: {why}" for n, why in released - given]
+    kept_from = count - reasons.KEPT_ATTEMPTS + 1
+    problems += [
+        f"{label}: the reason of attempt {n}'s release was lost" for n, why in given - released if n >= kept_from
+    ]
+    return problems
 
 
 def _units(holds: list[Hold], messages: list[ReceivedMessage]) -> list[list[tuple[Hold, ReceivedMessage]]]:

@@ -225,7 +225,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
             else:
                 self.reference.claimed_standard(received, [], None, now)
             handle = Handle.of(received[0])
-            self.sub.release(handle.handle, delay_seconds=0)
+            self.sub.release(handle.handle, delay_seconds=0, reason=f"{handle.body} attempt {handle.receive_count}")
             self.reference.release(handle, 0, now, None)
         now = self.now()
         assert self.sub.receive(max_messages=1) == []
@@ -369,7 +369,8 @@ class QueueAgainstReference(RuleBasedStateMachine):
             delay = RELEASE_DELAYS[action]
             faults_before = self.faults.total
             repeat = self.reference.released_by(handle)
-            actual = self._outcome(lambda: self.sub.release(handle.handle, delay_seconds=delay))
+            reason = f"{handle.body} attempt {handle.receive_count}"
+            actual = self._outcome(lambda: self.sub.release(handle.handle, delay_seconds=delay, reason=reason))
             if repeat and self.faults.total > faults_before and actual[0] == "ok":
                 return  # a repeat whose answer was lost: "ok" allowed, with no effect (the invariants check that)
             answered = actual[1] if actual[0] == "ok" else None
@@ -567,6 +568,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
                 page = self.sub.browse(size, cursor=cursor)
                 for message in page.messages:
                     assert message.body not in browsed, f"{message.body} browsed twice"
+                    _check_attempts(message)
                     browsed[message.body] = (message.state, message.until)
                 cursor = page.cursor
                 if cursor is None:
@@ -589,8 +591,27 @@ class QueueAgainstReference(RuleBasedStateMachine):
     @invariant()
     def dead_letters_agree(self) -> None:
         with self._settled():
-            actual = {(message.body, message.receive_count) for message in self.sub.dlq_list(100)}
+            listed = self.sub.dlq_list(100)
+        for message in listed:
+            _check_attempts(message, dead=True)
+        actual = {(message.body, message.receive_count) for message in listed}
         assert actual == self.reference.dead()
+
+
+def _check_attempts(message: Any, dead: bool = False) -> None:
+    """A message's attempts are its own: each release's reason names this message and this attempt (never another's,
+    whatever slot it was written to, moved or redriven), the last five receives are numbered in order, and a DLQ
+    copy keeps one for each receive of its last life (the last five)."""
+    for attempt in message.attempts:
+        if attempt["outcome"] == "released":
+            assert attempt["reason"] == f"{message.body} attempt {attempt['attempt']}", (message.body, attempt)
+    if message.state == "in_flight" and not dead:
+        return  # its current attempt has not ended
+    count = message.receive_count
+    expected = list(range(max(1, count - 4), count + 1))
+    numbers = [attempt["attempt"] for attempt in message.attempts]
+    assert not expected or numbers[-len(expected) :] == expected, (message.body, count, numbers)
+    exercised["attempts checked"] += 1
 
 
 class FifoQueueAgainstReference(QueueAgainstReference):

@@ -117,6 +117,15 @@ RECEIVED_MESSAGE_ANSWER: Final = Shape(
     }
 )
 RECEIVE_ANSWER: Final = Shape({"messages": (many(RECEIVED_MESSAGE_ANSWER), REQUIRED)})
+ATTEMPT: Final = Shape(
+    {
+        "attempt": (integer, REQUIRED),
+        "at": (MAYBE_INT, REQUIRED),
+        "outcome": (choice("released", "failed", "timed_out", "visibility_expired"), REQUIRED),
+        "reason": (TEXT, REQUIRED),
+        "detail": (MAYBE_TEXT, None),
+    }
+)
 MESSAGE_ANSWER: Final = Shape(
     {
         "message_id": (TEXT, REQUIRED),
@@ -135,6 +144,10 @@ MESSAGE_ANSWER: Final = Shape(
         "dedup_id": (MAYBE_TEXT, None),
         "body_stored": (choice("item", "compressed", "s3"), "item"),
         "moved_at": (MAYBE_INT, None),
+        "attempts": (many(ATTEMPT), list),
+        "last_reason": (MAYBE_TEXT, None),
+        "moved_reason": (MAYBE_TEXT, None),
+        "reasons_dropped": (integer, 0),
     }
 )
 MESSAGE_LIST: Final = Shape({"messages": (many(MESSAGE_ANSWER), REQUIRED)})

@@ -11,6 +11,7 @@ from . import plain_operations
 from .core_client import queue_client
 from .observability import count, tracer
 from .schemas import (
+    DlqReasons,
     ListRequest,
     MessageAddress,
     MessageList,
@@ -33,6 +34,13 @@ def redrive(address: SubQueueAddress, request: RedriveRequest) -> Redriven:
     moved = queue_client().queue(address.queue, address.client).redrive(**request.model_dump())
     count("MessagesRedriven", moved)
     return Redriven(redriven=moved)
+
+
+@tracer.capture_method(capture_response=False)
+def dlq_reasons(address: SubQueueAddress, _request: NoAddress) -> DlqReasons:
+    """The dead letters grouped by their last reason, from a bounded read of the DLQ."""
+    groups, approximate = queue_client().queue(address.queue, address.client).dlq_reasons()
+    return DlqReasons.model_validate({"reasons": groups, "approximate": approximate})
 
 
 @tracer.capture_method(capture_response=False)

@@ -60,7 +60,13 @@ CursorQuery = Annotated[
     str | None, Query(min_length=1, max_length=1000, description="the previous page's cursor: go on from there")
 ]
 
+TimeQuery = Annotated[int | None, Query(ge=0, le=10**13 - 1, description="epoch milliseconds")]
+OrderQuery = Annotated[Literal["newest", "oldest"], Query(description="newest first (default) or oldest first")]
+
 QUERY_PARAMETERS: Final = {
+    "since": QueryParameter(TimeQuery, None),
+    "until": QueryParameter(TimeQuery, None),
+    "order": QueryParameter(OrderQuery, "newest"),
     "limit": QueryParameter(LimitQuery, 10),
     "state": QueryParameter(StateQuery, None),
     "priority": QueryParameter(PriorityQuery, None),

@@ -40,6 +40,7 @@ FUNCTIONS: Final = (PRODUCER, POLLER, DLQ_REDRIVER, VISIBILITY_SWEEPER)
 QUEUES_TAG: Final = "Queues"
 MESSAGES_TAG: Final = "Messages"
 DLQ_TAG: Final = "Dead-letter queue"
+ARCHIVE_TAG: Final = "Archive"
 DOCUMENTATION_TAG: Final = "Documentation"
 
 # Errors any operation that takes a request and reads DynamoDB may answer; 500 is documented for every operation.
@@ -200,6 +201,23 @@ OPERATIONS: Final = (
         errors=(400, 404, 429),
     ),
     Operation(
+        "archive_list", "GET", f"{SUB_QUEUE}/archive", POLLER, Access.CONSUME, request="ArchiveRequest",
+        query=("since", "until", "order", "limit", "cursor"), answer="ArchivePageAnswer", tag=ARCHIVE_TAG,
+        summary="Acknowledged messages kept by the archive (archive_days), by time range, newest or oldest first, "
+        "page by page", errors=(400, 404, 429),
+    ),
+    Operation(
+        "archive_get", "GET", f"{SUB_QUEUE}/archive/{{id}}", POLLER, Access.CONSUME, answer="ArchivedCopies",
+        summary="An acknowledged message from the archive by id: one copy per acknowledgement", tag=ARCHIVE_TAG,
+        errors=(400, 404, 429),
+    ),
+    Operation(
+        "archive_list_any", "GET", "/queues/{q}/archive", POLLER, Access.CONSUME, request="ArchiveRequest",
+        query=("since", "until", "order", "limit", "cursor"), answer="ArchivePageAnswer", tag=ARCHIVE_TAG,
+        summary="Acknowledged messages of every client of a queue kept by the archive, by time range, page by page",
+        errors=(400, 404, 429),
+    ),
+    Operation(
         "get", "GET", f"{SUB_QUEUE}/messages/{{id}}", POLLER, Access.CONSUME, answer="MessageAnswer",
         summary="One message and its state: visible, in_flight, delayed or dlq", tag=MESSAGES_TAG,
         errors=(400, 404, 410, 429),
@@ -225,6 +243,11 @@ OPERATIONS: Final = (
     Operation(
         "redrive", "POST", f"{SUB_QUEUE}/dlq/redrive", DLQ_REDRIVER, Access.ADMIN, request="RedriveRequest",
         answer="Redriven", summary="Move DLQ messages back to the sub-queue: all, the oldest max_messages, or by id",
+        tag=DLQ_TAG, errors=(400, 404, 429),
+    ),
+    Operation(
+        "dlq_reasons", "GET", f"{SUB_QUEUE}/dlq/reasons", DLQ_REDRIVER, Access.ADMIN, answer="DlqReasons",
+        summary="Why the dead letters failed: their distinct last reasons with counts and first and last seen",
         tag=DLQ_TAG, errors=(400, 404, 429),
     ),
     Operation(

@@ -7,6 +7,9 @@ from . import plain_operations
 from .core_client import queue_client
 from .observability import count, tracer
 from .schemas import (
+    ArchivedCopies,
+    ArchivePageAnswer,
+    ArchiveRequest,
     BrowsePageAnswer,
     BrowseRequest,
     DeleteAnswer,
@@ -53,7 +56,7 @@ def change_visibility(address: SubQueueAddress, request: VisibilityRequest) -> V
 @tracer.capture_method(capture_response=False)
 def release(address: SubQueueAddress, request: ReleaseRequest) -> VisibleAt:
     sub_queue = queue_client().queue(address.queue, address.client)
-    return VisibleAt(visible_at=sub_queue.release(request.receipt_handle, request.delay_seconds))
+    return VisibleAt(visible_at=sub_queue.release(request.receipt_handle, request.delay_seconds, request.reason))
 
 
 @tracer.capture_method(capture_response=False)
@@ -82,7 +85,7 @@ def change_visibility_any(address: QueueAddress, request: VisibilityRequest) -> 
 @tracer.capture_method(capture_response=False)
 def release_any(address: QueueAddress, request: ReleaseRequest) -> VisibleAt:
     queue_wide = queue_client().queue_wide(address.queue)
-    return VisibleAt(visible_at=queue_wide.release(request.receipt_handle, request.delay_seconds))
+    return VisibleAt(visible_at=queue_wide.release(request.receipt_handle, request.delay_seconds, request.reason))
 
 
 @tracer.capture_method(capture_response=False)
@@ -95,6 +98,24 @@ def browse(address: SubQueueAddress, request: BrowseRequest) -> BrowsePageAnswer
     sub_queue = queue_client().queue(address.queue, address.client)
     page = sub_queue.browse(request.limit, request.state, request.priority, request.group, request.cursor)
     return BrowsePageAnswer.model_validate(page.to_dict())
+
+
+@tracer.capture_method(capture_response=False)
+def archive_list(address: SubQueueAddress, request: ArchiveRequest) -> ArchivePageAnswer:
+    sub_queue = queue_client().queue(address.queue, address.client)
+    return ArchivePageAnswer.model_validate(sub_queue.archive_list(**request.model_dump()).to_dict())
+
+
+@tracer.capture_method(capture_response=False)
+def archive_get(address: MessageAddress, _request: NoAddress) -> ArchivedCopies:
+    copies = queue_client().queue(address.queue, address.client).archive_get(address.message_id)
+    return ArchivedCopies.model_validate({"messages": [copy.to_dict() for copy in copies]})
+
+
+@tracer.capture_method(capture_response=False)
+def archive_list_any(address: QueueAddress, request: ArchiveRequest) -> ArchivePageAnswer:
+    queue_wide = queue_client().queue_wide(address.queue)
+    return ArchivePageAnswer.model_validate(queue_wide.archive_list(**request.model_dump()).to_dict())
 
 
 @tracer.capture_method(capture_response=False)

@@ -75,6 +75,11 @@ class Answer(BaseModel):
 # Queues.
 
 
+ArchiveDays = Annotated[
+    int, _int(0, limits.MAX_ARCHIVE_DAYS, "days an acknowledged message is kept in the archive; 0: no archive")
+]
+
+
 class CreateQueueRequest(Request):
     """Settings of a new queue; every field is optional. Creating an existing queue with the same settings is
     idempotent, with other settings a 409."""
@@ -99,6 +104,7 @@ class CreateQueueRequest(Request):
         False,
         description="sends put ready markers (one write unit each) at once, not from the first queue-wide receive",
     )
+    archive_days: ArchiveDays = 0
 
 
 # The settings a queue is created with and keeps for life: they decide its key layout and its dedup.
@@ -124,6 +130,7 @@ class UpdateQueueRequest(Request):
     ] = None
     receive_wait_seconds: Annotated[int | None, _int(0, limits.MAX_WAIT_SECONDS)] = None
     queue_wide: StrictBool | None = Field(None, description="true switches ready markers on; never off once on")
+    archive_days: ArchiveDays | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -166,6 +173,7 @@ class QueueSettingsAnswer(Answer):
     max_message_bytes: int = limits.MAX_BODY_BYTES
     receive_wait_seconds: int = 0
     queue_wide: bool = Field(False, description="whether sends put ready markers for queue-wide receives")
+    archive_days: int = Field(0, description="days acknowledged messages are kept in the archive; 0: no archive")
     created_at: int = Field(description="epoch milliseconds")
 
 
@@ -325,6 +333,12 @@ class ReleaseRequest(Request):
     delay_seconds: Annotated[
         int | None, _int(0, limits.MAX_VISIBILITY_SECONDS, "null: randomized exponential backoff by receive count")
     ] = None
+    reason: str | None = Field(
+        None,
+        max_length=64 * 1024,
+        description="why this attempt failed, kept with the message (its first line is what groupings show; at most "
+        "2 KB kept, cut visibly)",
+    )
 
 
 class VisibleAt(Answer):
@@ -338,6 +352,16 @@ class ListRequest(Request):
     """The `limit` of a peek or a DLQ listing, for invoke events (HTTP takes it from the query string)."""
 
     limit: Annotated[int, _int(1, limits.MAX_PEEK)] = 10
+
+
+class AttemptAnswer(Answer):
+    """One delivery attempt that ended without an acknowledgement, and why."""
+
+    attempt: int = Field(description="its receive number since the message was sent or redriven")
+    at: int | None = Field(description="when it ended (epoch ms); null when its claim ran out with nobody answering")
+    outcome: Literal["released", "failed", "timed_out", "visibility_expired"]
+    reason: str = Field(description="why: its first line (at most 2 KB in all with detail, cut visibly)")
+    detail: str | None = Field(None, description="the reason's further lines (a traceback)")
 
 
 class MessageAnswer(Answer):
@@ -361,6 +385,12 @@ class MessageAnswer(Answer):
         "item", description="where the body lives: in the item as sent, zlib-compressed in it, or in S3"
     )
     moved_at: int | None = Field(None, description="when it was moved to the DLQ (a DLQ message only)")
+    attempts: list[AttemptAnswer] = Field(
+        default_factory=list, description="its last attempts that ended without an acknowledgement, oldest first"
+    )
+    last_reason: str | None = Field(None, description="the last attempt's reason (its first line)")
+    moved_reason: str | None = Field(None, description="why it was moved to the DLQ (a DLQ message only)")
+    reasons_dropped: int = Field(0, description="times its reasons were dropped to keep its body in the item")
 
 
 class MessageList(Answer):
@@ -393,6 +423,45 @@ class BrowsePageAnswer(Answer):
     cursor: str | None = Field(description="go on from here with the next request; null: read to the end")
 
 
+class ArchiveRequest(Request):
+    """A page of the archive of acknowledged messages, for invoke events (HTTP takes it from the query string)."""
+
+    since: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or after (epoch ms)")] = None
+    until: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or before (epoch ms)")] = None
+    order: Literal["newest", "oldest"] = "newest"
+    limit: Annotated[int, _int(1, limits.MAX_PEEK)] = 10
+    cursor: Annotated[
+        str | None, Field(min_length=1, max_length=1000, description="the previous page's cursor: go on from there")
+    ] = None
+
+
+class ArchivedMessageAnswer(Answer):
+    message_id: str
+    client: str
+    body: str
+    attributes: dict[str, str]
+    attribute_types: dict[str, str] = Field(default_factory=dict)
+    group_id: str | None
+    dedup_id: str | None = None
+    priority: int = 0
+    sent_at: int
+    first_received_at: int | None
+    acked_at: int = Field(description="when it was acknowledged (epoch ms)")
+    receive_count: int
+    expires_at: int = Field(description="when the archive lets it go (epoch ms)")
+    attempts: list[AttemptAnswer] = Field(default_factory=list)
+    last_reason: str | None = None
+
+
+class ArchivePageAnswer(Answer):
+    messages: list[ArchivedMessageAnswer]
+    cursor: str | None = Field(description="go on from here with the next request; null: the end of the range")
+
+
+class ArchivedCopies(Answer):
+    messages: list[ArchivedMessageAnswer] = Field(description="one per acknowledgement of the message, oldest first")
+
+
 class Purged(Answer):
     purged: int
 
@@ -402,10 +471,25 @@ class RedriveRequest(Request):
     message_ids: Annotated[
         list[MessageId] | None, Field(min_length=1, max_length=limits.MAX_PEEK, description="null: oldest first")
     ] = None
+    reason: str | None = Field(
+        None, min_length=1, max_length=2048, description="only the dead letters whose last reason contains this text"
+    )
 
 
 class Redriven(Answer):
     redriven: int
+
+
+class ReasonGroup(Answer):
+    reason: str = Field(description="a last reason of dead letters (its first line)")
+    count: int = Field(description="how many dead letters it was the last reason of")
+    first_seen: int | None = Field(description="the earliest of their attempts' ends (epoch ms)")
+    last_seen: int | None = Field(description="the latest of their attempts' ends (epoch ms)")
+
+
+class DlqReasons(Answer):
+    reasons: list[ReasonGroup] = Field(description="the distinct last reasons, the most frequent first")
+    approximate: bool = Field(description="the DLQ was longer than the bounded read: the counts are lower bounds")
 
 
 class Moved(Answer):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from . import reasons
 from .errors import QueueError, ReceiptHandleStale, ValidationError
 from .limits import MAX_RECEIVE, MAX_TRANSACTION_ITEMS
 from .models import ReceivedMessage
@@ -178,11 +179,11 @@ class Consumer:
             try:
                 effect = self.handler(message)
                 items = self._transaction(message, effect) if self.transactional else None
-            except Exception:
+            except Exception as error:
                 logger.exception("handler failed for message %s", message.message_id)
                 self.report.failed += 1
                 self._forget(message)
-                self._give_back(message, None)
+                self._give_back(message, None, reasons.of_exception(error))
                 self._release(unit[position + 1 :])
                 return
             self._forget(message)
@@ -203,7 +204,7 @@ class Consumer:
                     # The effect was not applied (its own condition failed, or DynamoDB refused): a failure.
                     logger.exception("transaction failed for message %s", message.message_id)
                     self.report.failed += 1
-                    self._give_back(message, None)
+                    self._give_back(message, None, f"transaction failed: {error.code}: {error.message}")
                     self._release(unit[position + 1 :])
                     return
                 logger.exception("delete failed for message %s", message.message_id)
@@ -231,16 +232,17 @@ class Consumer:
         with self._lock:
             self._held.pop(message.receipt_handle, None)
 
-    def _give_back(self, message: ReceivedMessage, delay: int | None) -> None:
+    def _give_back(self, message: ReceivedMessage, delay: int | None, reason: str) -> None:
+        """Released with why this attempt ended, kept with the message (`reasons`)."""
         try:
-            self.queue.release(message.receipt_handle, delay_seconds=delay)
+            self.queue.release(message.receipt_handle, delay_seconds=delay, reason=reason)
         except QueueError:
             logger.exception("release failed for message %s", message.message_id)
 
     def _release(self, messages: list[ReceivedMessage]) -> None:
         for message in messages:
             self._forget(message)
-            self._give_back(message, 0)
+            self._give_back(message, 0, "not started: the consumer stopped, or an earlier message of its group failed")
             self.report.released_unstarted += 1
 
     def _release_unstarted(self) -> None:

@@ -8,7 +8,7 @@ handles a receive hands out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .context import Context
 from .errors import QueueError
@@ -90,8 +90,11 @@ class Engine(Protocol):
     def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
         """All of `receipts`' messages held by their claims until `visible_at`, or none (False: one is spent)."""
 
-    def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
+    def release(self, receipt: Receipt, visible_at: int, now: int, why: dict[str, Any] | None = None) -> int:
         """Gives the held message back, visible at `visible_at`, which is returned."""
+
+    def note(self, receipt: Receipt, why: dict[str, Any]) -> None:
+        """Records why the handle's attempt ends where no other write ends it (`reasons`)."""
 
     def return_unseen(self, receipt: Receipt, now: int) -> None:
         """Gives back a held message nobody saw: visible now, its receive count and first receive time as before

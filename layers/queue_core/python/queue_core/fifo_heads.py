@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-from . import ready
+from . import ready, reasons
 from .errors import MessageBodyMissing, MessageNotFound, QueueError, Throttled, ValidationError
 from .fifo_groups import FifoGroups, unlocked_by
 from .keys import MessageRef
@@ -125,6 +125,7 @@ class FifoHeads(FifoGroups):
     def _to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
         """Atomically out of the group and into the DLQ; the group then moves on to its next message."""
         ref = MessageRef(shard=0, sequence=item["sk"], group=group_key["sk"])
+        attempts = reasons.carried(item)
         dlq = moved_item(
             item,
             ref.dlq_key(self.space),
@@ -134,7 +135,9 @@ class FifoHeads(FifoGroups):
             moved_at=now,
             dlq_id=new_token(),
             expires_at=max(int(item["expires_at"]), expires_s(now, self.settings.retention_seconds)),
+            **attempts,
         )
+        dlq[reasons.MOVED] = reasons.moved_reason(attempts, self.settings.max_receive_count)
         try:
             self.ctx.store.transact_writes(
                 [

@@ -9,10 +9,13 @@ and the group stays locked while any message of the claim is out (`acked` is a s
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
-from . import ready
-from .errors import MessageNotFound, ReceiptHandleStale
+from . import archive, ready
+from .archive_acks import archive_writes, archived_delete, read_and_archive
+from .attempt_notes import dropped, no_room, note_attempt, reasons_write, write_once
+from .errors import MessageNotFound, MessageTooLarge, ReceiptHandleStale
 from .fifo_groups import FifoGroups, holds_group, unlocked_by
 from .keys import MessageRef
 from .receipts import Receipt, new_token
@@ -21,6 +24,8 @@ from .store import groups as group_writes
 from .store import messages as writes
 
 _PASSED: Final = ("None", "")
+# A transaction's code for an action whose item would pass DynamoDB's size limit.
+_TOO_LARGE: Final = "ValidationError"
 
 
 class FifoHolds(FifoGroups):
@@ -31,9 +36,18 @@ class FifoHolds(FifoGroups):
         the group's bookkeeping is done again, which is safe to repeat; one claimed again since raises."""
         ref = MessageRef.parse(receipt.message_id)
         gone_before = maybe_own = False
+        key = ref.live_key(self.space)
         try:
-            old = self.ctx.store.write(writes.fenced_delete(ref.live_key(self.space), receipt.token))
-            self.ctx.bodies.discard([old])
+            archived = read_and_archive(self.ctx, self.space, self.settings, key, receipt, now)
+            if archived is not None:
+                write, old = archived
+                if not archived_delete(self.ctx, [writes.fenced_delete(key, receipt.token), write]):
+                    raise ConditionFailed(None)
+            elif archive.is_on(self.settings):
+                raise ConditionFailed(None)
+            else:
+                old = self.ctx.store.write(writes.fenced_delete(key, receipt.token))
+                self.ctx.bodies.discard([old])
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
@@ -57,7 +71,9 @@ class FifoHolds(FifoGroups):
             group = group_writes.unlock_empty(key, receipt.token, int(receipt.last_seq))
         else:
             group = group_writes.unlock(key, receipt.token, now, 1)
-        return [writes.fenced_delete(ref.live_key(self.space), receipt.token), group]
+        live = ref.live_key(self.space)
+        kept = archive_writes(self.ctx, self.space, self.settings, live, receipt, now)
+        return [writes.fenced_delete(live, receipt.token), group, *kept]
 
     def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
         """With several messages held, the one whose ack completes the done set unlocks the group (one read; an
@@ -74,16 +90,32 @@ class FifoHolds(FifoGroups):
         if group and group.get("tok") == receipt.token and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(now, int(group.get("retry_at", 0))))
 
-    def release(self, receipt: Receipt, available_at: int, now: int) -> int:
+    def release(self, receipt: Receipt, available_at: int, now: int, why: dict[str, Any] | None = None) -> int:
+        """`why`: the attempt's reason, in the give-back's own write (see `reasons`)."""
         ref = MessageRef.parse(receipt.message_id)
         release_id = new_token()
-        write = writes.give_back(ref.live_key(self.space), receipt.token, release_id)
+        key = ref.live_key(self.space)
+        slot = reasons_write(receipt, why)
         if receipt.held > 1:
-            self._settle_one_of_several(receipt, ref, write, available_at)
+            try:
+                self._settle_one_of_several(
+                    receipt, ref, writes.give_back(key, receipt.token, release_id, slot), available_at
+                )
+            except MessageTooLarge:
+                if slot is None:
+                    raise
+                give_back = writes.give_back(key, receipt.token, release_id, dropped(slot))
+                self._settle_one_of_several(receipt, ref, give_back, available_at)
             return available_at
-        self._give_back(write, release_id)
+        self._give_back(
+            lambda why_slot: writes.give_back(key, receipt.token, release_id, why_slot), slot, release_id, receipt.token
+        )
         self._ack(receipt, ref, available_at, removed=0)
         return available_at
+
+    def note(self, receipt: Receipt, why: dict[str, Any]) -> None:
+        """Records why the handle's attempt ends, where nothing else is written (see `reasons`)."""
+        note_attempt(self.ctx, MessageRef.parse(receipt.message_id).live_key(self.space), receipt, why)
 
     def return_unseen(self, receipt: Receipt, now: int) -> None:
         """The message gets back the receive count and first receive time it had before this claim; the group is
@@ -94,7 +126,7 @@ class FifoHolds(FifoGroups):
         if receipt.held > 1:
             self._settle_one_of_several(receipt, ref, write, now)
             return
-        self._give_back(write, release_id)
+        self._give_back(lambda _: write, None, release_id, receipt.token)
         self._ack(receipt, ref, now, removed=0)
 
     def _settle_one_of_several(self, receipt: Receipt, ref: MessageRef, message: Write, available_at: int) -> None:
@@ -112,6 +144,8 @@ class FifoHolds(FifoGroups):
                 break
             except TransactionCancelled as cancelled:
                 (message_code, old_message), (_, group) = cancelled.reasons
+                if message_code == _TOO_LARGE or (message_code != "None" and no_room(old_message, receipt.token)):
+                    raise MessageTooLarge("the message and its reason are too large to store") from None
                 if message_code not in _PASSED:
                     if old_message is None:
                         raise MessageNotFound("the message no longer exists (deleted or expired)") from None
@@ -127,12 +161,14 @@ class FifoHolds(FifoGroups):
         if group is not None and holds_group(group, receipt.token) and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
 
-    def _give_back(self, write: Write, release_id: str) -> None:
-        """The holder's give-back of a message. A failed condition that finds this very call's `release_id` was
-        this write, applied and its answer lost (the SDK's retry found it done): the group's part that follows is
-        safe to repeat."""
+    def _give_back(
+        self, build: Callable[[writes.Why | None], Write], why: writes.Why | None, release_id: str, token: str
+    ) -> None:
+        """The holder's give-back of a message (`build` with the attempt's reason `why`). A failed condition that
+        finds this very call's `release_id` was this write, applied and its answer lost (the SDK's retry found it
+        done): the group's part that follows is safe to repeat."""
         try:
-            self.ctx.store.write(write)
+            write_once(self.ctx, build, why, token)
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None

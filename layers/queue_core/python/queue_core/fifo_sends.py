@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import keys, limits, ready
+from . import keys, limits, ready, reasons
 from .bodies import stored_form
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
@@ -194,7 +194,11 @@ class FifoSends(FifoGroups):
                         group_id=group,
                         sent_at=int(item["sent_at"]),
                         # The dedup id goes along as stored, not as the entry's: it is shown, not enforced again.
-                        stored={**stored_form(item), **{k: item[k] for k in ("dedup_id",) if k in item}},
+                        stored={
+                            **stored_form(item),
+                            **{k: item[k] for k in ("dedup_id",) if k in item},
+                            **reasons.kept(item),
+                        },
                     )
                     for i, item in enumerate(chunk)
                 ]

@@ -252,6 +252,14 @@ class Space:
         """The lowest sort key of a report made at `at_ms` or later."""
         return fixed_ms(at_ms)
 
+    def archive_pk(self, bucket: int) -> str:
+        """A partition of the sub-queue's archive of acknowledged messages, in acknowledgement order (`archive`)."""
+        return f"{self._prefix('V')}{bucket}"
+
+    def archive_index_pk(self, bucket: int) -> str:
+        """An index partition that finds archived messages by id (`archive`)."""
+        return f"{self._prefix('V')}i{bucket}"
+
     def dedup_key(self, dedup_id: str) -> dict[str, str]:
         return {"pk": f"{self._prefix('X')}{stable_hash(dedup_id) % DEDUP_BUCKETS}", "sk": dedup_id}
 

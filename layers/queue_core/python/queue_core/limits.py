@@ -57,6 +57,8 @@ DEFAULT_OFFLOAD_BYTES: Final = 8 * 1024
 # counts, index keys): counted when deciding whether compression lowers the units of those writes too.
 CLAIM_BYTES: Final = 160
 MAX_BATCH: Final = 25
+# The longest an acknowledged message is kept in a queue's archive (`archive_days`; 0: no archive).
+MAX_ARCHIVE_DAYS: Final = 90
 MAX_RECEIVE: Final = 10
 MAX_VISIBILITY_SECONDS: Final = 43_200
 MAX_WAIT_SECONDS: Final = 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import limits, reasons
 from .bodies import COMPRESSED, FORMS, OFFLOADED, Bodies, item_size
 from .keys import MessageRef, message_index_sk, object_prefix_of
 from .models import Message, ReceivedMessage
@@ -76,6 +77,8 @@ def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, ex
         index_key = message_index_sk(visible_at, key["sk"], entry.priority)
         around = item_size(item) + item_size({"gsi1pk": key["pk"], "gsi1sk": index_key})
         item.update(bodies.stored(entry.body, object_prefix_of(key["pk"]), around))
+        # A reason never costs a body its place: an item near the limit keeps none (`reasons`).
+        item.update(reasons.room_mark(item_size(item) + around, limits.MAX_ITEM_BYTES - limits.ITEM_HEADROOM_BYTES))
     return item
 
 
@@ -111,6 +114,7 @@ def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Messag
     """`MessageBodyMissing` when the body was offloaded and its object is gone."""
     stored = "s3" if OFFLOADED in item else "compressed" if COMPRESSED in item else "item"
     moved_at = item.get("moved_at") if state == DLQ else None
+    attempts = reasons.history(item, in_flight=state == IN_FLIGHT, dead=state == DLQ)
     item = bodies.resolved(item)
     return Message(
         message_id=ref.message_id,
@@ -129,4 +133,8 @@ def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Messag
         dedup_id=item.get("dedup_id"),
         body_stored=stored,
         moved_at=None if moved_at is None else int(moved_at),
+        attempts=attempts,
+        last_reason=attempts[-1]["reason"] if attempts else None,
+        moved_reason=item.get(reasons.MOVED) if state == DLQ else None,
+        reasons_dropped=int(item.get(reasons.DROPPED, 0)),
     )

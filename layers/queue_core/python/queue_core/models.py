@@ -68,6 +68,13 @@ class Message(_Json):
     body_stored: str = "item"
     # When it was moved to the DLQ (a DLQ message only).
     moved_at: int | None = None
+    # Its last attempts without an acknowledgement, oldest first: {"attempt", "at", "outcome", "reason"[, "detail"]}
+    # (see `reasons`); `last_reason` is the last one's reason, `moved_reason` why it went to the DLQ (a DLQ
+    # message only), `reasons_dropped` how many times its reasons were dropped to keep its body in the item.
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    last_reason: str | None = None
+    moved_reason: str | None = None
+    reasons_dropped: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,3 +157,33 @@ class SweepReport(_Json):
     held: list[dict[str, Any]] = field(default_factory=list)
     # Sub-queues and queue-wide steps DynamoDB throttled (or whose answer was lost): passed over, done next pass.
     failures: int = 0
+
+
+@dataclass(frozen=True)
+class ArchivedMessage(_Json):
+    """An acknowledged message as the archive keeps it (see `archive`): its fields as sent, when it was
+    acknowledged, and its attempts that ended without an acknowledgement."""
+
+    message_id: str
+    client: str
+    body: str
+    attributes: dict[str, str]
+    attribute_types: dict[str, str]
+    group_id: str | None
+    dedup_id: str | None
+    priority: int
+    sent_at: int
+    first_received_at: int | None
+    acked_at: int
+    receive_count: int
+    expires_at: int
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    last_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ArchivePage(_Json):
+    """One page of archived messages; `cursor` goes on from where it stopped, None at the end of the range."""
+
+    messages: list[ArchivedMessage] = field(default_factory=list)
+    cursor: str | None = None

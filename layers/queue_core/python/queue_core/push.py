@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from . import keys, limits, sqs_event
+from . import keys, limits, reasons, sqs_event
 from .client import QueueClient
 from .errors import QueueError, ValidationError
 from .models import ReceivedMessage
@@ -55,6 +55,9 @@ CLAIM_MARGIN_SECONDS: Final = 20
 VISIBILITY_MARGIN_SECONDS: Final = CLAIM_MARGIN_SECONDS + 10
 # The error type Lambda gives a function stopped at its timeout (the local invoke says the same).
 TIMEOUT_ERROR: Final = "Sandbox.Timedout"
+# Why a message of a batch failed when the function answered for each message.
+REPORTED_FAILED: Final = "reported failed (batchItemFailures)"
+GROUP_FAILED: Final = "an earlier message of its group failed in this batch"
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,8 @@ class _Claim:
 
     message: ReceivedMessage
     until: int
+    # Why its delivery failed, when it did (see `reasons`).
+    why: str = ""
 
 
 class Dispatcher:
@@ -294,12 +299,13 @@ class Dispatcher:
             sending = [held.pop(m.message_id) for m in part if m.message_id in held]
             if not sending:
                 continue
-            failures, ended = self._invoke_once([claim.message for claim in sending], now, report)
+            failures, ended, why = self._invoke_once([claim.message for claim in sending], now, report)
             succeeded, failed = [], []
             for claim in sending:
                 message = claim.message
                 in_failed_group = message.group_id is not None and message.group_id in failed_groups
                 if failures is None or message.message_id in failures or in_failed_group:
+                    claim.why = why if failures is None else REPORTED_FAILED if not in_failed_group else GROUP_FAILED
                     failed.append(claim)
                     if message.group_id is not None:
                         failed_groups.add(message.group_id)
@@ -313,17 +319,18 @@ class Dispatcher:
 
     def _invoke_once(
         self, messages: list[ReceivedMessage], now: int, report: DispatchReport
-    ) -> tuple[set[str] | None, bool]:
-        """The ids the consumer failed (None: the whole batch failed), and whether the invocation has surely
-        ended: not when it timed out or its answer never came (`ended_surely`)."""
+    ) -> tuple[set[str] | None, bool, str]:
+        """The ids the consumer failed (None: the whole batch failed), whether the invocation has surely ended
+        (not when it timed out or its answer never came, `ended_surely`), and why the whole batch failed."""
         records = [sqs_event.record(message, self._source, now) for message in messages]
         report.invocations += 1
         try:
             answer = self._invoke(sqs_event.event(records))
-        except Exception:
+        except Exception as error:
             logger.exception("invoking consumer %s failed", self.spec.function)
-            return None, False
-        return item_failures(answer, {message.message_id for message in messages}), ended_surely(answer)
+            return None, False, f"the invoke failed: {type(error).__name__}: {error}"
+        ids = {message.message_id for message in messages}
+        return item_failures(answer, ids), ended_surely(answer), failure_reason(answer)
 
     def _keep(self, claims: Iterable[_Claim], seconds: float, report: DispatchReport) -> list[_Claim]:
         """The claims that hold for `seconds` more; one that would not is first extended to the consumer's
@@ -361,7 +368,7 @@ class Dispatcher:
             last = bool(max_receives) and message.receive_count >= max_receives
             try:
                 # The last allowed receive failed: no backoff, the next receive moves it to the DLQ at once.
-                self.sub_queue.release(message.receipt_handle, 0 if last else None)
+                self.sub_queue.release(message.receipt_handle, 0 if last else None, claim.why)
             except QueueError as error:
                 logger.warning("release after a failed delivery failed: %s", error.message)
                 continue
@@ -375,6 +382,10 @@ class Dispatcher:
         for claim in failed:
             report.failed += 1
             report.timed_out += 1
+            try:
+                self.sub_queue.note_attempt(claim.message.receipt_handle, reasons.TIMED_OUT, claim.why)
+            except QueueError as error:
+                logger.warning("noting the timeout of %s failed: %s", claim.message.message_id, error.message)
             report.moved_to_dlq += bool(max_receives) and claim.message.receive_count >= max_receives
 
     def _return_unseen(self, claims: list[_Claim], report: DispatchReport) -> None:
@@ -400,6 +411,27 @@ def ended_surely(answer: InvokeAnswer) -> bool:
     except ValueError:
         return True
     return not (isinstance(body, dict) and body.get("errorType") == TIMEOUT_ERROR)
+
+
+def failure_reason(answer: InvokeAnswer) -> str:
+    """Why a whole batch failed, as Lambda said it: the function's `errorType: errorMessage` and stack trace, a
+    timeout, or an answer that is not of `batchItemFailures`' shape (unused when the batch did not fail)."""
+    if not ended_surely(answer):
+        return "timed out"
+    body: Any = None
+    if answer.payload:
+        try:
+            body = json.loads(answer.payload)
+        except ValueError:
+            body = None
+    if answer.function_error is None:
+        return "the function's answer is not a batchItemFailures answer"
+    if isinstance(body, dict) and ("errorType" in body or "errorMessage" in body):
+        headline = f"{body.get('errorType', answer.function_error)}: {body.get('errorMessage', '')}".strip()
+        trace = body.get("stackTrace")
+        lines = [str(line).rstrip() for line in trace] if isinstance(trace, list) else []
+        return "\n".join([headline.splitlines()[0] if headline else answer.function_error, *lines])
+    return f"function error: {answer.function_error}"
 
 
 def item_failures(answer: InvokeAnswer, ids: set[str]) -> set[str] | None:

@@ -24,10 +24,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from . import keys, limits, partial, validation
+from . import archive, keys, limits, partial, validation
 from .context import Context
 from .errors import QueueError, Throttled, ValidationError
-from .models import BatchResult, QueueStats, ReceivedMessage
+from .models import ArchivePage, BatchResult, QueueStats, ReceivedMessage
 from .ready import announce, drain
 from .store import ConditionFailed
 from .store import ready as marker_writes
@@ -300,9 +300,9 @@ class QueueWide:
     def change_visibility(self, receipt_handle: str, visibility_timeout: int) -> int:
         return self._owner(receipt_handle).change_visibility(receipt_handle, visibility_timeout)
 
-    def release(self, receipt_handle: str, delay_seconds: int | None = None) -> int:
+    def release(self, receipt_handle: str, delay_seconds: int | None = None, reason: str | None = None) -> int:
         sub = self._owner(receipt_handle)
-        visible_at = sub.release(receipt_handle, delay_seconds)
+        visible_at = sub.release(receipt_handle, delay_seconds, reason)
         self._rotation().note_settled(sub.client)
         return visible_at
 
@@ -311,6 +311,22 @@ class QueueWide:
         sub = self._owner(receipt_handle)
         sub.return_unseen(receipt_handle)
         self._rotation().note_settled(sub.client)
+
+    def archive_list(
+        self,
+        since: int | None = None,
+        until: int | None = None,
+        order: str = "newest",
+        limit: int = 10,
+        cursor: str | None = None,
+    ) -> ArchivePage:
+        """`SubQueue.archive_list` over every client of the queue, merged in acknowledgement order (each page reads
+        every client's archive partitions: an operator's call)."""
+        settings = self.settings
+        clients = self._ctx.registry.clients(settings.name, settings.generation)
+        spaces = [self.sub_queue(client).space for client in clients]
+        since, until = archive.time_bound("since", since), archive.time_bound("until", until)
+        return archive.page(self._ctx, spaces, since, until, order, limit, cursor, self._ctx.now_ms())
 
     def stats(self) -> QueueStats:
         """Summed over the queue's clients (reads each client's index entries: an operator's call)."""

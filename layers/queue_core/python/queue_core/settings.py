@@ -32,6 +32,8 @@ class QueueSettings:
     max_message_bytes: int = limits.MAX_BODY_BYTES
     # How long a receive that names no wait waits (SQS's ReceiveMessageWaitTimeSeconds).
     receive_wait_seconds: int = 0
+    # Days an acknowledged message is kept in the archive (see `archive`); 0: no archive, nothing written or read.
+    archive_days: int = 0
     # Whether sends put ready markers for queue-wide receives (see `ready`): on from creation when asked for,
     # else from the first queue-wide receive (`marking`). `markers_from`: from when every process's sends put them
     # (ms); `markers_built`: the sweep has put those of what was sent before, so receives may trust them alone.
@@ -83,6 +85,7 @@ class QueueSettings:
         "max_message_bytes",
         "receive_wait_seconds",
         "queue_wide",
+        "archive_days",
     )
 
     @classmethod
@@ -115,6 +118,7 @@ class QueueSettings:
             **_shard_options(options),
             max_message_bytes=_int(options, "max_message_bytes", limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
             receive_wait_seconds=_int(options, "receive_wait_seconds", 0, limits.MAX_WAIT_SECONDS),
+            archive_days=_int(options, "archive_days", 0, limits.MAX_ARCHIVE_DAYS),
             **_marking_from_creation(options, created_at),
             created_at=created_at,
             modified_at=created_at,
@@ -124,7 +128,7 @@ class QueueSettings:
 
     UPDATABLE = ("visibility_timeout", "max_receive_count", "retention_seconds", "delay_seconds",
                  "dedup_window_seconds", "shards", "min_shards", "max_shards", "max_message_bytes",
-                 "receive_wait_seconds", "queue_wide")  # fmt: skip
+                 "receive_wait_seconds", "queue_wide", "archive_days")  # fmt: skip
 
     @property
     def read_shards(self) -> int:
@@ -344,6 +348,7 @@ class QueueSettings:
             max_shards=int(item.get("max_shards", limits.MAX_SHARDS)),
             max_message_bytes=int(item.get("max_message_bytes", limits.MAX_BODY_BYTES)),
             receive_wait_seconds=int(item.get("receive_wait_seconds", 0)),
+            archive_days=int(item.get("archive_days", 0)),
             queue_wide=bool(item.get("queue_wide", False)),
             markers_from=int(item.get("markers_from", 0)),
             markers_built=bool(item.get("markers_built", False)),

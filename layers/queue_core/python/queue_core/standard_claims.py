@@ -12,7 +12,7 @@ import contextlib
 import logging
 import random
 
-from . import keys, limits, partial
+from . import keys, limits, partial, reasons
 from .errors import MessageBodyMissing, MessageNotFound, MessageTooLarge, QueueError, Throttled, ValidationError
 from .keys import MessageRef
 from .messages import expires_s, is_expired, moved_item, received
@@ -196,7 +196,7 @@ class StandardClaims(StandardSpace):
         except MessageTooLarge:
             # Stored before sizes were checked: it cannot take a claim's attributes. It must not block the others.
             with contextlib.suppress(QueueError):
-                self._to_dlq(key, int(entry.get("receive_count", 0)), now)
+                self._to_dlq(key, int(entry.get("receive_count", 0)), now, why="too large to be received")
             return None
         assert item is not None
         receipt = Receipt(self.queue, self.client, ref.message_id, token, int(item["receive_count"]))
@@ -205,7 +205,7 @@ class StandardClaims(StandardSpace):
         except MessageBodyMissing:
             # Nobody could process it: to the DLQ (where it can be looked at and cancelled), never delivered.
             logger.warning("message %s: its offloaded body is gone; moved to the DLQ", ref.message_id)
-            self._to_dlq(key, int(item["receive_count"]), now, item, held=True)
+            self._to_dlq(key, int(item["receive_count"]), now, item, held=True, why="body missing")
             return None
 
     def _lost_claim(self, key: dict[str, str], old: Item | None, now: int) -> None:
@@ -229,15 +229,24 @@ class StandardClaims(StandardSpace):
         return True
 
     def _to_dlq(
-        self, key: dict[str, str], receive_count: int, now: int, old: Item | None = None, held: bool = False
+        self,
+        key: dict[str, str],
+        receive_count: int,
+        now: int,
+        old: Item | None = None,
+        held: bool = False,
+        why: str | None = None,
     ) -> bool:
         """Atomically: the message leaves the queue and enters the DLQ, or neither happens. Reads the message
         only when the caller does not have it (the index holds no body). A `held` message is the caller's own
-        claim (`receive_count` is the claim's), moved while it is in flight."""
+        claim (`receive_count` is the claim's), moved while it is in flight, its attempt ended by `why`. The copy
+        carries the message's attempts and why it moved (`reasons`)."""
         ref = MessageRef.of_live(key)
         old = old or self.ctx.store.get(key)
         if old is None or int(old["receive_count"]) != receive_count or (int(old["visible_at"]) > now and not held):
             return False
+        ended = reasons.entry(receive_count, reasons.FAILED, why, now) if held and why else None
+        attempts = reasons.carried(old, ended)
         dlq = moved_item(
             old,
             ref.dlq_key(self.space),
@@ -247,7 +256,9 @@ class StandardClaims(StandardSpace):
             moved_at=now,
             dlq_id=new_token(),
             expires_at=max(int(old["expires_at"]), expires_s(now, self.settings.retention_seconds)),
+            **attempts,
         )
+        dlq[reasons.MOVED] = reasons.moved_reason(attempts, self.settings.max_receive_count, why)
         try:
             leave = writes.leave_for_dlq(key, receive_count, None if held else now)
             self.ctx.store.transact_writes([leave, writes.store_new(dlq)])
@@ -260,6 +271,6 @@ class StandardClaims(StandardSpace):
         item = self.ctx.store.get(key)
         if item is None or is_expired(item, now):
             raise MessageNotFound(f"message {ref.message_id!r} not found")
-        if not self._to_dlq(key, int(item["receive_count"]), now, item):
+        if not self._to_dlq(key, int(item["receive_count"]), now, item, why="moved by an operator"):
             raise ValidationError("the message is in flight; move it when it is visible again")
         return True

@@ -8,8 +8,11 @@ nothing; a release leaves its own id so that the SDK's repeat of it is told from
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from . import ready
+from .archive_acks import archive_writes, archived_delete
+from .attempt_notes import note_attempt, reasons_write, write_once
 from .errors import MessageNotFound, ReceiptHandleStale
 from .keys import MessageRef
 from .receipts import Receipt, new_token
@@ -24,18 +27,24 @@ class StandardHolds(StandardSpace):
     """The holder's actions on a standard sub-queue's claimed messages."""
 
     def delete(self, receipt: Receipt, now: int) -> None:
-        """Idempotent: a message already gone counts as deleted; one claimed again since raises."""
-        (write,) = self.delete_writes(receipt, now)
+        """Idempotent: a message already gone counts as deleted; one claimed again since raises. With the
+        archive on, the delete and the archive's copy in one transaction (`archive`)."""
+        planned = self.delete_writes(receipt, now)
+        if len(planned) > 1:
+            archived_delete(self.ctx, planned)
+            return
         try:
-            self.ctx.bodies.discard([self.ctx.store.write(write)])
+            self.ctx.bodies.discard([self.ctx.store.write(planned[0])])
         except ConditionFailed as failed:
             if failed.item is not None:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
 
     def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
-        """One write: the delete, fenced by the claim token."""
+        """The delete, fenced by the claim token; with the archive on, the archive's copy beside it (the
+        message read once for it: nothing when it is gone, stale when another claim holds it)."""
         key = MessageRef.parse(receipt.message_id).live_key(self.space)
-        return [writes.fenced_delete(key, receipt.token)]
+        delete = writes.fenced_delete(key, receipt.token)
+        return [delete, *archive_writes(self.ctx, self.space, self.settings, key, receipt, now)]
 
     def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
         """Nothing is left to do: the delete was the whole of it."""
@@ -43,8 +52,12 @@ class StandardHolds(StandardSpace):
     def change_visibility(self, receipt: Receipt, visible_at: int, now: int) -> int:
         return self._set_visible_at(receipt, visible_at, now, release=False)
 
-    def release(self, receipt: Receipt, visible_at: int, now: int) -> int:
-        return self._set_visible_at(receipt, visible_at, now, release=True)
+    def release(self, receipt: Receipt, visible_at: int, now: int, why: dict[str, Any] | None = None) -> int:
+        return self._set_visible_at(receipt, visible_at, now, release=True, why=why)
+
+    def note(self, receipt: Receipt, why: dict[str, Any]) -> None:
+        """Records why the handle's attempt ends, where nothing else is written (see `reasons`)."""
+        note_attempt(self.ctx, MessageRef.parse(receipt.message_id).live_key(self.space), receipt, why)
 
     def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
         """Every receipt's message held by its claim until `visible_at`, all or none in one transaction: False,
@@ -61,14 +74,23 @@ class StandardHolds(StandardSpace):
         ready.announce(self.ctx, self.space, [(ref.priority, visible_at) for ref in refs])
         return True
 
-    def _set_visible_at(self, receipt: Receipt, visible_at: int, now: int, release: bool) -> int:
+    def _set_visible_at(
+        self, receipt: Receipt, visible_at: int, now: int, release: bool, why: dict[str, Any] | None = None
+    ) -> int:
         """Then puts the ready marker for `visible_at`, so that a queue-wide receive finds the message when it
-        is visible again, not only when an earlier marker's time comes."""
+        is visible again, not only when an earlier marker's time comes. `why`: the attempt's reason, written
+        with it (dropped with every other reason when the item cannot hold it)."""
         ref = MessageRef.parse(receipt.message_id)
+        release_id = new_token() if release else None
+        key = ref.live_key(self.space)
         try:
-            release_id = new_token() if release else None
-            write = writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, release_id, ref.priority)
-            self.ctx.store.write(write)
+            with_reason = reasons_write(receipt, why)
+            write_once(
+                self.ctx,
+                lambda slot: writes.set_visibility(key, visible_at, receipt.token, release_id, ref.priority, slot),
+                with_reason,
+                receipt.token,
+            )
         except ConditionFailed as failed:
             if failed.item is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None

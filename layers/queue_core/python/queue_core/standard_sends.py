@@ -10,7 +10,7 @@ import logging
 import random
 from typing import Any
 
-from . import keys, ready
+from . import keys, ready, reasons
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
 from .errors import MessageTooLarge, QueueError, Throttled
@@ -127,6 +127,7 @@ class StandardSends(StandardSpace):
             visible_at=now,
             receive_count=0,
             expires_at=expires_s(now, self.settings.retention_seconds),
+            **reasons.kept(dlq_item),
         )
         live["gsi1pk"] = live["pk"]
         live["gsi1sk"] = keys.message_index_sk(now, ref.sequence, ref.priority)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import (
+    archive,
     autoshard,
     browse,
     dead_letter_groups,
@@ -24,6 +25,7 @@ from . import (
     dead_letters,
     keys,
     limits,
+    reasons,
     receive_attempts,
     validation,
 )
@@ -35,7 +37,16 @@ from .errors import MessageBodyMissing, MessageNotFound, QueueError, ReceiptHand
 from .fifo import FifoQueue
 from .keys import MessageRef, Space
 from .messages import DLQ, Entry, is_expired, looked_at
-from .models import BatchResult, BrowsePage, Message, QueueStats, ReceivedMessage, SendResult
+from .models import (
+    ArchivedMessage,
+    ArchivePage,
+    BatchResult,
+    BrowsePage,
+    Message,
+    QueueStats,
+    ReceivedMessage,
+    SendResult,
+)
 from .receipts import Receipt
 from .settings import QueueSettings
 from .standard import StandardQueue
@@ -344,9 +355,12 @@ class SubQueue:
         now = self._now()
         return self.engine().change_visibility(receipt, now + seconds * 1000, now)
 
-    def release(self, receipt_handle: str, delay_seconds: int | None = None) -> int:
+    def release(self, receipt_handle: str, delay_seconds: int | None = None, reason: str | None = None) -> int:
         """Gives the message back. Without a delay it waits a randomized exponential backoff of its receive
-        count (full jitter, capped), so a failing message does not spin. Returns the new `visible_at`."""
+        count (full jitter, capped), so a failing message does not spin. Returns the new `visible_at`. `reason`:
+        why this attempt failed, kept with the message (its first line is what groupings show; at most 2 KB, cut
+        visibly), in the release's own write; without one the attempt reads "released"."""
+        text = reasons.given(reason)
         receipt = self._receipt(receipt_handle)
         if delay_seconds is None:
             ceiling = min(limits.BACKOFF_MAX_SECONDS, limits.BACKOFF_BASE_SECONDS * 2 ** (receipt.receive_count - 1))
@@ -354,7 +368,14 @@ class SubQueue:
         else:
             delay_ms = validation.integer("delay_seconds", delay_seconds, 0, limits.MAX_VISIBILITY_SECONDS) * 1000
         now = self._now()
-        return self.engine().release(receipt, now + delay_ms, now)
+        why = reasons.released(receipt.receive_count, text, now)
+        return self.engine().release(receipt, now + delay_ms, now, why)
+
+    def note_attempt(self, receipt_handle: str, outcome: str, reason: str) -> None:
+        """Records why the handle's attempt ends where nothing else is written: a push delivery that timed out,
+        whose claim then runs out by itself (`reasons`). Nothing once the handle no longer holds its message."""
+        receipt = self._receipt(receipt_handle)
+        self.engine().note(receipt, reasons.entry(receipt.receive_count, outcome, reasons.given(reason), self._now()))
 
     def return_unseen(self, receipt_handle: str) -> None:
         """Gives back a message this process claimed but never handed to anyone (an answer cut short, a batch
@@ -400,6 +421,32 @@ class SubQueue:
         found = self.engine().locate(self._ref(message_id), self._now())
         if found is None:
             raise MessageNotFound(f"message {message_id!r} not found")
+        return found
+
+    # The archive of acknowledged messages.
+    def archive_list(
+        self,
+        since: int | None = None,
+        until: int | None = None,
+        order: str = "newest",
+        limit: int = 10,
+        cursor: str | None = None,
+    ) -> ArchivePage:
+        """Archived messages acknowledged in [`since`, `until`] (epoch ms, either open), newest or oldest first,
+        a page at a time (`cursor` from the page before). Empty when the queue keeps no archive (`archive_days`
+        0). Bounded: one Query of at most `limit` + 1 items for each of `archive.BUCKETS` partitions."""
+        engine = self.engine()
+        since, until = archive.time_bound("since", since), archive.time_bound("until", until)
+        return archive.page(self._ctx, [engine.space], since, until, order, limit, cursor, self._now())
+
+    def archive_get(self, message_id: str) -> list[ArchivedMessage]:
+        """Every archived copy of one message (one per acknowledgement), oldest first; `MessageNotFound` when the
+        archive holds none."""
+        if not isinstance(message_id, str) or not 1 <= len(message_id) <= 400:
+            raise ValidationError("message_id must be a message id string")
+        found = archive.find(self._ctx, self.engine().space, message_id, self._now())
+        if not found:
+            raise MessageNotFound(f"message {message_id!r} is not in the archive")
         return found
 
     def cancel(self, message_id: str) -> bool:
@@ -579,18 +626,34 @@ class SubQueue:
         receipt.check_owner(self.queue, self.client)
         return receipt
 
-    def redrive(self, max_messages: int | None = None, message_ids: list[str] | None = None) -> int:
-        """Moves DLQ messages back with their receive count reset; FIFO keeps each group's order."""
+    def dlq_reasons(self) -> tuple[list[dict[str, Any]], bool]:
+        """The distinct last reasons of this sub-queue's dead letters, each with its count and first and last
+        seen times, the most frequent first (`reasons.grouped`); and whether the DLQ was longer than the bounded
+        read (`limits.STATS_SCAN_LIMIT` items a shard), so the counts are a lower bound."""
+        items = list(self.dlq_items(self._now(), max_items=limits.STATS_SCAN_LIMIT))
+        return reasons.grouped(items), len(items) >= limits.STATS_SCAN_LIMIT
+
+    def redrive(
+        self, max_messages: int | None = None, message_ids: list[str] | None = None, reason: str | None = None
+    ) -> int:
+        """Moves DLQ messages back with their receive count reset; FIFO keeps each group's order. `reason`: only
+        the dead letters whose last reason contains this text."""
+        if reason is not None and (not isinstance(reason, str) or not reason):
+            raise ValidationError("reason must be a non-empty string")
         now = self._now()
         if message_ids is not None:
             ids = validation.batch("message_ids", message_ids, high=limits.MAX_PEEK)
             refs = [self._ref(message_id) for message_id in ids]
             items = self._ctx.store.batch_get([ref.dlq_key(self.space) for ref in refs])
             items = [item for item in items if not is_expired(item, now)]
+            if reason is not None:
+                items = [item for item in items if reasons.matches(item, reason)]
         else:
             limit = None if max_messages is None else validation.integer("max_messages", max_messages, 1, 1_000_000)
             items = []
             for item in self.dlq_items(now):
+                if reason is not None and not reasons.matches(item, reason):
+                    continue
                 items.append(item)
                 if limit is not None and len(items) >= limit:
                     break

@@ -81,21 +81,79 @@ def park(key: Key, token: str) -> Write:
     return update(key, PARK, {":tok": token}, condition="tok = :tok")
 
 
-def set_visibility(key: Key, visible_at: int, token: str, release_id: str | None = None, priority: int = 0) -> Write:
+Why = tuple[str, dict[str, Any]]
+# A reason record that says: drop every reason the item holds instead (see `reasons`).
+DROP: dict[str, Any] = {}
+# Every attribute that holds an attempt's reason: dropped all at once when a reason no longer fits in the item.
+_REASONS = ("why0", "why1", "why2", "why3", "why4", "why_past")
+
+
+def _expression(sets: list[str], removes: list[str], values: dict[str, Any], why: Why | None) -> str:
+    """An update of `sets` and `removes` that also records the attempt's reason `why` = (slot attribute, record),
+    or, for the record `DROP`, removes every reason the item holds and counts it in `why_dropped`. The REMOVE
+    clause comes first: the item is never larger while the update runs than before or after it (the embedded
+    DynamoDB checks the size action by action)."""
+    adds = []
+    if why is not None and why[1] is DROP:
+        removes = [*removes, *_REASONS]
+        adds.append("why_dropped :dropped")
+        values[":dropped"] = 1
+    elif why is not None:
+        sets = [*sets, f"{why[0]} = :why"]
+        values[":why"] = why[1]
+    clauses: list[str] = []
+    if removes:
+        clauses.append(f"REMOVE {', '.join(removes)}")
+    clauses.append(f"SET {', '.join(sets)}")
+    if adds:
+        clauses.append(f"ADD {', '.join(adds)}")
+    return " ".join(clauses)
+
+
+def _held(why: Why | None) -> str:
+    """The condition of a holder's write; one that records a reason only where the item has room for it
+    (`reasons.NO_ROOM`): the caller finds the mark in the old item and writes again dropping the reason."""
+    return "tok = :tok AND attribute_not_exists(why_none)" if why is not None and why[1] is not DROP else "tok = :tok"
+
+
+def set_visibility(
+    key: Key,
+    visible_at: int,
+    token: str,
+    release_id: str | None = None,
+    priority: int = 0,
+    why: Why | None = None,
+) -> Write:
     """The holder moves a standard message's visibility; a release (`release_id`, fresh for each call) also gives
-    up the claim and leaves its id, so that the SDK's repeat of this very call is told from a second release."""
-    expression = "SET visible_at = :vis, gsi1sk = :gsk"
-    values = {":vis": visible_at, ":gsk": keys.message_index_sk(visible_at, key["sk"], priority), ":tok": token}
+    up the claim and leaves its id, so that the SDK's repeat of this very call is told from a second release.
+    `why`: the attempt's reason, in the same write."""
+    values: dict[str, Any] = {
+        ":vis": visible_at,
+        ":gsk": keys.message_index_sk(visible_at, key["sk"], priority),
+        ":tok": token,
+    }
+    sets, removes = ["visible_at = :vis", "gsi1sk = :gsk"], []
     if release_id is not None:
-        expression += ", released_by = :rel REMOVE tok, in_flight"
+        sets.append("released_by = :rel")
         values[":rel"] = release_id
-    return update(key, expression, values, condition="tok = :tok")
+        removes = ["tok", "in_flight"]
+    return update(key, _expression(sets, removes, values, why), values, condition=_held(why))
 
 
-def give_back(key: Key, token: str, release_id: str) -> Write:
+def give_back(key: Key, token: str, release_id: str, why: Why | None = None) -> Write:
     """The holder gives up its claim of a FIFO message (the group's lock says when it is visible), leaving the
-    call's `release_id` so that the SDK's repeat of this very call is told from a second release."""
-    return update(key, "SET released_by = :rel REMOVE tok", {":tok": token, ":rel": release_id}, condition="tok = :tok")
+    call's `release_id` so that the SDK's repeat of this very call is told from a second release. `why`: the
+    attempt's reason, in the same write."""
+    values: dict[str, Any] = {":tok": token, ":rel": release_id}
+    expression = _expression(["released_by = :rel"], ["tok"], values, why)
+    return update(key, expression, values, condition=_held(why))
+
+
+def note(key: Key, token: str, why: Why) -> Write:
+    """The holder records why its attempt ends where no other write ends it (a push delivery that timed out: its
+    claim runs out by itself). Only while the claim holds the message; the same value set twice is the same item."""
+    values: dict[str, Any] = {":tok": token}
+    return update(key, _expression(["noted = :tok"], [], values, why), values, condition=_held(why))
 
 
 def unseen(
