@@ -69,3 +69,7 @@ def sqs_in_process(
 
 def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def queue_url(sqs: Any, name: str) -> str:
+    return sqs.get_queue_url(QueueName=name)["QueueUrl"]

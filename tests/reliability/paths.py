@@ -13,6 +13,9 @@
   deletes and redrives each time either at the queue's own DLQ URL (`{queue}.dlq`) or at that target's URL. A
   DLQ read holds what it answers; the operator leaves some dead letters held, and no read may answer a dead letter
   again while an earlier read's hold can still run.
+* SQS message ids (`queue_core.sqs_ids`): every id these paths show (sent, received, read in a DLQ or at a target,
+  after a redrive, in a push event) is at most 80 characters of `A-Za-z0-9_-`, one message has one id however
+  often and wherever it is seen (a message rightly stored twice may have two), and no id names two messages.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import base64
 import hashlib
 import json
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -41,6 +45,7 @@ from sqs_api.gateway import handle
 from dq.proxy import http_answer, proxy_event
 from dq.routes import match
 from tests.reliability.ledger import Hold, receipt_token
+from tests.reliability.truth import label_of
 
 if TYPE_CHECKING:
     from tests.reliability.stress import StressRun
@@ -73,6 +78,8 @@ DLQ_EVERY_FAKE_SECONDS = 150.0
 # How long a DLQ read over SQS holds what it answers (fake seconds): longer than the time between looks, so the
 # dead letters the operator leaves held are due to be skipped by its next look.
 DLQ_HOLD_SECONDS = 200
+# What SQS takes as a batch entry id, and so what clients expect of a MessageId.
+SQS_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
 
 def in_process_sqs(core: QueueClient, client: str) -> Any:
@@ -137,6 +144,8 @@ class Paths:
         self._sqs = in_process_sqs(run.client, SQS_CLIENT)
         self._payload_limit = push.MAX_PAYLOAD_BYTES
         self._looks: Counter = Counter()
+        # Each message's SQS ids as the paths saw them, by (queue, label).
+        self._sqs_ids: dict[tuple[str, str], set[str]] = {}
         # Each DLQ copy read over SQS (queue, message id, dead-lettered at, copy id, from the handle): the earliest
         # fake time its claim may end. A read that answers it before then is a second holder.
         self._dead_held: dict[tuple[str, ...], float] = {}
@@ -263,6 +272,8 @@ class Paths:
                 )
                 continue
             before, after, message = claim
+            self.note_sqs_id(PUSH_QUEUE, label_of({"attrs": message.attributes, "body": message.body}),
+                             record["messageId"])  # fmt: skip
             handed = ReceivedMessage(
                 message_id=record["messageId"],
                 receipt_handle=record["receiptHandle"],
@@ -364,7 +375,29 @@ class Paths:
     def _received(self, queue: str, raw: dict[str, Any]) -> ReceivedMessage:
         if raw["MD5OfBody"] != hashlib.md5(raw["Body"].encode()).hexdigest():
             self.run.ledger.violation(f"sqs: {queue} {raw['MessageId']}: MD5OfBody does not match the body")
-        return sqs_received(raw, SQS_CLIENT)
+        message = sqs_received(raw, SQS_CLIENT)
+        self.note_sqs_id(queue, label_of({"attrs": message.attributes, "body": message.body}), message.message_id)
+        return message
+
+    def note_sqs_id(self, queue: str, label: str, message_id: str) -> None:
+        """One sighting of a message's SQS id (its send's answer, a receive, a DLQ read, a push event): see
+        `_sqs_id_problems`."""
+        with self._lock:
+            self._sqs_ids.setdefault((queue, label), set()).add(message_id)
+            if not SQS_ID.fullmatch(message_id):
+                self._dead_problems.append(f"{queue} {label}: the SQS id {message_id!r} is no batch entry id")
+
+    def _sqs_id_problems(self) -> list[str]:
+        """A message shown with two SQS ids (unless it was rightly stored twice), or one id shown for two."""
+        problems = []
+        owners: dict[str, set[str]] = {}
+        for (queue, label), ids in self._sqs_ids.items():
+            if len(ids) > self.run.copies(label):
+                problems.append(f"{queue} {label}: shown with {len(ids)} SQS ids: {sorted(ids)}")
+            for message_id in ids:
+                owners.setdefault(message_id, set()).add(f"{queue} {label}")
+        problems += [f"the SQS id {i} names {sorted(names)}" for i, names in owners.items() if len(names) > 1]
+        return problems
 
     def _sqs_work(self, url: str, unit: list[Hold], rng: random.Random) -> None:
         """A message, or a FIFO group's messages in order: crashed on, given back, extended, or deleted (one at a
@@ -455,6 +488,9 @@ class Paths:
             self._add("sqs", "DLQ read errors")
             return
         self._add("sqs", "DLQ reads at the shared target" if shared else "DLQ reads", len(read))
+        for raw in read:
+            attributes = {name: value["StringValue"] for name, value in raw.get("MessageAttributes", {}).items()}
+            self.note_sqs_id(queue, label_of({"attrs": attributes, "body": raw["Body"]}), raw["MessageId"])
         self._check_dead_holds(read, started, run.clock())
         kept = []
         for raw in read:
@@ -502,7 +538,7 @@ class Paths:
         """Every live delete of the standard SQS sub-queue came from a holder: the item's claim token at its
         delete is one a receive handed out. A DLQ handle that removed a live message leaves a delete nobody asked
         for."""
-        problems = list(self._dead_problems)
+        problems = list(self._dead_problems) + self._sqs_id_problems()
         for deleted in self.run.truth.deleted:
             if deleted.queue != SQS_QUEUES[0]:  # a FIFO message's claim token is its group's
                 continue

@@ -66,7 +66,7 @@ from bench.messages import event_log, random_bytes
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector
 from tests.reliability.ledger import Hold, Ledger
-from tests.reliability.paths import Paths
+from tests.reliability.paths import PUSH_QUEUE, SQS_QUEUES, Paths
 from tests.reliability.truth import DEAD_LETTERS, TableTruth, label_of
 
 STANDARD, FIFO = "stress", "stress.fifo"
@@ -525,6 +525,8 @@ class StressRun:
             for success in result.successful:
                 message = pending[success["index"]]
                 self._stored(message, success["message_id"], bool(success.get("duplicate")))
+                if message.queue in (*SQS_QUEUES, PUSH_QUEUE):
+                    self.paths.note_sqs_id(message.queue, message.label, result.sqs_message_ids[success["index"]])
                 self._may_be_copied(message, failed_at.get(message.index), ended)
                 done.add(message.index)
             if result.failed:

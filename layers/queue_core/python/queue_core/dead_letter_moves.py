@@ -6,7 +6,7 @@ destination if and only if its copy left the DLQ. A move cut short, or run twice
 second transaction finds the copy gone and applies nothing. A commit whose answer was lost is sent again with its
 client request token by `transactions.commit`, so the SDK's or our own repeat never makes a second message. The
 new message carries a dedup id drawn from the copy, so a FIFO destination with content-based dedup never takes it
-for a duplicate of an earlier message with the same body.
+for a duplicate of an earlier message with the same body, and the SQS id it had (`sqs_ids`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ def move(ctx: Context, source: Source, destination: Destination, items: Iterable
             dedup_id=_move_id(item, message.message_id),
             priority=None if destination.settings.fifo else message.priority or None,
         )
+        send.keep_sqs_id(message.sqs_message_id)
         removal = writes.delete_dead_letter(
             ref.dlq_key(space), int(item.get("moved_at", 0)), str(item.get("dlq_id", ""))
         )

@@ -32,6 +32,8 @@ class SendWrites:
     dedup: int | None = None
     fence: int | None = None
     ready: tuple[tuple[int, int], ...] = ()
+    # The message's SQS id (`sqs_ids`).
+    sqs_id: str = ""
 
 
 class Engine(Protocol):

@@ -17,8 +17,9 @@ from .engine import SendWrites
 from .errors import MessageTooLarge, QueueError, Throttled
 from .fifo_groups import FifoGroups, Placement
 from .keys import MessageRef
-from .messages import Entry, expires_s, new_item
+from .messages import Entry, expires_s, new_item, sent
 from .models import SendResult
+from .sqs_ids import sqs_id_of
 from .store import Item, TransactionCancelled, Write
 from .store import groups as group_writes
 from .store import messages as writes
@@ -96,12 +97,12 @@ class FifoSends(FifoGroups):
                 for position in cancelled.failed():
                     entry = _dedup_owner(actions, pending, position)
                     if entry is not None:
-                        results[entry.index] = duplicate_of(cancelled.reasons[position])
+                        results[entry.index] = duplicate_of(cancelled.reasons[position], self.settings)
                 pending = [entry for entry in pending if entry.index not in results]
                 continue
-            results.update({entry.index: SendResult(ref.message_id, ref.sequence) for entry, ref in refs})
+            results.update({entry.index: sent(ref, item) for entry, ref, item in refs})
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
-            ready.announce(self.ctx, self.space, self.ready_pairs([entry for entry, _ in refs], now))
+            ready.announce(self.ctx, self.space, self.ready_pairs([entry for entry, _, _ in refs], now))
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
@@ -128,6 +129,7 @@ class FifoSends(FifoGroups):
             dedup=1 if entry.dedup_id is not None else None,
             fence=0,
             ready=tuple(self.ready_pairs([entry], now)),
+            sqs_id=sqs_id_of(refs[0][2], refs[0][1].message_id),
         )
 
     def send_committed(self, planned: SendWrites, now: int) -> None:
@@ -135,7 +137,7 @@ class FifoSends(FifoGroups):
 
     def _append_actions(
         self, group: str, entries: list[Entry], expected: int | None, now: int, placement: Placement
-    ) -> tuple[list[Write], list[tuple[Entry, MessageRef]]]:
+    ) -> tuple[list[Write], list[tuple[Entry, MessageRef, Item]]]:
         """The group update (its condition fences the sequence) and a put per message, with dedup items."""
         retention = self.settings.retention_seconds
         last = placement.base if expected is None else expected
@@ -154,8 +156,6 @@ class FifoSends(FifoGroups):
         refs = []
         for offset, entry in enumerate(entries, start=1):
             ref = MessageRef(shard=0, sequence=keys.group_seq(last + offset), group=group)
-            if entry.dedup_id is not None:
-                actions.append(dedup_put(self.space, self.settings, entry.dedup_id, ref, now))
             item = new_item(
                 ref.live_key(self.space),
                 entry,
@@ -164,8 +164,11 @@ class FifoSends(FifoGroups):
                 expires_s(now, retention),
                 self.ctx.bodies,
             )
+            if entry.dedup_id is not None:
+                sqs_id = sqs_id_of(item, ref.message_id)
+                actions.append(dedup_put(self.space, self.settings, entry.dedup_id, ref, now, sqs_id))
             actions.append(writes.store_new(item))
-            refs.append((entry, ref))
+            refs.append((entry, ref, item))
         return actions, refs
 
     def ready_pairs(self, entries: list[Entry], now: int) -> list[tuple[int, int]]:
@@ -193,6 +196,8 @@ class FifoSends(FifoGroups):
                         attribute_types=dict(item.get("attr_types", {})),
                         group_id=group,
                         sent_at=int(item["sent_at"]),
+                        # A new sequence is a new queue id: the SQS id it had goes along.
+                        sqs_id=sqs_id_of(item, MessageRef.from_dlq_sk(item["sk"], 0, True).message_id),
                         # The dedup id goes along as stored, not as the entry's: it is shown, not enforced again.
                         stored={
                             **stored_form(item),

@@ -8,7 +8,8 @@ from typing import Any
 from . import limits, reasons
 from .bodies import COMPRESSED, FORMS, OFFLOADED, Bodies, item_size
 from .keys import MessageRef, message_index_sk, object_prefix_of
-from .models import Message, ReceivedMessage
+from .models import Message, ReceivedMessage, SendResult
+from .sqs_ids import SQS_ID_ATTRIBUTE, sqs_id_of
 from .store import Item
 
 VISIBLE, IN_FLIGHT, DELAYED, DLQ = "visible", "in_flight", "delayed", "dlq"
@@ -34,6 +35,8 @@ class Entry:
     priority: int = 0
     # `deliver_at` (epoch ms), when given instead of a delay.
     deliver_at: int | None = None
+    # The SQS id it had, when a message takes a new place (`sqs_ids`): kept in its new item.
+    sqs_id: str | None = None
 
     def visible_from(self, now_ms: int) -> int:
         return max(now_ms, self.deliver_at) if self.deliver_at is not None else now_ms + self.delay_seconds * 1000
@@ -70,6 +73,8 @@ def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, ex
         item["dedup_id"] = entry.dedup_id
     if entry.priority:
         item["priority"] = entry.priority
+    if entry.sqs_id is not None:
+        item[SQS_ID_ATTRIBUTE] = entry.sqs_id
     if entry.stored is not None:
         item.update(entry.stored)
     else:
@@ -84,10 +89,13 @@ def new_item(key: dict[str, str], entry: Entry, now_ms: int, visible_at: int, ex
 
 def moved_item(item: Item, key: dict[str, str], now_ms: int, **extra: Any) -> Item:
     """A copy of a message under another key (DLQ or back), keeping its body, attributes, group and sent time."""
-    kept = {
-        k: item[k] for k in (*FORMS, "attrs", "attr_types", "group_id", "dedup_id", "sent_at", "priority") if k in item
-    }
-    return {**key, **kept, **extra}
+    names = (*FORMS, "attrs", "attr_types", "group_id", "dedup_id", "sent_at", "priority", SQS_ID_ATTRIBUTE)
+    return {**key, **{k: item[k] for k in names if k in item}, **extra}
+
+
+def sent(ref: MessageRef, item: Item) -> SendResult:
+    """The answer to the send that stored `item` (a new message at `ref`)."""
+    return SendResult(ref.message_id, ref.sequence, sqs_message_id=sqs_id_of(item, ref.message_id))
 
 
 def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies, client: str) -> ReceivedMessage:
@@ -107,6 +115,7 @@ def received(item: Item, ref: MessageRef, handle: str, bodies: Bodies, client: s
         client=client,
         priority=int(item.get("priority", 0)),
         dedup_id=item.get("dedup_id"),
+        sqs_message_id=sqs_id_of(item, ref.message_id),
     )
 
 
@@ -133,6 +142,7 @@ def looked_at(item: Item, ref: MessageRef, state: str, bodies: Bodies) -> Messag
         dedup_id=item.get("dedup_id"),
         body_stored=stored,
         moved_at=None if moved_at is None else int(moved_at),
+        sqs_message_id=sqs_id_of(item, ref.message_id),
         attempts=attempts,
         last_reason=attempts[-1]["reason"] if attempts else None,
         moved_reason=item.get(reasons.MOVED) if state == DLQ else None,

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Final
+
+# The id an SQS client sees (`sqs_ids`): carried by results for the SQS protocol and push events, never part of
+# the library's and the REST API's JSON, whose message ids are the queue's own.
+SQS_ID: Final = "sqs_message_id"
 
 
 class _Json:
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self, dict_factory=_without_sqs_id)  # type: ignore[call-overload]
+
+
+def _without_sqs_id(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {name: value for name, value in pairs if name != SQS_ID}
+
+
+def _sqs_id() -> Any:
+    return field(default="", repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -16,6 +28,7 @@ class SendResult(_Json):
     message_id: str
     sequence: str
     duplicate: bool = False
+    sqs_message_id: str = _sqs_id()
 
 
 @dataclass(frozen=True)
@@ -24,6 +37,11 @@ class BatchResult(_Json):
 
     successful: list[dict[str, Any]] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
+    # A send batch's SQS id of each entry stored (by `index`); not in `to_dict()`.
+    sqs_message_ids: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"successful": self.successful, "failed": self.failed}
 
 
 @dataclass(frozen=True)
@@ -44,6 +62,7 @@ class ReceivedMessage(_Json):
     priority: int = 0
     # The producer's dedup id (or a FIFO queue's content hash of the body), None when it was sent without one.
     dedup_id: str | None = None
+    sqs_message_id: str = _sqs_id()
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,7 @@ class Message(_Json):
     body_stored: str = "item"
     # When it was moved to the DLQ (a DLQ message only).
     moved_at: int | None = None
+    sqs_message_id: str = _sqs_id()
     # Its last attempts without an acknowledgement, oldest first: {"attempt", "at", "outcome", "reason"[, "detail"]}
     # (see `reasons`); `last_reason` is the last one's reason, `moved_reason` why it went to the DLQ (a DLQ
     # message only), `reasons_dropped` how many times its reasons were dropped to keep its body in the item.

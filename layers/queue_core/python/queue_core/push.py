@@ -329,7 +329,7 @@ class Dispatcher:
         except Exception as error:
             logger.exception("invoking consumer %s failed", self.spec.function)
             return None, False, f"the invoke failed: {type(error).__name__}: {error}"
-        ids = {message.message_id for message in messages}
+        ids = identifiers(messages)
         return item_failures(answer, ids), ended_surely(answer), failure_reason(answer)
 
     def _keep(self, claims: Iterable[_Claim], seconds: float, report: DispatchReport) -> list[_Claim]:
@@ -434,8 +434,16 @@ def failure_reason(answer: InvokeAnswer) -> str:
     return f"function error: {answer.function_error}"
 
 
-def item_failures(answer: InvokeAnswer, ids: set[str]) -> set[str] | None:
-    """The consumer's answer read as SQS's mapping with `ReportBatchItemFailures` reads it."""
+def identifiers(messages: list[ReceivedMessage]) -> dict[str, str]:
+    """Each identifier a consumer may report a message's failure by, to the message's queue id: the event's
+    `messageId` (its SQS id), and its queue id, which records of releases before SQS ids carried."""
+    named = {message.message_id: message.message_id for message in messages}
+    return {**named, **{message.sqs_message_id: message.message_id for message in messages}}
+
+
+def item_failures(answer: InvokeAnswer, ids: dict[str, str]) -> set[str] | None:
+    """The consumer's answer read as SQS's mapping with `ReportBatchItemFailures` reads it: the queue ids of the
+    messages it failed (`ids`: see `identifiers`)."""
     if answer.function_error is not None:
         return None
     if answer.payload is None or not answer.payload.strip():
@@ -458,7 +466,7 @@ def item_failures(answer: InvokeAnswer, ids: set[str]) -> set[str] | None:
         identifier = entry.get("itemIdentifier") if isinstance(entry, dict) else None
         if not isinstance(identifier, str) or identifier not in ids:
             return None
-        failed.add(identifier)
+        failed.add(ids[identifier])
     return failed
 
 

@@ -153,4 +153,5 @@ def _answer(sub: Receiver, message_id: str, handle: str) -> ReceivedMessage:
         client=sub.client,
         priority=message.priority,
         dedup_id=message.dedup_id,
+        sqs_message_id=message.sqs_message_id,
     )

@@ -3,7 +3,8 @@
 Field for field what SQS's event source mapping sends (`messageId`, `receiptHandle`, `body`, `attributes`,
 `messageAttributes`, `md5OfBody`, `md5OfMessageAttributes`, `eventSource`, `eventSourceARN`, `awsRegion`), so that
 a consumer written for SQS (Powertools' `BatchProcessor`, `SqsFifoPartialProcessor`, the parser's `SqsModel`)
-runs unchanged. Ids and handles are the queue's own: a consumer reports failures by `messageId`.
+runs unchanged. `messageId` is the message's SQS id (`sqs_ids`), as the SQS protocol shows it; handles are the
+queue's own. A consumer reports failures by `messageId`.
 """
 
 from __future__ import annotations
@@ -47,11 +48,11 @@ def record(message: ReceivedMessage, source: EventSource, now_ms: int) -> dict[s
     if message.group_id is not None:
         attributes["MessageGroupId"] = message.group_id
         # SQS gives every FIFO message a dedup id; one sent here without any gets its message id, unique as well.
-        attributes["MessageDeduplicationId"] = message.dedup_id or message.message_id
+        attributes["MessageDeduplicationId"] = message.dedup_id or message.sqs_message_id
         attributes["SequenceNumber"] = message.sequence
     types = message.attribute_types
     shaped = {
-        "messageId": message.message_id,
+        "messageId": message.sqs_message_id,
         "receiptHandle": message.receipt_handle,
         "body": message.body,
         "attributes": attributes,

@@ -15,8 +15,9 @@ from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
 from .errors import MessageTooLarge, QueueError, Throttled
 from .keys import MessageRef
-from .messages import Entry, expires_s, moved_item, new_item
+from .messages import Entry, expires_s, moved_item, new_item, sent
 from .models import SendResult
+from .sqs_ids import sqs_id_kept, sqs_id_of
 from .standard_space import StandardSpace, due_pairs
 from .store import Item, TransactionCancelled
 from .store import messages as writes
@@ -71,14 +72,14 @@ class StandardSends(StandardSpace):
                 results.update({entry.index: error for entry, _, _ in chunk})
                 continue
             self.announce([item for position, (_, _, item) in enumerate(chunk) if position not in left])
-            for position, (entry, ref, _) in enumerate(chunk):
+            for position, (entry, ref, item) in enumerate(chunk):
                 results[entry.index] = (
                     Throttled(
                         "DynamoDB did not confirm this entry (throttled, or its answer was lost): it may not be "
                         "stored; send it again, with a dedup id if it must be stored once"
                     )
                     if position in left
-                    else SendResult(ref.message_id, ref.sequence)
+                    else sent(ref, item)
                 )
         for entry in entries:
             if entry.dedup_id is not None:
@@ -93,21 +94,22 @@ class StandardSends(StandardSpace):
             self.ctx.store.transact_writes(planned.writes)
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
-            return duplicate_of(cancelled.reasons[0])
+            return duplicate_of(cancelled.reasons[0], self.settings)
         except MessageTooLarge:
             self.ctx.bodies.discard(write.item for write in planned.writes)  # refused: nothing was stored
             raise
         self.send_committed(planned, now)
-        return SendResult(planned.ref.message_id, planned.ref.sequence)
+        return SendResult(planned.ref.message_id, planned.ref.sequence, sqs_message_id=planned.sqs_id)
 
     def send_writes(self, entry: Entry, now: int, last_seq: int | None = None) -> SendWrites:
         """The dedup item first (when the entry has a dedup id), then the message, conditional on a new key."""
         ref, item = self.build(entry, now)
         due = tuple(due_pairs([item]))
+        sqs_id = sqs_id_of(item, ref.message_id)
         if entry.dedup_id is None:
-            return SendWrites(ref, [writes.store_new(item)], ready=due)
-        dedup = dedup_put(self.space, self.settings, entry.dedup_id, ref, now)
-        return SendWrites(ref, [dedup, writes.store_new(item)], dedup=0, ready=due)
+            return SendWrites(ref, [writes.store_new(item)], ready=due, sqs_id=sqs_id)
+        dedup = dedup_put(self.space, self.settings, entry.dedup_id, ref, now, sqs_id)
+        return SendWrites(ref, [dedup, writes.store_new(item)], dedup=0, ready=due, sqs_id=sqs_id)
 
     def send_committed(self, planned: SendWrites, now: int) -> None:
         self.traffic.note_bands(priority for priority, _ in planned.ready)
@@ -117,15 +119,18 @@ class StandardSends(StandardSpace):
         return sum(self._redrive_item(item, now) for item in dlq_items)
 
     def _redrive_item(self, dlq_item: Item, now: int) -> bool:
-        ref = MessageRef.of_live(dlq_item)
+        ref = was = MessageRef.of_live(dlq_item)
         if ref.shard >= self.settings.shards:
             ref = MessageRef(shard=random.randrange(self.settings.shards), sequence=ref.sequence, priority=ref.priority)
+        # In another shard it has another queue id: the SQS id it had goes along.
+        carried = sqs_id_kept(dlq_item, was.message_id) if ref != was else {}
         live = moved_item(
             dlq_item,
             ref.live_key(self.space),
             now,
             visible_at=now,
             receive_count=0,
+            **carried,
             expires_at=expires_s(now, self.settings.retention_seconds),
             **reasons.kept(dlq_item),
         )

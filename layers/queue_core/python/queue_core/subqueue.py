@@ -129,12 +129,16 @@ class SubQueue:
             except QueueError as error:
                 failed.append({"index": index, "code": error.code, "message": error.message})
         successful = []
+        sqs_message_ids = {}
         for entry, result in zip(prepared, self._send(prepared) if prepared else [], strict=True):
             if isinstance(result, QueueError):
                 failed.append({"index": entry.index, "code": result.code, "message": result.message})
             else:
                 successful.append({"index": entry.index, **result.to_dict()})
-        return BatchResult(successful=successful, failed=sorted(failed, key=lambda f: f["index"]))
+                sqs_message_ids[entry.index] = result.sqs_message_id
+        return BatchResult(
+            successful=successful, failed=sorted(failed, key=lambda f: f["index"]), sqs_message_ids=sqs_message_ids
+        )
 
     def _send(self, entries: list[Entry]) -> list[SendResult | QueueError]:
         """A dedup id repeated inside one batch is stored once: the later entries answer as duplicates of the

@@ -19,6 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from .dedup import duplicate_of
@@ -104,6 +105,8 @@ class TransactSend(_Part):
         self.items: list[dict[str, Any]] = []
         self.message_id = ""
         self.sequence = ""
+        # The id SQS clients see (`sqs_ids`).
+        self.sqs_message_id = ""
         self._planned: SendWrites | None = None
         self._committed = False
         self._build(self._engine_of(False), None)
@@ -117,6 +120,13 @@ class TransactSend(_Part):
         self.items[:] = _owned([write.transact_item(self._table) for write in planned.writes], self)
         self.message_id = planned.ref.message_id
         self.sequence = planned.ref.sequence
+        self.sqs_message_id = planned.sqs_id
+
+    def keep_sqs_id(self, sqs_id: str) -> None:
+        """The message keeps the SQS id of the message it carries on (a dead letter moved into another queue:
+        `dead_letter_moves`), instead of an id of its own; its items are built again with it."""
+        self._entry = replace(self._entry, sqs_id=sqs_id)
+        self._build(self._engine_of(False), None)
 
     def committed(self) -> None:
         """The message is stored: its ready marker is put (see `ready`), as a normal send puts it after its write."""
@@ -143,7 +153,7 @@ class TransactSend(_Part):
         assert planned is not None
         if position == planned.dedup:
             try:
-                first = duplicate_of(("ConditionalCheckFailed", old))
+                first = duplicate_of(("ConditionalCheckFailed", old), self._engine_of(False).settings)
             except Throttled as raced:
                 return raced
             return DuplicateMessage(

@@ -1,5 +1,8 @@
 """The message actions: send, receive, delete and change visibility, one at a time or in batches of 10.
 
+Every `MessageId` here is the message's SQS id (`queue_core.sqs_ids`), a UUID, never the queue's own id: clients
+use it as a batch entry id (at most 80 characters of `A-Za-z0-9_-`). No SQS action takes a message id back.
+
 They act on the endpoint's client's sub-queue of the queue the `QueueUrl` names. A DLQ's URL reads that
 sub-queue's DLQ: a receive claims its oldest dead letters no other receive holds, hiding them for the visibility
 timeout as SQS does (`SubQueue.dlq_receive`), each with a signed handle of that DLQ copy and claim; a delete with
@@ -66,7 +69,7 @@ def send_message(call: Call) -> dict[str, Any]:
         sent = call.sub_queue(target).send(**entry)
     except QueueError as error:
         raise from_core(error) from None
-    return {**digests, "MessageId": sent.message_id, **_sequence(settings, sent.sequence)}
+    return {**digests, "MessageId": sent.sqs_message_id, **_sequence(settings, sent.sequence)}
 
 
 def send_message_batch(call: Call) -> dict[str, Any]:
@@ -96,7 +99,12 @@ def send_message_batch(call: Call) -> dict[str, Any]:
         for done in result.successful:
             raw, _, digests = prepared[done["index"]]
             successful.append(
-                {"Id": raw["Id"], "MessageId": done["message_id"], **digests, **_sequence(settings, done["sequence"])}
+                {
+                    "Id": raw["Id"],
+                    "MessageId": result.sqs_message_ids[done["index"]],
+                    **digests,
+                    **_sequence(settings, done["sequence"]),
+                }
             )
         for refused in result.failed:
             raw = prepared[refused["index"]][0]
@@ -249,7 +257,7 @@ def _message(
     source = None if owner is None else owner[0]
     message: Message | ReceivedMessage = read.message if isinstance(read, DeadLetter) else read
     answer: dict[str, Any] = {
-        "MessageId": message.message_id,
+        "MessageId": message.sqs_message_id,
         "ReceiptHandle": handle,
         "MD5OfBody": md5_of_body(message.body),
         "Body": message.body,
