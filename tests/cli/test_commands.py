@@ -109,6 +109,8 @@ def test_create_takes_every_setting_as_an_option(cli: Cli) -> None:
         "--content-based-dedup",
         "--shards",
         "3",
+        "--archive-days",
+        "3",
     )
     del created["created_at"]
     assert created == {
@@ -127,6 +129,7 @@ def test_create_takes_every_setting_as_an_option(cli: Cli) -> None:
         "max_message_bytes": 1024 * 1024,
         "receive_wait_seconds": 0,
         "queue_wide": False,
+        "archive_days": 3,
     }
 
 

@@ -530,3 +530,163 @@ def test_a_dlq_receive_of_a_copy_from_before_copy_ids_never_claims_a_later_copy_
         [dead] = jobs.dlq_receive(1, visibility_timeout=30)
         assert jobs.dlq_delete(dead.receipt_handle) is True
     assert jobs.dlq_list() == []
+
+
+def test_a_shorter_visibility_after_one_of_three_held_fifo_messages_was_deleted_keeps_the_lock_for_the_third(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A claim holds m1, m2 and m3; m1 is deleted, m3's handle asks for 300 s, then m2's for 10 s. m2 is not the
+    last one out (m3 is): the group stays locked for m3's 300 s."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    for body in ("m1", "m2", "m3"):
+        jobs.send(body, group_id="g")
+    m1, m2, m3 = jobs.receive(max_messages=10)
+    jobs.delete(m1.receipt_handle)
+    jobs.change_visibility(m3.receipt_handle, 300)
+    jobs.change_visibility(m2.receipt_handle, 10)
+    clock.advance(31)
+
+    assert jobs.receive(max_messages=10) == []
+
+
+def test_a_stale_fifo_handle_moves_nothing_while_the_next_claim_takes_the_group(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's claim of m1 runs out; B's receive locks the group and, before it takes m1, A's handle asks for 1 s.
+    m1 still names A's claim, but the group is B's: A's handle is stale and B's lock keeps its 30 s."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("m1", group_id="g")
+    [first] = jobs.receive()
+    clock.advance(31)
+    late: list[BaseException | None] = []
+
+    def a_asks_for_one_second() -> None:
+        try:
+            jobs.change_visibility(first.receipt_handle, 1)
+            late.append(None)
+        except ReceiptHandleStale as error:
+            late.append(error)
+
+    take = expression_has("ADD receive_count :one, marks :one")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(a_asks_for_one_second), take)):
+        second = jobs.receive()
+    clock.advance(2)
+
+    assert [type(outcome) for outcome in late] == [ReceiptHandleStale]
+    assert [message.body for message in second] == ["m1"]
+    assert jobs.receive() == [], "B still holds m1"
+
+
+def test_a_fifo_send_by_a_process_behind_a_change_of_shards_never_reuses_a_sequence_where_its_group_moved_from(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A process sent to the group and remembers its last sequence, its settings cached from before the shard
+    count changed. Another process, knowing the change, sends once it takes effect: the group moves away, and
+    that message is received and deleted. The old place still ends at the remembered sequence: the first
+    process's next send must follow the group, after the sequence it handed out, never reuse it."""
+    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
+    client.create_queue("jobs.fifo", shards=1)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("first", group_id=group)
+    [first] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    elsewhere = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+    elsewhere.update_queue("jobs.fifo", shards=2)
+    clock.advance(60)
+    other = elsewhere.queue("jobs.fifo", "c")
+    assert int(other.send("second", group_id=group).sequence) == 2
+    [second] = other.receive()
+    other.delete(second.receipt_handle)
+
+    assert int(jobs.send("third", group_id=group).sequence) == 3
+    assert [message.body for message in other.receive(max_messages=10)] == ["third"]
+
+
+def _lock_of_a_group() -> Callable[[dict[str, Any]], bool]:
+    return expression_has("SET available_at = :until, gsi1sk = :gsk, tok = :tok")
+
+
+def test_a_fifo_receive_that_found_a_group_available_never_locks_it_after_another_receive_did(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's receive finds the group available; before its lock lands, B's receive locks the group and takes m1.
+    A's lock must fail: m1 has one holder."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("m1", group_id="g")
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+    got_b: list[ReceivedMessage] = []
+
+    with attached(
+        dynamodb,
+        Interleave("UpdateItem", lambda: _elsewhere(lambda: got_b.extend(other.receive())), _lock_of_a_group()),
+    ):
+        got_a = jobs.receive()
+
+    assert ([message.body for message in got_b], got_a) == (["m1"], [])
+
+
+def test_a_fifo_send_fenced_by_a_stale_remembered_sequence_takes_the_next_one_never_a_spent_one(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A process sent `a` and remembers the group's last sequence; another process sent `b` after it, and both
+    were received and deleted (their items gone). The first process's next send guesses from what it remembers:
+    the guess must fail and the send take the sequence after `b`'s, never `b`'s again."""
+    client.create_queue("jobs.fifo")
+    jobs = client.queue("jobs.fifo", "c")
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+    jobs.send("a", group_id="g")
+    other.send("b", group_id="g")
+    for _ in range(2):
+        [message] = jobs.receive()
+        jobs.delete(message.receipt_handle)
+
+    assert int(jobs.send("c", group_id="g").sequence) == 3
+
+
+def test_a_fifo_group_moving_back_to_a_place_it_left_takes_its_sends_there(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """The shard count goes from 1 to 2 and back: the group moves to its second place and then back to its first,
+    where the mark of its first move still is. The move back takes that place again; every send is received."""
+    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
+    client.create_queue("jobs.fifo", shards=1)
+    jobs = client.queue("jobs.fifo", "c")
+    for shards, body in ((1, "first"), (2, "second"), (1, "third")):
+        client.update_queue("jobs.fifo", shards=shards)
+        clock.advance(60)
+        jobs.send(body, group_id=group)
+        [message] = jobs.receive()
+        assert message.body == body
+        jobs.delete(message.receipt_handle)
+
+
+def test_a_fifo_group_moves_only_from_the_sequence_its_mover_read(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A process that knows of the new shard count finds the group empty at its old place and moves it; before
+    the move lands, a process behind the change sends to the old place, and that message is received and
+    deleted. The move must fail (the old place went on meanwhile) and the send follow, never reuse a sequence."""
+    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
+    client.create_queue("jobs.fifo", shards=1)
+    behind = client.queue("jobs.fifo", "c")
+    behind.send("first", group_id=group)
+    [first] = behind.receive()
+    behind.delete(first.receipt_handle)
+    elsewhere = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+    elsewhere.update_queue("jobs.fifo", shards=2)
+    clock.advance(60)
+    mover = elsewhere.queue("jobs.fifo", "c")
+    stale: list[str] = []
+
+    def a_send_behind_the_change() -> None:
+        stale.append(behind.send("second", group_id=group).sequence)
+        [second] = behind.receive()
+        behind.delete(second.receipt_handle)
+
+    with attached(dynamodb, Interleave("TransactWriteItems", lambda: _elsewhere(a_send_behind_the_change))):
+        moved = mover.send("third", group_id=group)
+
+    assert (int(stale[0]), int(moved.sequence)) == (2, 3)

@@ -30,6 +30,7 @@ SETTINGS_KEYS = {
     "max_message_bytes",
     "receive_wait_seconds",
     "queue_wide",
+    "archive_days",
     "created_at",
 }
 

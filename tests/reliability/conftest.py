@@ -8,13 +8,14 @@ import pytest
 from queue_core import QueueClient
 
 from tests.reliability.stress import FULL, SHORT, Scale
-from tests.reliability.truth import DeleteTap, TableTruth
+from tests.reliability.truth import DeleteTap, TableTruth, TransactionDeleteTap
 
 
 @pytest.fixture
 def truth(client: QueueClient) -> Iterator[TableTruth]:
-    """Raw reads and every effective delete, from inside the embedded DynamoDB (created with the table)."""
-    with DeleteTap(TableTruth(client.table_name)) as recorded:
+    """Raw reads and every effective delete, from inside the embedded DynamoDB (created with the table): alone,
+    and in a transaction that moves no message (an ack with the archive's copy, an ack with the caller's writes)."""
+    with DeleteTap(TableTruth(client.table_name)) as recorded, TransactionDeleteTap(recorded):
         yield recorded
 
 
