@@ -9,7 +9,7 @@ LOCAL_STAMP := $(VENV)/.local-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: dist install install-cdk local browser screenshots test stress-loop lint format openapi bench synth deploy destroy clean
+.PHONY: dist install install-cdk local browser screenshots sqs-clients test stress-loop lint format openapi bench synth deploy destroy clean
 
 $(PY):
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -62,7 +62,17 @@ browser:
 screenshots: install browser
 	DQ_CONSOLE_SCREENSHOTS=1 $(VENV)/bin/pytest tests/console/test_browser.py
 
-test: lint synth browser
+# Real SQS clients the tests drive unchanged: Node's, from tests/sqs_clients/package-lock.json into a folder of
+# their own (not the CDK's node_modules).
+SQS_CLIENTS_NODE := tests/sqs_clients/node_modules/.package-lock.json
+
+$(SQS_CLIENTS_NODE): tests/sqs_clients/package.json tests/sqs_clients/package-lock.json
+	cd tests/sqs_clients && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+sqs-clients: $(SQS_CLIENTS_NODE)
+
+test: lint synth browser sqs-clients
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # Both stress runs side by side, RUNS times in a row, with a CPU hog on every core (docs/testing.md).
@@ -90,7 +100,7 @@ openapi: install
 	$(PY) -m queue_api.openapi > docs/openapi.json
 
 clean:
-	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache
+	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache tests/sqs_clients/node_modules
 
 # ---- Infrastructure (CDK): synth, deploy and destroy -----------------------------------------------------
 # The CDK command line and a supported Node.js come from package.json; synth runs offline (no notices, no
