@@ -63,14 +63,21 @@ screenshots: install browser
 	DQ_CONSOLE_SCREENSHOTS=1 $(VENV)/bin/pytest tests/console/test_browser.py
 
 # Real SQS clients the tests drive unchanged: Node's, from tests/sqs_clients/package-lock.json into a folder of
-# their own (not the CDK's node_modules).
+# their own (not the CDK's node_modules), and aiobotocore, whose botocore is older than the project's, into
+# $(VENV)/aiobotocore (its tests run it in a process of its own).
 SQS_CLIENTS_NODE := tests/sqs_clients/node_modules/.package-lock.json
+SQS_CLIENTS_AIO := $(VENV)/aiobotocore/.installed
 
 $(SQS_CLIENTS_NODE): tests/sqs_clients/package.json tests/sqs_clients/package-lock.json
 	cd tests/sqs_clients && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-sqs-clients: $(SQS_CLIENTS_NODE)
+$(SQS_CLIENTS_AIO): $(STAMP) tests/sqs_clients/requirements-aiobotocore.txt
+	rm -rf $(VENV)/aiobotocore
+	$(PIP) install --quiet --no-deps --target $(VENV)/aiobotocore -r tests/sqs_clients/requirements-aiobotocore.txt
+	touch $@
+
+sqs-clients: $(SQS_CLIENTS_NODE) $(SQS_CLIENTS_AIO)
 
 test: lint synth browser sqs-clients
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
