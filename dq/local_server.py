@@ -438,6 +438,15 @@ def _handler_class(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                 server.push.wake(match.path_parameters.get("q"), match.path_parameters.get("c"))
 
         def _answer(self, path: str, query: str, match: routes.Match) -> tuple[int, list[tuple[str, str]], bytes]:
+            allowed = [] if match.route else routes.allowed_methods(path)
+            if allowed:
+                # The deployed API declares each route's methods; another method at a route's path never reaches
+                # a function. Its body is left unread, so the connection closes.
+                self.close_connection = True
+                status, headers, body = _error(
+                    405, "MethodNotAllowed", f"{self.command} is not a method of {path}; it takes {', '.join(allowed)}"
+                )
+                return status, [*headers, ("Allow", ", ".join(allowed))], body
             if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
                 self.close_connection = True
                 return _error(411, "ValidationError", "send the body with a Content-Length, not chunked")
@@ -458,6 +467,13 @@ def _handler_class(server: LocalServer) -> type[BaseHTTPRequestHandler]:
                 return _error(error.status, "InternalError", "the function failed; the details are in the log")
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+        def __getattr__(self, name: str) -> Any:
+            """Any other method (TRACE, CONNECT, one made up) is served too, so that it gets the API's answer (405
+            at a route's path, 404 elsewhere) rather than http.server's 501 page in HTML."""
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
 
         def log_message(self, format: str, *args: Any) -> None:
             """Silenced: `_serve` writes one line per request with the function that served it."""

@@ -59,6 +59,14 @@ def match(method: str, raw_path: str) -> Match:
     return Match(None, {"proxy": unquote(raw_path.lstrip("/"))})
 
 
+def allowed_methods(raw_path: str) -> list[str]:
+    """The methods some route takes at this path, in a stable order; empty when no route has the path. A method
+    outside them is API Gateway's to refuse, before any function runs: 405 with these in `Allow`."""
+    segments = raw_path.strip("/").split("/") if raw_path.strip("/") else []
+    methods = {route.method for route in ROUTES + SQS_ROUTES if _bind(route.resource, segments) is not None}
+    return sorted(methods)
+
+
 def _bind(resource: str, segments: list[str]) -> dict[str, str] | None:
     template = resource.strip("/").split("/") if resource.strip("/") else []
     if len(template) != len(segments):

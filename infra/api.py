@@ -21,7 +21,9 @@ from infra.props import DynamoQueueProps
 _OBJECT: Final = apigateway.JsonSchemaType.OBJECT
 _JSON_TYPES: Final = {
     "string": apigateway.JsonSchemaType.STRING,
-    "integer": apigateway.JsonSchemaType.INTEGER,
+    # Draft 4 (API Gateway's models) reads `30.0` as no integer, where the API's own document (JSON Schema 2020-12)
+    # and the functions take it: at the edge an integer field is a number, and the function checks it is whole.
+    "integer": apigateway.JsonSchemaType.NUMBER,
     "number": apigateway.JsonSchemaType.NUMBER,
     "boolean": apigateway.JsonSchemaType.BOOLEAN,
     "array": apigateway.JsonSchemaType.ARRAY,

@@ -690,3 +690,65 @@ def test_a_fifo_group_moves_only_from_the_sequence_its_mover_read(
         moved = mover.send("third", group_id=group)
 
     assert (int(stale[0]), int(moved.sequence)) == (2, 3)
+
+
+def test_a_standard_receive_that_found_a_message_visible_never_claims_it_after_another_receive_did(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's receive finds the message visible; before its claim lands, B's receive claims it. A's claim must
+    fail: the message has one holder."""
+    client.create_queue("jobs")
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c")
+    got_b: list[ReceivedMessage] = []
+
+    claim = expression_has("ADD receive_count")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(lambda: got_b.extend(other.receive())), claim)):
+        got_a = jobs.receive()
+
+    assert ([message.body for message in got_b], got_a) == (["work"], [])
+
+
+def test_a_dlq_receive_that_found_a_dead_letter_unclaimed_never_claims_it_after_another_receive_did(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's DLQ receive reads a dead letter nobody holds; before its claim lands, B's DLQ receive claims it. A's
+    claim must fail: the dead letter has one holder."""
+    client.create_queue("jobs", max_receive_count=1)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    _dead_lettered_now(jobs)
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c")
+    got_b: list[Any] = []
+
+    def b_receives() -> None:
+        got_b.extend(other.dlq_receive(1, visibility_timeout=30))
+
+    claim = expression_has("SET dlq_tok = :tok")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(b_receives), claim)):
+        got_a = jobs.dlq_receive(1, visibility_timeout=30)
+
+    assert ([dead.message.body for dead in got_b], got_a) == (["work"], [])
+
+
+def test_a_dlq_receive_never_claims_a_later_copy_of_the_same_time_for_the_one_it_read(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A DLQ receive reads a copy; before its claim lands, another process redrives the message and it is
+    dead-lettered again under the same key, its clock stamping the same millisecond (a new copy id). The claim
+    must not take the later copy for the one it read: whatever the receive answers, its handle deletes it."""
+    client.create_queue("jobs", max_receive_count=1)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    _dead_lettered_now(jobs)
+
+    def dead_lettered_again() -> None:
+        assert jobs.redrive() == 1
+        _dead_lettered_now(jobs)
+
+    claim = expression_has("SET dlq_tok = :tok")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(dead_lettered_again), claim)):
+        got = jobs.dlq_receive(1, visibility_timeout=30)
+
+    assert all(jobs.dlq_delete(dead.receipt_handle) for dead in got)

@@ -159,7 +159,7 @@ def test_peek_limit_is_range_checked(orders: SubQueue, limit: str) -> None:
 
 def test_a_malformed_message_id_is_a_400(orders: SubQueue) -> None:
     answer = call(poller, "GET", f"{BASE}/messages/not-an-id")
-    assert error_of(answer) == (400, "ValidationError") and "message_id" in answer.body["error"]["message"]
+    assert error_of(answer) == (400, "ValidationError") and "path parameter id" in answer.body["error"]["message"]
 
 
 def test_a_missing_queue_is_a_404() -> None:
@@ -226,3 +226,32 @@ def test_invoke_actions_answer_the_http_json(orders: SubQueue) -> None:
 def test_invoke_errors(orders: SubQueue, event: dict, status: int, code: str) -> None:
     answer = invoke(poller, event)
     assert (answer["status"], answer["error"]["code"]) == (status, code)
+
+
+def test_a_whole_float_is_an_integer_as_the_document_reads_it(orders: SubQueue) -> None:
+    """JSON Schema's `integer` (the OpenAPI document's) takes `2.0`: so does every integer field; `2.5`, `"2"` and
+    `true` are still refused."""
+    for n in range(3):
+        orders.send(f"m{n}")
+    answer = call(poller, "POST", f"{BASE}/receive", {"max_messages": 2.0, "visibility_timeout": 60.0})
+    assert answer.status == 200 and len(answer.body["messages"]) == 2
+    handle = answer.body["messages"][0]["receipt_handle"]
+    assert (
+        call(poller, "POST", f"{BASE}/visibility", {"receipt_handle": handle, "visibility_timeout": 1e2}).status == 200
+    )
+    for wrong in (2.5, "2", True, float("inf")):
+        assert error_of(call(poller, "POST", f"{BASE}/receive", {"max_messages": wrong})) == (400, "ValidationError")
+
+
+def test_an_id_of_the_documented_shape_that_names_no_message_is_not_found(orders: SubQueue) -> None:
+    """The document's id pattern takes a FIFO-shaped id whose group does not decode, and another queue kind's id:
+    neither names a message of this standard queue, so both are 404, not 400."""
+    for message_id in ("Fzzzz.1", "FAAAA.00000000000000000001", "S7.0123abc", "S0-9.x"):
+        assert error_of(call(poller, "GET", f"{BASE}/messages/{message_id}")) == (404, "MessageNotFound")
+
+
+def test_a_handle_for_a_queue_that_does_not_exist_is_a_404_whatever_it_says() -> None:
+    handle = "QUJD" * 8 + "." + "A" * 22  # the documented shape, issued by no queue
+    for route in ("/queues/missing/release", "/queues/missing/visibility"):
+        body = {"receipt_handle": handle, **({"visibility_timeout": 5} if route.endswith("visibility") else {})}
+        assert error_of(call(poller, "POST", route, body)) == (404, "QueueNotFound")

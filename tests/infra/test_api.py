@@ -209,3 +209,11 @@ def test_api_gateway_logging_role_survives_stack_deletion(synthesized: Synthesiz
     role_id = account["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0]
     assert account["DeletionPolicy"] == "Retain"
     assert synthesized.resources[role_id]["DeletionPolicy"] == "Retain"
+
+
+def test_edge_models_take_a_whole_float_where_an_integer_goes(synthesized: Synthesized) -> None:
+    """JSON Schema 2020-12 (the API's document) reads `30.0` as an integer and the functions take it; API Gateway's
+    draft 4 models would refuse it before any function ran, so an integer field is a number at the edge."""
+    schemas = [model["Properties"]["Schema"] for model in synthesized.of_type("AWS::ApiGateway::Model").values()]
+    text = json.dumps(schemas)
+    assert '"integer"' not in text and '"number"' in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -352,3 +353,29 @@ def test_the_embedded_dynamodbs_own_address_in_the_environment_means_the_embedde
     assert local_server.embedded_address("http://localhost:8081/", 8081) is None
     assert local_server.embedded_address("http://localhost:8000", 8081) == "http://localhost:8000"
     assert local_server.embedded_address(None, 8081) is None
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("TRACE", "/queues/orders", "DELETE, GET, PATCH, PUT"),
+        ("POST", "/queues/orders/clients/c1/stats", "GET"),
+        ("PUT", "/queues/orders/clients/c1/messages/S0.1", "DELETE, GET"),
+        ("BREW", "/queues", "GET"),
+        ("GET", "/sqs/c1", "POST"),
+    ],
+)
+def test_a_method_no_route_takes_at_a_routes_path_is_a_405_that_names_the_ones_it_takes(
+    server: LocalServer, method: str, path: str, allowed: str
+) -> None:
+    """As the deployed API answers before any function runs: 405 with `Allow`, in the API's error shape (not
+    http.server's 501 page in HTML)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        connection.request(method, path)
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+    finally:
+        connection.close()
+    assert response.status == 405 and response.getheader("Allow") == allowed
+    assert answer["error"]["code"] == "MethodNotAllowed" and method in answer["error"]["message"]

@@ -15,7 +15,16 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from queue_core import limits
 
 from .operations import Operation
-from .schemas import ADDRESSES, CLIENT_ID_PATTERN, MAX_MESSAGE_ID, QUEUE_NAME_PATTERN, ErrorAnswer, may_be_left_out
+from .schemas import (
+    ADDRESSES,
+    CLIENT_ID_PATTERN,
+    CURSOR_PATTERN,
+    MAX_MESSAGE_ID,
+    MESSAGE_ID_PATTERN,
+    QUEUE_NAME_PATTERN,
+    ErrorAnswer,
+    may_be_left_out,
+)
 
 QueuePath = Annotated[
     str,
@@ -26,7 +35,13 @@ QueuePath = Annotated[
 ]
 ClientPath = Annotated[str, Path(pattern=CLIENT_ID_PATTERN, description="client id: 1-80 characters of A-Za-z0-9_-")]
 MessageIdPath = Annotated[
-    str, Path(alias="id", min_length=1, max_length=MAX_MESSAGE_ID, description="a message id from a send")
+    str,
+    Path(
+        alias="id",
+        pattern=MESSAGE_ID_PATTERN,
+        max_length=MAX_MESSAGE_ID,
+        description="a message id from a send; one of this shape that names no message of the sub-queue: 404",
+    ),
 ]
 LimitQuery = Annotated[int, Query(ge=1, le=limits.MAX_PEEK, description="at most this many messages")]
 
@@ -51,13 +66,24 @@ StateQuery = Annotated[
     Literal["visible", "in_flight", "delayed"] | None, Query(description="only messages in this state")
 ]
 PriorityQuery = Annotated[
-    int | None, Query(ge=0, le=limits.MAX_PRIORITY, description="only messages of this priority (standard queues)")
+    int | None,
+    Query(
+        ge=0, le=limits.MAX_PRIORITY, description="only messages of this priority (standard queues only: 400 on FIFO)"
+    ),
 ]
 GroupQuery = Annotated[
-    str | None, Query(min_length=1, max_length=limits.MAX_GROUP_ID, description="only this group (FIFO queues)")
+    str | None,
+    Query(
+        min_length=1, max_length=limits.MAX_GROUP_ID, description="only this group (FIFO queues only: 400 on standard)"
+    ),
 ]
 CursorQuery = Annotated[
-    str | None, Query(min_length=1, max_length=1000, description="the previous page's cursor: go on from there")
+    str | None,
+    Query(
+        pattern=CURSOR_PATTERN,
+        description="the previous page's cursor: go on from there; one of this shape that this listing did not give "
+        "(of a queue since deleted) is refused (400)",
+    ),
 ]
 
 TimeQuery = Annotated[int | None, Query(ge=0, le=10**13 - 1, description="epoch milliseconds")]
@@ -75,8 +101,13 @@ QUERY_PARAMETERS: Final = {
 }
 
 _ERROR_DESCRIPTIONS: Final = {
-    400: "ValidationError: malformed JSON, a wrong type, an unknown field, a value out of range, a bad name",
-    404: "QueueNotFound or MessageNotFound",
+    400: "ValidationError: malformed JSON, a wrong type, an unknown field, a value out of range, a bad name; or a "
+    "value the queue's own settings rule out, which no schema can say: a group_id or a group filter on a standard "
+    "queue, a priority, a priority filter or order newest on a FIFO queue, a FIFO send without group_id, a delay "
+    "past the queue's retention less 60 s, shard bounds for fixed shards, min_shards over max_shards, a receipt "
+    "handle or a cursor the sub-queue did not give",
+    404: "QueueNotFound or MessageNotFound; NotFound: a path that no route takes (a name of characters outside its "
+    "pattern may be one)",
     409: "QueueExists (other settings, or the queue changed meanwhile) or ReceiptHandleStale",
     410: "MessageBodyMissing: the message's offloaded body is gone from the bucket",
     413: "MessageTooLarge: a body over the queue's max_message_bytes (default 1 MiB), or attributes too large",

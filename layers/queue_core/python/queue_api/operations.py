@@ -122,7 +122,7 @@ OPERATIONS: Final = (
     Operation(
         "create_queue", "PUT", "/queues/{q}", PRODUCER, Access.ADMIN, request="CreateQueueRequest",
         answer="QueueSettingsAnswer", summary="Create a queue (idempotent for the same settings)", tag=QUEUES_TAG,
-        errors=(400, 409, 429), success="the queue already existed with these settings",
+        errors=(400, 404, 409, 429), success="the queue already existed with these settings",
         created="the queue was created",
     ),
     Operation(

@@ -10,11 +10,27 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 from queue_core import limits
 
-from .names import CLIENT_ID_PATTERN, MAX_MESSAGE_ID, QUEUE_NAME_PATTERN
+from .names import (
+    CLIENT_ID_PATTERN,
+    CURSOR_PATTERN,
+    MAX_MESSAGE_ID,
+    MESSAGE_ID_PATTERN,
+    QUEUE_NAME_PATTERN,
+    RECEIPT_HANDLE_PATTERN,
+)
 
 QueueName = Annotated[
     str,
@@ -24,13 +40,43 @@ QueueName = Annotated[
 ClientId = Annotated[
     str, StringConstraints(pattern=CLIENT_ID_PATTERN), Field(description="1-80 characters of A-Za-z0-9_-")
 ]
-MessageId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_MESSAGE_ID)]
-ReceiptHandle = Annotated[str, StringConstraints(min_length=1)]
+MessageId = Annotated[
+    str,
+    StringConstraints(pattern=MESSAGE_ID_PATTERN, max_length=MAX_MESSAGE_ID),
+    Field(description="a message id from a send; one of this shape that names no message of the sub-queue: 404"),
+]
+ReceiptHandle = Annotated[
+    str,
+    StringConstraints(pattern=RECEIPT_HANDLE_PATTERN),
+    Field(
+        description="a receipt handle from a receive; one of this shape that the sub-queue did not issue (forged, "
+        "altered, of a queue since deleted) is refused (400), one whose claim has passed to another receive is "
+        "stale (409)"
+    ),
+]
+Cursor = Annotated[
+    str,
+    StringConstraints(pattern=CURSOR_PATTERN),
+    Field(
+        description="the previous page's cursor: go on from there; one of this shape that this listing did not give "
+        "(of a queue since deleted) is refused (400)"
+    ),
+]
+
+
+def _whole_number(value: Any) -> Any:
+    """A float with no fraction as the integer it is: JSON Schema's `integer` takes `30.0` (the document says
+    `integer`, so a client that writes every number as a float is right), and so does every integer field here."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
 
 
 def _int(low: int, high: int | None = None, description: str | None = None) -> Any:
-    """A strict integer field: JSON `30` is accepted, `"30"`, `30.5` and `true` are not."""
-    return Field(strict=True, ge=low, le=high, description=description)
+    """A strict integer field: JSON `30` and `30.0` are accepted, `"30"`, `30.5` and `true` are not."""
+    field = Field(strict=True, ge=low, le=high, description=description)
+    field.metadata.append(BeforeValidator(_whole_number))
+    return field
 
 
 VisibilitySeconds = Annotated[int, _int(0, limits.MAX_VISIBILITY_SECONDS)]
@@ -80,9 +126,20 @@ ArchiveDays = Annotated[
 ]
 
 
+# `min_shards` and `max_shards` bound automatic shards: a request that fixes `shards` to a number gives neither.
+FIXED_SHARDS_HAVE_NO_BOUNDS: Final = {
+    "if": {"properties": {"shards": {"type": "integer"}}, "required": ["shards"]},
+    "then": {"not": {"anyOf": [{"required": ["min_shards"]}, {"required": ["max_shards"]}]}},
+}
+
+
 class CreateQueueRequest(Request):
     """Settings of a new queue; every field is optional. Creating an existing queue with the same settings is
-    idempotent, with other settings a 409."""
+    idempotent, with other settings a 409. Rules between fields: `min_shards` at most `max_shards`, and neither
+    with a number of `shards`; `content_based_dedup` only for a FIFO queue; `delay_seconds` at most
+    `retention_seconds` less 60."""
+
+    model_config = ConfigDict(json_schema_extra={"allOf": [FIXED_SHARDS_HAVE_NO_BOUNDS]})
 
     fifo: StrictBool = False
     visibility_timeout: VisibilitySeconds = limits.DEFAULT_VISIBILITY_SECONDS
@@ -113,7 +170,11 @@ FIXED_SETTINGS: Final = ("fifo", "content_based_dedup")
 
 class UpdateQueueRequest(Request):
     """Changes to a live queue's settings; a field left out (or null) keeps its value. A new `shards` loses no
-    message and keeps FIFO order. `fifo` and `content_based_dedup` are fixed when the queue is created."""
+    message and keeps FIFO order. `fifo` and `content_based_dedup` are fixed when the queue is created. Rules with
+    the queue's other settings: `min_shards` at most `max_shards`, and neither for a queue of fixed shards (nor
+    with a number of `shards`); `delay_seconds` at most `retention_seconds` less 60."""
+
+    model_config = ConfigDict(json_schema_extra={"allOf": [FIXED_SHARDS_HAVE_NO_BOUNDS]})
 
     visibility_timeout: Annotated[int | None, _int(0, limits.MAX_VISIBILITY_SECONDS)] = None
     max_receive_count: Annotated[int | None, _int(0, limits.MAX_RECEIVE_COUNT, "receives before the DLQ; 0: never")] = (
@@ -406,9 +467,7 @@ class BrowseRequest(Request):
     group: Annotated[
         str | None, Field(min_length=1, max_length=limits.MAX_GROUP_ID, description="only this group (FIFO queues)")
     ] = None
-    cursor: Annotated[
-        str | None, Field(min_length=1, max_length=1000, description="the previous page's cursor: go on from there")
-    ] = None
+    cursor: Cursor | None = None
 
 
 class BrowsedMessageAnswer(MessageAnswer):
@@ -430,9 +489,7 @@ class ArchiveRequest(Request):
     until: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or before (epoch ms)")] = None
     order: Literal["newest", "oldest"] = "newest"
     limit: Annotated[int, _int(1, limits.MAX_PEEK)] = 10
-    cursor: Annotated[
-        str | None, Field(min_length=1, max_length=1000, description="the previous page's cursor: go on from there")
-    ] = None
+    cursor: Cursor | None = None
 
 
 class ArchivedMessageAnswer(Answer):
@@ -467,7 +524,7 @@ class Purged(Answer):
 
 
 class RedriveRequest(Request):
-    max_messages: Annotated[int | None, _int(1, None, "null: all of them")] = None
+    max_messages: Annotated[int | None, _int(1, limits.MAX_REDRIVE, "null: all of them")] = None
     message_ids: Annotated[
         list[MessageId] | None, Field(min_length=1, max_length=limits.MAX_PEEK, description="null: oldest first")
     ] = None

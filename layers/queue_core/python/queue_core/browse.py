@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 STATES = (VISIBLE, IN_FLIGHT, DELAYED)
 _MAX_CURSOR = 1_000
+# The shape of every cursor `Position.encode` spells (base64url of its JSON), as the API documents it.
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,1000}$"
 
 
 @dataclass(frozen=True)

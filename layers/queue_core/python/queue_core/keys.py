@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import secrets
 from dataclasses import dataclass
+from typing import Final
 
 from .clock import fixed_ms
 from .errors import ValidationError
@@ -308,6 +310,17 @@ def _b64(text: str) -> str:
 
 def _unb64(text: str) -> str:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+
+
+# The shape of every message id `MessageRef` spells, as the API documents it: `S{shard}.{sequence}` (with
+# `-{priority}` after the shard for priorities 1-9), `F{base64url(group)}.{group sequence}`. An id of this shape that
+# names no message of the queue (another queue's, a FIFO group that does not decode) is not found, not malformed.
+MESSAGE_ID_PATTERN: Final = r"^(S[0-9]{1,3}(-[1-9])?\.[0-9A-Za-z]{1,40}|F[A-Za-z0-9_-]{1,350}\.[0-9]{1,20})$"
+_MESSAGE_ID: Final = re.compile(MESSAGE_ID_PATTERN)
+
+
+def message_id_shaped(message_id: str) -> bool:
+    return _MESSAGE_ID.fullmatch(message_id) is not None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,8 @@ DAY_SECONDS: Final = 86_400
 OBJECT_LIFETIME_SECONDS: Final = 2 * MAX_RETENTION_SECONDS + DAY_SECONDS
 MAX_DEDUP_WINDOW_SECONDS: Final = 86_400
 MAX_PEEK: Final = 100
+# The most messages one redrive (or one move of dead letters) counts out when asked for a number of them.
+MAX_REDRIVE: Final = 1_000_000
 # One browse call (`SubQueue.browse`) reads at most this many items in at most this many Queries, whatever its
 # filters leave: a page may come back short (even empty) with a cursor to go on from.
 BROWSE_READ_ITEMS: Final = 1_000

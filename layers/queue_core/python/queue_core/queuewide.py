@@ -271,6 +271,7 @@ class QueueWide:
 
     # Settling handles of any client.
     def _owner(self, handle: Any) -> SubQueue:
+        self._ctx.registry.get(self.queue)  # a queue that does not exist is QueueNotFound, whatever the handle
         queue, client = receipt_owner(handle)
         if queue != self.queue:
             raise ValidationError("receipt_handle belongs to another queue")

@@ -19,6 +19,10 @@ from .errors import ValidationError
 _VERSION = "1"
 _MAC_BYTES = 16
 _MAX_HANDLE = 2048
+# The shape of every handle `signed` spells, as the API documents it: base64url of the payload, a dot, base64url of
+# its 16-byte MAC. Only a handle the sub-queue signed passes `verified`: one of this shape that it did not sign
+# (forged, altered, of a queue since deleted) is refused as `ValidationError`, as SQS refuses an invalid handle.
+RECEIPT_HANDLE_PATTERN = r"^[A-Za-z0-9_-]{1,2000}\.[A-Za-z0-9_-]{22}$"
 
 
 def new_token() -> str:

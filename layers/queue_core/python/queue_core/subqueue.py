@@ -35,7 +35,7 @@ from .dead_letters import DeadLetter
 from .engine import Engine
 from .errors import MessageBodyMissing, MessageNotFound, QueueError, ReceiptHandleStale, ValidationError
 from .fifo import FifoQueue
-from .keys import MessageRef, Space
+from .keys import MessageRef, Space, message_id_shaped
 from .messages import DLQ, Entry, is_expired, looked_at
 from .models import (
     ArchivedMessage,
@@ -416,7 +416,12 @@ class SubQueue:
     def _ref(self, message_id: Any) -> MessageRef:
         if not isinstance(message_id, str) or not 1 <= len(message_id) <= 400:
             raise ValidationError("message_id must be a message id string")
-        ref = MessageRef.parse(message_id)
+        try:
+            ref = MessageRef.parse(message_id)
+        except ValidationError:
+            if message_id_shaped(message_id):
+                raise MessageNotFound(f"message {message_id!r} not found") from None
+            raise
         if (ref.group is not None) != self.settings.fifo:
             raise MessageNotFound(f"message {message_id!r} not found")
         return ref
@@ -653,7 +658,11 @@ class SubQueue:
             if reason is not None:
                 items = [item for item in items if reasons.matches(item, reason)]
         else:
-            limit = None if max_messages is None else validation.integer("max_messages", max_messages, 1, 1_000_000)
+            limit = (
+                None
+                if max_messages is None
+                else validation.integer("max_messages", max_messages, 1, limits.MAX_REDRIVE)
+            )
             items = []
             for item in self.dlq_items(now):
                 if reason is not None and not reasons.matches(item, reason):
@@ -667,7 +676,9 @@ class SubQueue:
     def move_dead_letters(self, destination: SubQueue, max_messages: int | None = None) -> int:
         """Moves this sub-queue's dead letters into `destination` as new messages there (see `dead_letter_moves`);
         the number moved."""
-        limit = None if max_messages is None else validation.integer("max_messages", max_messages, 1, 1_000_000)
+        limit = (
+            None if max_messages is None else validation.integer("max_messages", max_messages, 1, limits.MAX_REDRIVE)
+        )
         return dead_letter_moves.move(self._ctx, self, destination, self.dlq_items(self._now(), max_items=limit))
 
     def move_to_dlq(self, message_id: str) -> bool:
