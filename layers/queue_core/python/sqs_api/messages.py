@@ -272,8 +272,11 @@ def _message(
         values["SequenceNumber"] = message.sequence
         if message.group_id is not None:
             values["MessageGroupId"] = message.group_id
-        if message.dedup_id is not None:
-            values["MessageDeduplicationId"] = message.dedup_id
+        # A FIFO dead letter's dedup id is its message id, as SQS gives it (two messages that shared a dedup id are
+        # two dead letters).
+        dedup = message.sqs_message_id if source is not None else message.dedup_id
+        if dedup is not None:
+            values["MessageDeduplicationId"] = dedup
     if source is not None:
         values["DeadLetterQueueSourceArn"] = call.endpoint.queue_arn(source)
     chosen_system = {name: value for name, value in values.items() if name in system}
