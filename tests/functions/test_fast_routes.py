@@ -1,5 +1,6 @@
 """The fast routes answer exactly as the validating resolver does, and a well-formed first request of a send, a
-receive or a listing does not load pydantic.
+receive, a listing, a delete, a visibility change, stats, a purge or a queue's clients or deletion does not load
+pydantic.
 
 The fast checks and answer shapes are tables written by hand; these tests hold each against the pydantic model it
 mirrors: the same fields in the same order with the same defaults, and, for generated inputs both well-formed and
@@ -45,6 +46,8 @@ FRESH = frozenset(
         "oldest_age_seconds",
     }
 )
+# A handle of the shape the core issues that no sub-queue issued: refused alike by both paths.
+FORGED = "Zm9yZ2Vk." + "A" * 22
 # Every message of the sub-queue the receives read is this one, so either path may receive any of them.
 SAME = ("a message", {"k": "v"}, 3)
 
@@ -152,6 +155,11 @@ def _valid_or_one_wrong(
     return st.one_of(right, right.flatmap(one_wrong))
 
 
+_BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+# Receipt handles of the shape the core issues (payload.MAC), and near it.
+_HANDLE_SHAPED = st.tuples(
+    st.text(alphabet=_BASE64URL, min_size=1, max_size=8), st.text(alphabet=_BASE64URL, min_size=22, max_size=22)
+).map(".".join)
 # Well-formed values of each request field, and values near its rule (both sides of each bound), by field name.
 _VALID_REQUEST_FIELDS = {
     "body": st.text(min_size=1, max_size=5),
@@ -166,6 +174,8 @@ _VALID_REQUEST_FIELDS = {
     "visibility_timeout": st.one_of(st.none(), st.integers(0, limits.MAX_VISIBILITY_SECONDS)),
     "wait_seconds": st.integers(0, limits.MAX_WAIT_SECONDS),
     "order": st.sampled_from(["oldest", "newest"]),
+    "receipt_handle": _HANDLE_SHAPED,
+    "receipt_handles": st.lists(_HANDLE_SHAPED, min_size=1, max_size=limits.MAX_BATCH),
 }
 _NEAR_REQUEST_FIELDS = {
     "body": st.one_of(_TEXTS, _NOT_UTF8),
@@ -180,6 +190,11 @@ _NEAR_REQUEST_FIELDS = {
     "visibility_timeout": _count(0, limits.MAX_VISIBILITY_SECONDS),
     "wait_seconds": _count(0, limits.MAX_WAIT_SECONDS),
     "order": st.sampled_from(["Oldest", "", "newest "]),
+    "receipt_handle": st.one_of(_TEXTS, _NOT_UTF8, _HANDLE_SHAPED.map(lambda handle: handle + "="), st.just("a.b")),
+    "receipt_handles": st.one_of(
+        st.lists(st.one_of(_TEXTS, _NOT_UTF8, _NOT_INTS, _HANDLE_SHAPED), max_size=3),
+        st.lists(st.just("h"), min_size=limits.MAX_BATCH, max_size=limits.MAX_BATCH + 1),
+    ),
 }
 
 
@@ -202,6 +217,8 @@ _REQUESTS = {
     "SendMessageRequest": _SEND_MESSAGES,
     "SendBatchRequest": _requests(request_checks.SEND_BATCH),
     "ReceiveRequest": _requests(request_checks.RECEIVE),
+    "DeleteRequest": _requests(request_checks.DELETE),
+    "VisibilityRequest": _requests(request_checks.VISIBILITY),
 }
 
 
@@ -239,7 +256,12 @@ _TRAPS = [
     [{"body": "x"}] * (limits.MAX_BATCH + 1),
     None,
 ]
-_SMALLEST = {"SendMessageRequest": {"body": "x"}, "SendBatchRequest": {"messages": [{"body": "x"}]}}
+_SMALLEST = {
+    "SendMessageRequest": {"body": "x"},
+    "SendBatchRequest": {"messages": [{"body": "x"}]},
+    "DeleteRequest": {"receipt_handles": ["h." + "A" * 22]},
+    "VisibilityRequest": {"receipt_handle": "h." + "A" * 22, "visibility_timeout": 1},
+}
 
 
 def _trapped(name: str) -> list[dict[str, Any]]:
@@ -337,6 +359,18 @@ _ANSWERS = {
             )
         },
     ),
+    "QueueStatsAnswer": _answers(answer_shapes.QUEUE_STATS_ANSWER),
+    "DeleteAnswer": _answers(
+        answer_shapes.DELETE_ANSWER,
+        {
+            "successful": st.lists(_answers(answer_shapes.DELETE_ENTRY_RESULT), max_size=3),
+            "failed": _BATCH_PARTS["failed"],
+        },
+    ),
+    "VisibleAt": _answers(answer_shapes.VISIBLE_AT),
+    "Purged": _answers(answer_shapes.PURGED),
+    "Deleted": _answers(answer_shapes.DELETED),
+    "ClientList": _answers(answer_shapes.CLIENT_LIST, {"clients": st.lists(st.text(max_size=4), max_size=3)}),
     "SweepAnswer": _answers(
         answer_shapes.SWEEP_ANSWER,
         {
@@ -450,6 +484,100 @@ def test_a_listing_is_answered_alike_by_both_paths(
         _same(fast, slow, fresh=False)
 
 
+_HANDLES = st.one_of(
+    st.just(["forged"]),
+    st.lists(_HANDLE_SHAPED, min_size=1, max_size=3),
+    st.lists(st.sampled_from(["", "h", "\ud800", "x" * 200]), max_size=3),
+    st.just(["h"] * (limits.MAX_BATCH + 1)),
+)
+_SETTLING = st.one_of(
+    st.fixed_dictionaries({"receipt_handles": _HANDLES}),
+    st.fixed_dictionaries(
+        {
+            "receipt_handle": st.one_of(st.sampled_from(["forged", "", "\ud800"]), _HANDLE_SHAPED),
+            "visibility_timeout": _count(0, 43_200),
+        }
+    ),
+    _VALUES,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    path=_PATHS,
+    route=st.sampled_from(
+        [
+            ("poller", "POST", "delete"),
+            ("poller", "POST", "visibility"),
+            ("poller", "GET", "stats"),
+            ("poller", "DELETE", "messages"),
+        ]
+    ),
+    body=st.one_of(st.none(), _SETTLING),
+    query=st.one_of(st.none(), st.just({"limit": "5"})),
+)
+def test_a_route_of_a_sub_queue_is_answered_alike_by_both_paths(
+    queues: QueueClient, path: str, route: tuple[str, str, str], body: Any, query: dict[str, str] | None
+) -> None:
+    """Settling forged handles, stats, and a purge of a sub-queue with nothing to purge (`c2`, or one that does not
+    exist) change nothing, so both paths meet the same state."""
+    function, method, tail = route
+    if tail == "messages" and "/clients/c1" in path:
+        path = path.replace("/clients/c1", "/clients/c2")
+    event = api_event(method, f"{path}/{tail}", body, query=query)
+    fast, slow = _both(function, event)
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    queue=st.sampled_from(["orders", "missing", "bad name", "x" * 81]),
+    route=st.sampled_from([("POST", "delete"), ("POST", "visibility"), ("POST", "receive"), ("GET", "clients")]),
+    body=st.one_of(st.none(), _SETTLING, st.just({}), st.just({"max_messages": 2})),
+)
+def test_a_route_of_a_whole_queue_is_answered_alike_by_both_paths(
+    queues: QueueClient, queue: str, route: tuple[str, str], body: Any
+) -> None:
+    method, tail = route
+    if tail == "receive":  # both receive the same kind of message: either may get any
+        for _ in range(4):
+            queues.queue("orders", "c1").send(SAME[0], attributes=SAME[1], priority=SAME[2])
+    fast, slow = _both(
+        "poller" if tail != "clients" else "producer", api_event(method, f"/queues/{queue}/{tail}", body)
+    )
+    if fast is not None:
+        _same(fast, slow, fresh=tail == "receive")
+
+
+def test_the_added_routes_settle_stats_purge_and_delete_through_the_fast_path(queues: QueueClient) -> None:
+    """What the alike-answers tests cannot compare (each path changes the state the other would see): a real
+    delete, visibility change, purge and queue deletion, through the fast path, as the resolver answers them."""
+    sub_queue = queues.queue("orders", "c1")
+    path = "/queues/orders/clients/c1"
+    first, second = sub_queue.receive(max_messages=1), None
+    sub_queue.send("second")
+    second = sub_queue.receive(max_messages=1)
+    visibility = {"receipt_handle": second[0].receipt_handle, "visibility_timeout": 100}
+    moved = fast_routes.answer("poller", api_event("POST", f"{path}/visibility", visibility))
+    assert moved is not None and moved["statusCode"] == 200 and set(json.loads(moved["body"])) == {"visible_at"}
+    deleted = fast_routes.answer(
+        "poller", api_event("POST", f"{path}/delete", {"receipt_handles": [first[0].receipt_handle]})
+    )
+    assert deleted is not None and json.loads(deleted["body"]) == {"successful": [{"index": 0}], "failed": []}
+    stats = fast_routes.answer("poller", api_event("GET", f"{path}/stats"))
+    assert stats is not None and json.loads(stats["body"])["in_flight"] == 1
+    purged = fast_routes.answer("poller", api_event("DELETE", f"{path}/messages"))
+    assert purged is not None and json.loads(purged["body"]) == {"purged": 1}
+    clients = fast_routes.answer("producer", api_event("GET", "/queues/orders/clients"))
+    assert clients is not None and json.loads(clients["body"]) == {"clients": ["c1"]}
+    gone = fast_routes.answer("producer", api_event("DELETE", "/queues/orders"))
+    assert gone is not None and json.loads(gone["body"]) == {"deleted": True}
+    again = fast_routes.answer("producer", api_event("DELETE", "/queues/orders"))
+    _, slow = _both("producer", api_event("DELETE", "/queues/orders"))
+    assert again == slow and again["statusCode"] == 404
+
+
 def test_a_listing_without_a_limit_takes_the_routes_default() -> None:
     """The default is written in the fast route as in the query parameter and the invoke model; the listings
     compared above hold too few messages to tell them apart."""
@@ -514,6 +642,17 @@ with mock_aws():
         ("poller", ["POST", "/queues/orders/clients/c1/receive", {}], [200, False]),
         ("dlq_redriver", ["GET", "/queues/orders/clients/c1/dlq"], [200, False]),
         ("producer", ["POST", "/queues/orders/clients/c1/messages", {"body": ""}], [400, True]),
+        ("poller", ["GET", "/queues/orders/clients/c1/stats"], [200, False]),
+        ("poller", ["DELETE", "/queues/orders/clients/c1/messages"], [200, False]),
+        ("poller", ["POST", "/queues/orders/clients/c1/delete", {"receipt_handles": [FORGED]}], [200, False]),
+        (
+            "poller",
+            ["POST", "/queues/orders/visibility", {"receipt_handle": FORGED, "visibility_timeout": 5}],
+            [400, False],
+        ),
+        ("poller", ["POST", "/queues/orders/receive", {}], [200, False]),
+        ("producer", ["GET", "/queues/orders/clients"], [200, False]),
+        ("producer", ["DELETE", "/queues/orders"], [200, False]),
         ("visibility_sweeper", {"action": "sweep"}, [200, False]),
         ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),
     ],

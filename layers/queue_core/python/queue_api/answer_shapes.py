@@ -151,6 +151,24 @@ MESSAGE_ANSWER: Final = Shape(
     }
 )
 MESSAGE_LIST: Final = Shape({"messages": (many(MESSAGE_ANSWER), REQUIRED)})
+QUEUE_STATS_ANSWER: Final = Shape(
+    {
+        "visible": (integer, REQUIRED),
+        "in_flight": (integer, REQUIRED),
+        "delayed": (integer, REQUIRED),
+        "dlq": (integer, REQUIRED),
+        "oldest_age_seconds": (MAYBE_INT, REQUIRED),
+        "approximate": (flag, False),
+    }
+)
+DELETE_ENTRY_RESULT: Final = Shape({"index": (integer, REQUIRED)})
+DELETE_ANSWER: Final = Shape(
+    {"successful": (many(DELETE_ENTRY_RESULT), REQUIRED), "failed": (many(ENTRY_FAILURE), REQUIRED)}
+)
+VISIBLE_AT: Final = Shape({"visible_at": (integer, REQUIRED)})
+PURGED: Final = Shape({"purged": (integer, REQUIRED)})
+DELETED: Final = Shape({"deleted": (flag, REQUIRED)})
+CLIENT_LIST: Final = Shape({"clients": (many(TEXT), REQUIRED)})
 QUEUE_DEPTH: Final = Shape(
     {
         "queue": (TEXT, REQUIRED),
@@ -197,6 +215,13 @@ MODELS: Final = {
     "ReceiveAnswer": RECEIVE_ANSWER,
     "MessageAnswer": MESSAGE_ANSWER,
     "MessageList": MESSAGE_LIST,
+    "QueueStatsAnswer": QUEUE_STATS_ANSWER,
+    "DeleteEntryResult": DELETE_ENTRY_RESULT,
+    "DeleteAnswer": DELETE_ANSWER,
+    "VisibleAt": VISIBLE_AT,
+    "Purged": PURGED,
+    "Deleted": DELETED,
+    "ClientList": CLIENT_LIST,
     "QueueDepth": QUEUE_DEPTH,
     "QueueShards": QUEUE_SHARDS,
     "ShardGrowthHeld": SHARD_GROWTH_HELD,

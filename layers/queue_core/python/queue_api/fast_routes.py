@@ -1,4 +1,4 @@
-"""Answers to the common requests of some routes without loading pydantic or building the validating resolver.
+"""Answers to the common requests of most routes without loading pydantic or building the validating resolver.
 
 A cold start pays for whatever its first answer loads: pydantic, Powertools' OpenAPI validation and the models
 cost a function's first answer more than its own work. Yet nearly every request is well-formed. So a request
@@ -91,6 +91,41 @@ def _limit(event: Mapping[str, Any]) -> int:
     return request_checks.limit_query(event, default=10, high=limits.MAX_PEEK)
 
 
+def _nothing(event: Mapping[str, Any]) -> None:
+    """A route that takes neither a body nor a query string: a request with either is left to the resolver."""
+    _no_body(event)
+    if event.get("queryStringParameters") or event.get("multiValueQueryStringParameters"):
+        raise Unsure
+
+
+def _body(check: Callable[[Any], Any]) -> Callable[[Mapping[str, Any]], Any]:
+    """A route whose JSON body is required and checked by `check` (a table of `queue_api.request_checks`)."""
+    return lambda event: check(_json_body(event, optional=False))
+
+
+def _client(address: Address) -> str | None:
+    """The path's client, or None for a route of the whole queue (its handles name their client)."""
+    return address.get("c")
+
+
+_DELETE: Final = FastRoute(
+    _body(request_checks.DELETE),
+    lambda address, request: (
+        plain_operations.delete(address["q"], _client(address), request["receipt_handles"]),
+        "DeleteAnswer",
+    ),
+)
+_VISIBILITY: Final = FastRoute(
+    _body(request_checks.VISIBILITY),
+    lambda address, request: (
+        plain_operations.change_visibility(
+            address["q"], _client(address), request["receipt_handle"], request["visibility_timeout"]
+        ),
+        "VisibleAt",
+    ),
+)
+
+
 FAST_ROUTES: Final[dict[str, FastRoute]] = {
     "send": FastRoute(_send, _run_send),
     "receive": FastRoute(
@@ -103,6 +138,19 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
     "list_dlq": FastRoute(
         _limit, lambda address, limit: (plain_operations.list_dlq(address["q"], address["c"], limit), "MessageList")
     ),
+    "receive_any": FastRoute(
+        _receive, lambda address, options: (plain_operations.receive_any(address["q"], options), "ReceiveAnswer")
+    ),
+    "delete": _DELETE,
+    "delete_any": _DELETE,
+    "change_visibility": _VISIBILITY,
+    "change_visibility_any": _VISIBILITY,
+    "stats": FastRoute(
+        _nothing, lambda address, _: (plain_operations.stats(address["q"], address["c"]), "QueueStatsAnswer")
+    ),
+    "purge": FastRoute(_nothing, lambda address, _: (plain_operations.purge(address["q"], address["c"]), "Purged")),
+    "list_clients": FastRoute(_nothing, lambda address, _: (plain_operations.list_clients(address["q"]), "ClientList")),
+    "delete_queue": FastRoute(_nothing, lambda address, _: (plain_operations.delete_queue(address["q"]), "Deleted")),
 }
 
 

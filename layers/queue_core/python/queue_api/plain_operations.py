@@ -59,6 +59,54 @@ def received_answer(claimed: list[ReceivedMessage], holder: SubQueue | QueueWide
 
 
 @tracer.capture_method(capture_response=False)
+def receive_any(queue: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Any client's messages, fairly: the highest priority first, then the clients in rotation; as many as the
+    answer can carry, as a client's receive."""
+    queue_wide = queue_client().queue_wide(queue)
+    return received_answer(queue_wide.receive(**options), queue_wide)
+
+
+def _holder(queue: str, client: str | None) -> SubQueue | QueueWide:
+    """The sub-queue a handle is settled through, or with no client the queue-wide view (handles of any client)."""
+    return queue_client().queue(queue, client) if client is not None else queue_client().queue_wide(queue)
+
+
+@tracer.capture_method(capture_response=False)
+def delete(queue: str, client: str | None, receipt_handles: Sequence[str]) -> dict[str, Any]:
+    """Each handle on its own: a stale or forged one fails in `failed`, the others are still deleted."""
+    result = _holder(queue, client).delete_batch(list(receipt_handles)).to_dict()
+    count("MessagesDeleted", len(result["successful"]))
+    return result
+
+
+@tracer.capture_method(capture_response=False)
+def change_visibility(queue: str, client: str | None, receipt_handle: str, seconds: int) -> dict[str, Any]:
+    return {"visible_at": _holder(queue, client).change_visibility(receipt_handle, seconds)}
+
+
+@tracer.capture_method(capture_response=False)
+def stats(queue: str, client: str) -> dict[str, Any]:
+    return queue_client().queue(queue, client).stats().to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def purge(queue: str, client: str) -> dict[str, Any]:
+    return {"purged": queue_client().queue(queue, client).purge()}
+
+
+@tracer.capture_method(capture_response=False)
+def list_clients(queue: str) -> dict[str, Any]:
+    """One query of the queue's client partition; a client appears once it has sent."""
+    return {"clients": queue_client().clients(queue)}
+
+
+@tracer.capture_method(capture_response=False)
+def delete_queue(queue: str) -> dict[str, Any]:
+    queue_client().delete_queue(queue)
+    return {"deleted": True}
+
+
+@tracer.capture_method(capture_response=False)
 def peek(queue: str, client: str, limit: int) -> dict[str, Any]:
     return _looked_at(queue_client().queue(queue, client).peek(limit))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import plain_operations
 from .core_client import queue_client
-from .observability import count, tracer
+from .observability import tracer
 from .schemas import (
     ArchivedCopies,
     ArchivePageAnswer,
@@ -41,16 +41,15 @@ def receive(address: SubQueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
 
 @tracer.capture_method(capture_response=False)
 def delete(address: SubQueueAddress, request: DeleteRequest) -> DeleteAnswer:
-    result = queue_client().queue(address.queue, address.client).delete_batch(request.receipt_handles)
-    answer = DeleteAnswer.model_validate(result.to_dict())
-    count("MessagesDeleted", len(answer.successful))
-    return answer
+    return DeleteAnswer.model_validate(plain_operations.delete(address.queue, address.client, request.receipt_handles))
 
 
 @tracer.capture_method(capture_response=False)
 def change_visibility(address: SubQueueAddress, request: VisibilityRequest) -> VisibleAt:
-    sub_queue = queue_client().queue(address.queue, address.client)
-    return VisibleAt(visible_at=sub_queue.change_visibility(request.receipt_handle, request.visibility_timeout))
+    answer = plain_operations.change_visibility(
+        address.queue, address.client, request.receipt_handle, request.visibility_timeout
+    )
+    return VisibleAt.model_validate(answer)
 
 
 @tracer.capture_method(capture_response=False)
@@ -61,25 +60,18 @@ def release(address: SubQueueAddress, request: ReleaseRequest) -> VisibleAt:
 
 @tracer.capture_method(capture_response=False)
 def receive_any(address: QueueAddress, request: ReceiveRequest) -> ReceiveAnswer:
-    """Any client's messages, fairly: the highest priority first, then the clients in rotation; as many as the
-    answer can carry, as a client's receive."""
-    queue_wide = queue_client().queue_wide(address.queue)
-    claimed = queue_wide.receive(**request.model_dump())
-    return ReceiveAnswer.model_validate(plain_operations.received_answer(claimed, queue_wide))
+    return ReceiveAnswer.model_validate(plain_operations.receive_any(address.queue, request.model_dump()))
 
 
 @tracer.capture_method(capture_response=False)
 def delete_any(address: QueueAddress, request: DeleteRequest) -> DeleteAnswer:
-    result = queue_client().queue_wide(address.queue).delete_batch(request.receipt_handles)
-    answer = DeleteAnswer.model_validate(result.to_dict())
-    count("MessagesDeleted", len(answer.successful))
-    return answer
+    return DeleteAnswer.model_validate(plain_operations.delete(address.queue, None, request.receipt_handles))
 
 
 @tracer.capture_method(capture_response=False)
 def change_visibility_any(address: QueueAddress, request: VisibilityRequest) -> VisibleAt:
-    queue_wide = queue_client().queue_wide(address.queue)
-    return VisibleAt(visible_at=queue_wide.change_visibility(request.receipt_handle, request.visibility_timeout))
+    answer = plain_operations.change_visibility(address.queue, None, request.receipt_handle, request.visibility_timeout)
+    return VisibleAt.model_validate(answer)
 
 
 @tracer.capture_method(capture_response=False)
@@ -131,9 +123,9 @@ def cancel(address: MessageAddress, _request: NoAddress) -> Deleted:
 
 @tracer.capture_method(capture_response=False)
 def purge(address: SubQueueAddress, _request: NoAddress) -> Purged:
-    return Purged(purged=queue_client().queue(address.queue, address.client).purge())
+    return Purged.model_validate(plain_operations.purge(address.queue, address.client))
 
 
 @tracer.capture_method(capture_response=False)
 def stats(address: SubQueueAddress, _request: NoAddress) -> QueueStatsAnswer:
-    return QueueStatsAnswer.model_validate(queue_client().queue(address.queue, address.client).stats().to_dict())
+    return QueueStatsAnswer.model_validate(plain_operations.stats(address.queue, address.client))

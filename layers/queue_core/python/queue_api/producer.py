@@ -61,14 +61,12 @@ def update_queue(address: QueueAddress, request: UpdateQueueRequest) -> QueueSet
 
 @tracer.capture_method(capture_response=False)
 def list_clients(address: QueueAddress, _request: NoAddress) -> ClientList:
-    """One query of the queue's client partition; a client appears once it has sent."""
-    return ClientList(clients=queue_client().clients(address.queue))
+    return ClientList.model_validate(plain_operations.list_clients(address.queue))
 
 
 @tracer.capture_method(capture_response=False)
 def delete_queue(address: QueueAddress, _request: NoAddress) -> Deleted:
-    queue_client().delete_queue(address.queue)
-    return Deleted(deleted=True)
+    return Deleted.model_validate(plain_operations.delete_queue(address.queue))
 
 
 @tracer.capture_method(capture_response=False)

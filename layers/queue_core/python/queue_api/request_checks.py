@@ -154,8 +154,33 @@ RECEIVE: Final = Fields(
         "order": (choice("oldest", "newest"), "oldest"),
     }
 )
+# The shape of every receipt handle the core issues (`queue_core.receipts.signed`: a base64url payload, a dot, a
+# 16-byte MAC in base64url). A check vouches only for handles of that shape, however much more a model takes.
+_ISSUED_HANDLE: Final = re.compile(r"[A-Za-z0-9_-]{1,2000}\.[A-Za-z0-9_-]{22}")
+
+
+def issued_handle(value: Any) -> str:
+    """A receipt handle of the shape the core issues."""
+    if type(value) is not str or _ISSUED_HANDLE.fullmatch(value) is None:
+        raise Unsure
+    return value
+
+
+DELETE: Final = Fields({"receipt_handles": (items(issued_handle, 1, limits.MAX_BATCH), REQUIRED)})
+VISIBILITY: Final = Fields(
+    {
+        "receipt_handle": (issued_handle, REQUIRED),
+        "visibility_timeout": (strict_int(0, limits.MAX_VISIBILITY_SECONDS), REQUIRED),
+    }
+)
 # Each table by the name of the model it mirrors in `queue_api.schemas`.
-MODELS: Final = {"SendMessageRequest": SEND_MESSAGE, "SendBatchRequest": SEND_BATCH, "ReceiveRequest": RECEIVE}
+MODELS: Final = {
+    "SendMessageRequest": SEND_MESSAGE,
+    "SendBatchRequest": SEND_BATCH,
+    "ReceiveRequest": RECEIVE,
+    "DeleteRequest": DELETE,
+    "VisibilityRequest": VISIBILITY,
+}
 
 _PATH_PATTERNS: Final = {"q": re.compile(QUEUE_NAME_PATTERN), "c": re.compile(CLIENT_ID_PATTERN)}
 _DIGITS: Final = re.compile(r"[1-9][0-9]{0,5}")
