@@ -752,3 +752,43 @@ def test_a_dlq_receive_never_claims_a_later_copy_of_the_same_time_for_the_one_it
         got = jobs.dlq_receive(1, visibility_timeout=30)
 
     assert all(jobs.dlq_delete(dead.receipt_handle) for dead in got)
+
+
+def test_a_late_fifo_delete_after_ttl_removed_its_group_item_leaves_no_group_item_behind(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A message with a minute's retention is held for an hour; TTL removes its group's item first (it may take
+    items in any order, days late). The holder's delete removes the message; its count has no group to go to,
+    and must not make one (a group item of a count and nothing else)."""
+    client.create_queue("jobs.fifo", retention_seconds=60)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("x", group_id="g")
+    [x] = jobs.receive(visibility_timeout=3600)
+    [key] = [
+        {"pk": item["pk"], "sk": item["sk"]}
+        for item in dynamodb.scan(TableName=TABLE)["Items"]
+        if item["sk"]["S"] == "g"
+    ]
+    clock.advance(1800)
+    dynamodb.delete_item(TableName=TABLE, Key=key)  # as TTL does
+
+    jobs.delete(x.receipt_handle)
+
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key=key)
+
+
+def test_a_fifo_message_cancelled_after_its_group_was_once_emptied_leaves_the_groups_count(
+    client: QueueClient,
+) -> None:
+    """The group empties once (its count settled up to that sequence); a later message is cancelled by its id:
+    its removal is after what was settled, and counts."""
+    client.create_queue("jobs.fifo")
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("a", group_id="g")
+    [a] = jobs.receive()
+    jobs.delete(a.receipt_handle)
+    b = jobs.send("b", group_id="g")
+
+    assert jobs.cancel(b.message_id) is True
+
+    assert (jobs.stats().visible, jobs.receive()) == (0, [])
