@@ -792,3 +792,23 @@ def test_a_fifo_message_cancelled_after_its_group_was_once_emptied_leaves_the_gr
     assert jobs.cancel(b.message_id) is True
 
     assert (jobs.stats().visible, jobs.receive()) == (0, [])
+
+
+def test_an_attempt_id_used_again_after_its_five_minutes_keeps_the_new_receives_answer(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A receive attempt id is kept five minutes. Used again later, it is a new receive, and its answer is kept
+    in place of the old one: a repeat of it answers the same message."""
+    client.create_queue("jobs.fifo")
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("m1", group_id="g")
+    [m1] = jobs.receive_attempt("poll")
+    jobs.delete(m1.receipt_handle)
+    jobs.send("m2", group_id="g")
+    clock.advance(301)
+
+    [m2] = jobs.receive_attempt("poll")
+
+    assert [(message.body, message.receipt_handle) for message in jobs.receive_attempt("poll")] == [
+        ("m2", m2.receipt_handle)
+    ]
