@@ -38,6 +38,29 @@ def _steps(steps: dict[str, dict[str, float]]) -> str:
     )
 
 
+def capacity_modes_section(cost: dict[str, Any]) -> str:
+    """The cost table of both capacity modes at a steady load."""
+    header = ["message (send, receive, delete)", "WU / message", "RU / message", "on demand", "provisioned, 70 %"]
+    header.append("provisioned, 100 %")
+    rows = [
+        [
+            row["message"],
+            _n(row["write_units"]),
+            _n(row["read_units"]),
+            f"${_n(row['on_demand'])}",
+            f"${_n(row['provisioned_target'])}",
+            f"${_n(row['provisioned_full'])}",
+        ]
+        for row in cost["capacity_modes"]
+    ]
+    return (
+        "\n### Both capacity modes at a steady load ($ per million messages)\n\n"
+        f"Prices: {cost['provisioned_prices']}. Reproduce with `.venv/bin/python -m bench.run --only cost`.\n\n"
+        + _table(header, rows)
+        + "\n"
+    )
+
+
 def summary(results: dict[str, Any]) -> list[Row]:
     rows: list[Row] = []
     backlog = results["backlog"]
@@ -444,6 +467,8 @@ def _details(results: dict[str, Any], images: dict[str, str]) -> list[str]:
             ],
         )
     )
+    if cost.get("capacity_modes"):
+        parts.append(capacity_modes_section(cost))
     imports = results["cold_import"]
     parts.append("\n## Handler cold import\n")
     parts.append(

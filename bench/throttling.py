@@ -19,6 +19,13 @@ it ran, by what it really consumed, so a bucket can go below zero, as DynamoDB's
 only by doing it. Buckets hold one second of their rate and no more: DynamoDB's partitions serve at most 3,000 RU
 and 1,000 WU per second whatever they saved, and an on-demand table's quota is a ceiling, so no burst is modelled.
 
+A provisioned table (`Limits.provisioned`) has capacity of its own for the table and for each index, read and
+write apart, instead of the one quota for both: a request draws on the capacity of every space it touches (a write
+that changes an index entry, the index's too), each bucket holding `burst_seconds` of its rate (DynamoDB keeps up
+to five minutes of unused units as burst capacity), and a refusal is a `ProvisionedThroughputExceededException`
+whose reason is `TableWriteProvisionedThroughputExceeded` (or the index's, or a read's). `bench.autoscaling` moves
+these units as Application Auto Scaling does. The per-key limits apply in both modes.
+
 Throttling is answered in `before-call`, before the SDK's retry loop, so a refused request surfaces at once and
 its caller decides when to try again: in a simulation that advances its clock in ticks, a retry within the same
 tick would only meet the same empty bucket. `Limits.scaled` divides every limit by a factor, for simulations that
@@ -46,6 +53,7 @@ KEY_WRITE_UNITS: Final = 1_000.0
 KEY_READ_UNITS: Final = 3_000.0
 TABLE_UNITS: Final = 40_000.0  # on-demand's default table-level quota, read and write alike
 BUCKET_SECONDS: Final = 1.0
+BURST_SECONDS: Final = 300.0  # unused provisioned units DynamoDB keeps for bursts
 KEY_THROTTLE: Final = "ProvisionedThroughputExceededException"
 TABLE_THROTTLE: Final = "ThrottlingException"
 _REFUSED: Final = "bench.throttling.refused"
@@ -98,18 +106,40 @@ class SimClock:
 
 
 @dataclass(frozen=True)
+class Provisioned:
+    """A provisioned table's units a second: the table's and (each of) its indexes', read and write."""
+
+    table_write: float
+    table_read: float
+    index_write: float
+    index_read: float
+    burst_seconds: float = BURST_SECONDS
+
+    def units(self, space: str, kind: str) -> float:
+        """The units a second of `space` (a table, or "table/index") for `kind` ("w" or "r")."""
+        if "/" in space:
+            return self.index_write if kind == "w" else self.index_read
+        return self.table_write if kind == "w" else self.table_read
+
+
+@dataclass(frozen=True)
 class Limits:
     key_write: float = KEY_WRITE_UNITS
     key_read: float = KEY_READ_UNITS
     table_write: float = TABLE_UNITS
     table_read: float = TABLE_UNITS
     window: float = BUCKET_SECONDS  # seconds of its rate a bucket holds
+    provisioned: Provisioned | None = None  # None: on demand, the table quota above covers table and indexes
 
     def scaled(self, factor: float) -> Limits:
         """Every limit divided by `factor`: a simulation carrying 1/factor of the load meets them as the full load
         meets the real ones (units per key and per table scale with the load, the number of keys does not)."""
         rates = (self.key_write, self.key_read, self.table_write, self.table_read)
-        return Limits(*(limit / factor for limit in rates), window=self.window)
+        provisioned = self.provisioned
+        if provisioned is not None:
+            units = (provisioned.table_write, provisioned.table_read, provisioned.index_write, provisioned.index_read)
+            provisioned = Provisioned(*(unit / factor for unit in units), burst_seconds=provisioned.burst_seconds)
+        return Limits(*(limit / factor for limit in rates), window=self.window, provisioned=provisioned)
 
     def with_table(self, units: float) -> Limits:
         """A raised (or lowered) table-level quota, read and write."""
@@ -207,19 +237,33 @@ class Throttler:
             self.limits = limits
             for (space, key, kind), bucket in self._buckets.items():
                 bucket.refill(self.clock())
-                bucket.rate, bucket.window = self._rate(space, key, kind), limits.window
+                bucket.rate, bucket.window = self._rate(space, key, kind), self._window((space, key, kind))
 
     # Buckets.
     def _rate(self, space: str, key: str, kind: str) -> float:
         if key:
             return self.limits.key_write if kind == "w" else self.limits.key_read
+        if self.limits.provisioned is not None:
+            return self.limits.provisioned.units(space, kind)
         return self.limits.table_write if kind == "w" else self.limits.table_read
+
+    def _window(self, slot: Slot) -> float:
+        provisioned = self.limits.provisioned
+        return provisioned.burst_seconds if provisioned is not None and not slot[1] else self.limits.window
 
     def _bucket(self, slot: Slot) -> Bucket:
         bucket = self._buckets.get(slot)
         if bucket is None:
-            bucket = self._buckets[slot] = Bucket(self._rate(*slot), self.clock(), self.limits.window)
+            bucket = self._buckets[slot] = Bucket(self._rate(*slot), self.clock(), self._window(slot))
         return bucket
+
+    @property
+    def _provisioned(self) -> bool:
+        return self.limits.provisioned is not None
+
+    def _capacity(self, space: str, kind: str) -> Slot:
+        """The capacity a request on `space` draws on: the space's own when provisioned, else the table's quota."""
+        return (space if self.limits.provisioned is not None else space.split("/")[0], "", kind)
 
     def _empty(self, slots: list[Slot], drawn: Counter | None = None) -> Slot | None:
         """The first slot with nothing left (after what `drawn` will take), or None (called with the lock held)."""
@@ -231,11 +275,10 @@ class Throttler:
     def _charge(self, call: Call) -> None:
         with self._lock:
             for (space, key), (write, read) in call.partitions.items():
-                table = space.split("/")[0]
                 for kind, units in (("w", write), ("r", read)):
                     if units:
                         self._bucket((space, key, kind)).level -= units
-                        self._bucket((table, "", kind)).level -= units
+                        self._bucket(self._capacity(space, kind)).level -= units
                 self.stats.write_units += write
                 self.stats.read_units += read
 
@@ -249,7 +292,7 @@ class Throttler:
             for image in images:
                 if index.holds(image):
                     slots.append((f"{table}/{index.name}", _plain(image[index.key[0]]), "w"))
-        return [*slots, (table, "", "w")]
+        return [*slots, *dict.fromkeys(self._capacity(space, "w") for space, _, _ in slots)]
 
     def _read_slots(self, table: str, shape: TableShape | None, request: dict[str, Any]) -> list[Slot]:
         index_name = request.get("IndexName", "")
@@ -260,14 +303,15 @@ class Throttler:
             key_name = index.key[0] if index else shape.key[0]
         names = request.get("ExpressionAttributeNames", {})
         values = request.get("ExpressionAttributeValues", {})
+        capacity = self._capacity(space, "r")
         if "Key" in request and shape is not None:
-            return [(space, _plain(request["Key"][key_name]), "r"), (table, "", "r")]
+            return [(space, _plain(request["Key"][key_name]), "r"), capacity]
         for condition in request.get("KeyConditionExpression", "").split(" AND "):
             left, _, right = condition.partition("=")
             left, right = left.strip().strip("()"), right.strip().strip("()")
             if names.get(left, left) == key_name and right in values:
-                return [(space, _plain(values[right]), "r"), (table, "", "r")]
-        return [(table, "", "r")]
+                return [(space, _plain(values[right]), "r"), capacity]
+        return [capacity]
 
     def _item_slots(self, operation: str, spec: dict[str, Any]) -> list[Slot]:
         table = spec["TableName"]
@@ -302,10 +346,10 @@ class Throttler:
             if empty is None:
                 self.stats.admitted += 1
                 return None
-            self.stats.refused[_reason(empty, operation)] += 1
+            self.stats.refused[_reason(empty, self._provisioned)] += 1
             self.stats.refused_keys[(empty[0], empty[1].split("#", 1)[0], operation)] += 1
             self.refusals.append((self.clock(), empty, operation))
-        return _throttled(empty, operation)
+        return _throttled(empty, self._provisioned)
 
     def _batch_write(self, params: dict[str, Any], request: dict[str, Any], context: dict[str, Any]) -> Any:
         kept: dict[str, list[Any]] = {}
@@ -326,11 +370,11 @@ class Throttler:
                     units = write_units(max(item_size(spec.get("Item")), item_size(known)))
                     drawn.update(dict.fromkeys(slots, units))
         if not kept:
-            self.stats.refused[_reason(last, "BatchWriteItem")] += 1
-            return _throttled(last, "BatchWriteItem")
+            self.stats.refused[_reason(last, self._provisioned)] += 1
+            return _throttled(last, self._provisioned)
         self.stats.admitted += 1
         if refused:
-            self.stats.refused[_reason(last, "BatchWriteItem") + " (items)"] += sum(map(len, refused.values()))
+            self.stats.refused[_reason(last, self._provisioned) + " (items)"] += sum(map(len, refused.values()))
             params["body"] = json.dumps({**request, "RequestItems": kept}).encode()
             context[_REFUSED] = refused
         return None
@@ -347,7 +391,7 @@ class Throttler:
         if refused is None:
             self.stats.admitted += 1
             return None
-        self.stats.refused[_reason(refused, "TransactWriteItems")] += 1
+        self.stats.refused[_reason(refused, self._provisioned)] += 1
         parsed = {
             "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled: throttled"},
             "CancellationReasons": reasons,
@@ -368,20 +412,21 @@ class Throttler:
             return self._bucket((space, key, kind)).refill(self.clock())
 
 
-def _reason(slot: Slot | None, operation: str) -> str:
+def _reason(slot: Slot | None, provisioned: bool) -> str:
     space, key, kind = slot or ("", "", "w")
     resource = "Index" if "/" in space else "Table"
     action = "Read" if kind == "r" else "Write"
-    return f"{resource}{action}{'KeyRangeThroughputExceeded' if key else 'AccountLimitExceeded'}"
+    limit = "ProvisionedThroughputExceeded" if provisioned else "AccountLimitExceeded"
+    return f"{resource}{action}{'KeyRangeThroughputExceeded' if key else limit}"
 
 
-def _throttled(slot: Slot | None, operation: str) -> tuple[AWSResponse, dict[str, Any]]:
+def _throttled(slot: Slot | None, provisioned: bool) -> tuple[AWSResponse, dict[str, Any]]:
     """The answer DynamoDB gives a throttled request, as botocore parses it."""
     space, key, _ = slot or ("", "", "w")
-    code = KEY_THROTTLE if key else TABLE_THROTTLE
+    code = KEY_THROTTLE if key or provisioned else TABLE_THROTTLE
     parsed = {
         "Error": {"Code": code, "Message": f"Throughput exceeds the current capacity for {space or 'the table'}"},
-        "ThrottlingReasons": [{"reason": _reason(slot, operation), "resource": space}],
+        "ThrottlingReasons": [{"reason": _reason(slot, provisioned), "resource": space}],
         "ResponseMetadata": {"HTTPStatusCode": 400, "RetryAttempts": 0},
     }
     return AWSResponse("https://dynamodb.simulated", 400, {}, None), parsed

@@ -46,6 +46,8 @@ class Kind(enum.StrEnum):
     """Every kind of fault, named as it shows up in the run's figures."""
 
     PROVISIONED_THROUGHPUT = "ProvisionedThroughputExceededException"
+    # The same code with the reason a provisioned table gives at its units (a table's, not a key's): no shard growth.
+    CAPACITY = "ProvisionedThroughputExceededException(ProvisionedThroughputExceeded)"
     THROTTLING = "ThrottlingException"
     INTERNAL_SERVER_ERROR = "InternalServerError"
     READ_TIMEOUT = "ReadTimeoutError"
@@ -59,6 +61,7 @@ class Kind(enum.StrEnum):
 # Failures that every operation can meet before anything is applied.
 BEFORE_KINDS: tuple[Kind, ...] = (
     Kind.PROVISIONED_THROUGHPUT,
+    Kind.CAPACITY,
     Kind.THROTTLING,
     Kind.INTERNAL_SERVER_ERROR,
     Kind.READ_TIMEOUT,
@@ -66,7 +69,7 @@ BEFORE_KINDS: tuple[Kind, ...] = (
 )
 # The writes a retry can apply twice; a read sent again changes nothing.
 WRITES: frozenset[str] = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
-_STATUS = {Kind.PROVISIONED_THROUGHPUT: 400, Kind.THROTTLING: 400, Kind.INTERNAL_SERVER_ERROR: 500}
+_STATUS = {Kind.PROVISIONED_THROUGHPUT: 400, Kind.CAPACITY: 400, Kind.THROTTLING: 400, Kind.INTERNAL_SERVER_ERROR: 500}
 _ENDPOINT = "https://dynamodb.us-east-1.amazonaws.com"
 
 
@@ -324,8 +327,9 @@ class FaultInjector:
             return AWSResponse(request.url, 200, {}, MockRawResponse(left))
         status, parsed = _error_document(kind, body)
         payload = {"__type": f"com.amazonaws.dynamodb.v20120810#{parsed['Error']['Code']}", "message": "injected"}
-        if "CancellationReasons" in parsed:
-            payload["CancellationReasons"] = parsed["CancellationReasons"]
+        for name in ("CancellationReasons", "ThrottlingReasons"):
+            if name in parsed:
+                payload[name] = parsed[name]
         return AWSResponse(request.url, status, {}, MockRawResponse(json.dumps(payload).encode()))
 
 
@@ -371,6 +375,13 @@ def _error_document(kind: Kind, request: dict[str, Any]) -> tuple[int, dict[str,
         return 400, {
             "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
             "CancellationReasons": reasons,
+        }
+    if kind is Kind.CAPACITY:
+        writes = any(name in request for name in ("Item", "UpdateExpression", "TransactItems", "RequestItems"))
+        reason = f"Table{'Write' if writes else 'Read'}ProvisionedThroughputExceeded"
+        return 400, {
+            "Error": {"Code": Kind.PROVISIONED_THROUGHPUT.value, "Message": "injected"},
+            "ThrottlingReasons": [{"reason": reason, "resource": "injected"}],
         }
     code = kind.value
     return _STATUS[kind], {"Error": {"Code": code, "Message": "injected"}}

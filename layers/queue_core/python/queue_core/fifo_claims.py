@@ -42,7 +42,7 @@ class FifoClaims(FifoGroups):
         try:
             return self.receive_priority(0, want, visibility, order, now, secret)[0]
         except Throttled as error:
-            self.ctx.store.note_throttle()  # a claim's throttle was counted on the pool's thread, not the caller's
+            self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
             return partial.answer(error, partial.received(error))
 
     def receive_priority(

@@ -40,7 +40,7 @@ class StandardClaims(StandardSpace):
             try:
                 found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret)
             except Throttled as error:
-                self.ctx.store.note_throttle()  # a claim's throttle was counted on the pool's thread, not the caller's
+                self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
                 return partial.answer(error, got + partial.received(error))
             got += found
             if len(got) >= want:

@@ -67,6 +67,13 @@ _THROTTLES = frozenset(
         "TransactionInProgressException",
     }
 )
+# Why DynamoDB throttled, from the end of each of its `ThrottlingReasons` (`TableWriteKeyRangeThroughputExceeded`,
+# `IndexReadProvisionedThroughputExceeded`, ...): a table's or an index's own capacity (its provisioned units, its
+# on-demand quota or maximum), not one key's. More shards cannot help such a throttle, and reports or growth would
+# add reads and writes to a table already at its limit: it is counted apart from a hot key's (`capacity_throttles`).
+_CAPACITY_LIMITS = ("ProvisionedThroughputExceeded", "AccountLimitExceeded", "MaxOnDemandThroughputExceeded")
+_AT_CAPACITY = "the table or its index is at its capacity (provisioned units or quota); retry later"
+_THROTTLING = "DynamoDB is throttling or unavailable; retry later"
 # Network failures: the request may or may not have been applied, so they are reported as "retry later",
 # never as a failed condition.
 _UNREACHABLE = (BotoConnectionError, HTTPClientError)
@@ -130,11 +137,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def capacity_throttle(answer: Any) -> bool:
+    """Whether DynamoDB's throttling answer (a parsed error response) names only a table's or an index's capacity
+    as its reason; an answer without reasons (older endpoints, a transaction's cancellation) is not one."""
+    if not isinstance(answer, dict):
+        return False
+    reasons = answer.get("ThrottlingReasons") or answer.get("throttlingReasons") or []
+    return bool(reasons) and all(str(reason.get("reason", "")).endswith(_CAPACITY_LIMITS) for reason in reasons)
+
+
+def at_capacity(error: Throttled) -> bool:
+    """Whether `error` was raised for a throttle of the table's or the index's capacity (see `capacity_throttle`)."""
+    cause = error.__cause__
+    return isinstance(cause, ClientError) and capacity_throttle(cause.response)
+
+
 def _raise_mapped(error: Exception) -> None:
     if isinstance(error, ClientError):
         code = error.response.get("Error", {}).get("Code", "")
         if code in _THROTTLES:
-            raise Throttled("DynamoDB is throttling or unavailable; retry later") from error
+            raise Throttled(_AT_CAPACITY if capacity_throttle(error.response) else _THROTTLING) from error
         if code == "ValidationException" and _ITEM_TOO_LARGE in error.response.get("Error", {}).get("Message", ""):
             raise MessageTooLarge("the message and its attributes are too large to store") from error
     elif isinstance(error, _UNREACHABLE):
@@ -175,7 +197,7 @@ def _throttle_counter(store: weakref.ref[Store]) -> Callable[..., None]:
         if counted is None:
             return
         if isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in _KEY_THROTTLES:
-            counted.note_throttle()
+            counted.note_throttle(parsed)
         status = parsed.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) if isinstance(parsed, dict) else 0
         if caught_exception is not None or status >= 500:
             # No answer, or a server error: this attempt may have been applied. A throttle never was.
@@ -201,11 +223,25 @@ class Store:
 
     @property
     def throttles(self) -> int:
-        """Throttles answered to this thread so far."""
+        """Throttles of a key answered to this thread so far (what an automatic shard count grows for)."""
         return getattr(self._seen, "count", 0)
 
-    def note_throttle(self) -> None:
-        self._seen.count = self.throttles + 1
+    @property
+    def capacity_throttles(self) -> int:
+        """Throttles of the table's or the index's capacity answered to this thread so far: never a reason to grow."""
+        return getattr(self._seen, "capacity", 0)
+
+    def note_throttle(self, answer: Any = None) -> None:
+        """Counts one throttle, as a key's or, when `answer` names only the capacity as its reason, as the table's."""
+        if capacity_throttle(answer):
+            self._seen.capacity = self.capacity_throttles + 1
+        else:
+            self._seen.count = self.throttles + 1
+
+    def note_throttled(self, error: Throttled) -> None:
+        """Counts on this thread a throttle that another thread met and raised as `error`."""
+        cause = error.__cause__
+        self.note_throttle(cause.response if isinstance(cause, ClientError) else None)
 
     def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
         self._seen.maybe_applied = False
@@ -214,7 +250,7 @@ class Store:
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             if code in _KEY_THROTTLES:
-                self.note_throttle()
+                self.note_throttle(error.response)
             if caller_input and code in _REFUSED_INPUT:
                 message = error.response.get("Error", {}).get("Message", "") or code
                 raise ValidationError(f"DynamoDB refused the transaction: {message}") from None
@@ -267,7 +303,7 @@ class Store:
             for reason in error.response.get("CancellationReasons", [])
         ]
         if any(code in _THROTTLES for code, _ in reasons):
-            raise Throttled("DynamoDB is throttling or unavailable; retry later") from error
+            raise Throttled(_THROTTLING) from error
         if not any(code == "ConditionalCheckFailed" for code, _ in reasons):
             _raise_mapped(error)
         raise TransactionCancelled(reasons) from None
@@ -364,7 +400,9 @@ class Store:
                 if isinstance(error.__cause__, HTTPClientError):
                     pending = self._write_each_once(pending)
                     break
-                if attempt == _BATCH_RETRIES - 1:
+                if attempt == _BATCH_RETRIES - 1 or at_capacity(error):
+                    # A table at its capacity stays there until its units are raised (minutes): the SDK's own
+                    # retries have waited already, and more rounds would only add requests to it.
                     break
                 _backoff(attempt)
                 continue
