@@ -10,9 +10,12 @@ import re
 from typing import Any
 
 import pytest
+from boto3.dynamodb.types import TypeDeserializer
 from queue_core import QueueClient, push
+from queue_core.bodies import item_size
 from queue_core.push import InvokeAnswer
 from queue_core.sqs_event import EventSource, record
+from queue_core.sqs_ids import SQS_ID_ATTRIBUTE
 
 from tests.conftest import FakeClock
 from tests.sqs_in_process import queue_url, sqs_in_process
@@ -202,3 +205,19 @@ def test_a_push_event_carries_the_sqs_id_and_a_failure_names_it_back(core: Queue
     assert failed == {ids["fails"].message_id, ids["fails too"].message_id}
     unknown = InvokeAnswer(json.dumps({"batchItemFailures": [{"itemIdentifier": "no-such-id"}]}))
     assert push.item_failures(unknown, push.identifiers(messages)) is None
+
+
+def test_a_send_adds_no_byte_to_its_message_item_and_42_to_its_dedup_item(core: QueueClient, sqs: Any) -> None:
+    """The item-size cost of SQS ids, as DynamoDB counts it: none on the message, the id on the dedup item."""
+    sqs.send_message(QueueUrl=queue_url(sqs, "jobs.fifo"), MessageBody="sized", MessageGroupId="g")
+    sqs.send_message(QueueUrl=queue_url(sqs, "jobs"), MessageBody="sized")
+    deserializer = TypeDeserializer()
+    items = [
+        {name: deserializer.deserialize(value) for name, value in item.items()}
+        for item in core.dynamodb.scan(TableName=core.table_name)["Items"]
+    ]
+    messages = [item for item in items if item["pk"][:2] in ("M#", "G#")]
+    assert len(messages) == 2 and not any(SQS_ID_ATTRIBUTE in item for item in messages)
+    [dedup] = [item for item in items if item["pk"].startswith("X#")]
+    without = {name: value for name, value in dedup.items() if name != SQS_ID_ATTRIBUTE}
+    assert item_size(dedup) - item_size(without) == 42
