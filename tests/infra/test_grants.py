@@ -111,6 +111,8 @@ def test_consumer_may_only_consume_its_own_sub_queue(grants: tuple[GrantsStack, 
         f"GET /{SUB_QUEUE}/messages/*",
         f"DELETE /{SUB_QUEUE}/messages/*",
         f"GET /{SUB_QUEUE}/stats",
+        f"GET /{SUB_QUEUE}/archive",
+        f"GET /{SUB_QUEUE}/archive/*",
         "GET /openapi.json",
     }
 
@@ -127,6 +129,9 @@ def test_a_worker_pool_consumes_every_client_of_one_queue_and_administers_nothin
         f"GET /{every}/messages/*",
         f"DELETE /{every}/messages/*",
         f"GET /{every}/stats",
+        f"GET /{every}/archive",
+        f"GET /{every}/archive/*",
+        "GET /queues/orders/archive",
         "GET /openapi.json",
     }
 
@@ -188,8 +193,11 @@ def test_a_tenant_admin_can_neither_change_delete_nor_describe_the_queue_it_shar
         f"DELETE /{SUB_QUEUE}/messages",
         f"GET /{SUB_QUEUE}/stats",
         f"GET /{SUB_QUEUE}/dlq",
+        f"GET /{SUB_QUEUE}/dlq/reasons",
         f"POST /{SUB_QUEUE}/dlq/redrive",
         f"POST /{SUB_QUEUE}/messages/*/dlq",
+        f"GET /{SUB_QUEUE}/archive",
+        f"GET /{SUB_QUEUE}/archive/*",
         "GET /openapi.json",
     }
 
@@ -198,14 +206,14 @@ def test_an_admin_of_one_client_in_every_queue_neither_lists_nor_manages_the_que
     grants: tuple[GrantsStack, dict[str, Any]],
 ) -> None:
     paths = _invoke_paths(grants, "client_admin") - {"GET /openapi.json"}
-    assert len(paths) == 14
+    assert len(paths) == 17
     assert all(path.split(" ")[1].startswith("/queues/*/clients/tenant-a/") for path in paths), paths
 
 
 def test_admin_of_everything_may_list_queues(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
     paths = _invoke_paths(grants, "admin")
     assert "GET /queues" in paths
-    assert len(paths) == 25  # 21 routes of a client or a queue, and the 4 queue-wide consume routes
+    assert len(paths) == 29  # 24 routes of a client or a queue, and the 5 queue-wide consume routes
 
 
 def test_invoke_grant_names_one_function(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
@@ -222,7 +230,7 @@ def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[Grant
     stack, _ = grants
     table_id = stack.resolve(stack.get_logical_id(stack.queue.table.node.default_child))
     table, index = f"<{table_id}.Arn>", f"<{table_id}.Arn>/index/gsi1"
-    own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X", "R", "L")]
+    own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X", "R", "L", "V")]
     statements = [
         statement
         for statement in _statements(grants, "library")
