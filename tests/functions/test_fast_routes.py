@@ -1,6 +1,6 @@
 """The fast routes answer exactly as the validating resolver does, and a well-formed first request of a send, a
-receive, a listing, a delete, a visibility change, stats, a purge or a queue's clients or deletion does not load
-pydantic.
+receive, a listing, a delete, a visibility change, a release, stats, a purge, a look, cancel or move by id, or a
+queue's clients or deletion does not load pydantic.
 
 The fast checks and answer shapes are tables written by hand; these tests hold each against the pydantic model it
 mirrors: the same fields in the same order with the same defaults, and, for generated inputs both well-formed and
@@ -176,6 +176,7 @@ _VALID_REQUEST_FIELDS = {
     "order": st.sampled_from(["oldest", "newest"]),
     "receipt_handle": _HANDLE_SHAPED,
     "receipt_handles": st.lists(_HANDLE_SHAPED, min_size=1, max_size=limits.MAX_BATCH),
+    "reason": st.one_of(st.none(), st.text(max_size=20)),
 }
 _NEAR_REQUEST_FIELDS = {
     "body": st.one_of(_TEXTS, _NOT_UTF8),
@@ -195,6 +196,7 @@ _NEAR_REQUEST_FIELDS = {
         st.lists(st.one_of(_TEXTS, _NOT_UTF8, _NOT_INTS, _HANDLE_SHAPED), max_size=3),
         st.lists(st.just("h"), min_size=limits.MAX_BATCH, max_size=limits.MAX_BATCH + 1),
     ),
+    "reason": st.one_of(_TEXTS, _NOT_UTF8, st.just("r" * (64 * 1024)), st.just("r" * (64 * 1024 + 1))),
 }
 
 
@@ -219,6 +221,7 @@ _REQUESTS = {
     "ReceiveRequest": _requests(request_checks.RECEIVE),
     "DeleteRequest": _requests(request_checks.DELETE),
     "VisibilityRequest": _requests(request_checks.VISIBILITY),
+    "ReleaseRequest": _requests(request_checks.RELEASE),
 }
 
 
@@ -261,6 +264,7 @@ _SMALLEST = {
     "SendBatchRequest": {"messages": [{"body": "x"}]},
     "DeleteRequest": {"receipt_handles": ["h." + "A" * 22]},
     "VisibilityRequest": {"receipt_handle": "h." + "A" * 22, "visibility_timeout": 1},
+    "ReleaseRequest": {"receipt_handle": "h." + "A" * 22},
 }
 
 
@@ -371,6 +375,7 @@ _ANSWERS = {
     "Purged": _answers(answer_shapes.PURGED),
     "Deleted": _answers(answer_shapes.DELETED),
     "ClientList": _answers(answer_shapes.CLIENT_LIST, {"clients": st.lists(st.text(max_size=4), max_size=3)}),
+    "Moved": _answers(answer_shapes.MOVED),
     "SweepAnswer": _answers(
         answer_shapes.SWEEP_ANSWER,
         {
@@ -550,6 +555,67 @@ def test_a_route_of_a_whole_queue_is_answered_alike_by_both_paths(
         _same(fast, slow, fresh=tail == "receive")
 
 
+_IDS = st.sampled_from(["S0.1800000000000", "S0.x", "F" + "g" * 10 + ".1", "not an id", "S0." + "9" * 41, "x" * 401])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    path=_PATHS,
+    message_id=_IDS,
+    route=st.sampled_from([("poller", "GET", ""), ("poller", "DELETE", ""), ("dlq_redriver", "POST", "/dlq")]),
+)
+def test_a_route_of_a_message_id_is_answered_alike_by_both_paths(
+    queues: QueueClient, path: str, message_id: str, route: tuple[str, str, str]
+) -> None:
+    """Ids that name no message (or are not ids): looking, cancelling and moving change nothing."""
+    function, method, tail = route
+    fast, slow = _both(function, api_event(method, f"{path}/messages/{message_id}{tail}"))
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    path=st.one_of(_PATHS, st.sampled_from(["/queues/orders", "/queues/missing"])),
+    body=st.one_of(
+        st.fixed_dictionaries(
+            {"receipt_handle": st.one_of(st.just(FORGED), _HANDLE_SHAPED)},
+            optional={
+                "delay_seconds": st.one_of(st.none(), _count(0, 43_200)),
+                "reason": st.one_of(st.none(), _TEXTS),
+            },
+        ),
+        _VALUES,
+    ),
+)
+def test_a_release_is_answered_alike_by_both_paths(queues: QueueClient, path: str, body: Any) -> None:
+    fast, slow = _both("poller", api_event("POST", f"{path}/release", body))
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_a_message_is_looked_at_released_moved_and_cancelled_through_the_fast_path(queues: QueueClient) -> None:
+    sub_queue = queues.queue("orders", "c1")
+    path = "/queues/orders/clients/c1"
+    sent = sub_queue.send("look at me").message_id
+    looked = fast_routes.answer("poller", api_event("GET", f"{path}/messages/{sent}"))
+    _, slow = _both("poller", api_event("GET", f"{path}/messages/{sent}"))
+    assert looked == slow and json.loads(looked["body"])["state"] == "visible"
+    held = sub_queue.receive(max_messages=10)
+    mine = next(message for message in held if message.message_id == sent)
+    released = fast_routes.answer(
+        "poller",
+        api_event(
+            "POST", f"{path}/release", {"receipt_handle": mine.receipt_handle, "delay_seconds": 0, "reason": "why"}
+        ),
+    )
+    assert released is not None and released["statusCode"] == 200
+    moved = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/messages/{sent}/dlq"))
+    assert moved is not None and json.loads(moved["body"]) == {"moved": True}
+    cancelled = fast_routes.answer("poller", api_event("DELETE", f"{path}/messages/{sent}"))
+    assert cancelled is not None and json.loads(cancelled["body"]) == {"deleted": True}
+
+
 def test_the_added_routes_settle_stats_purge_and_delete_through_the_fast_path(queues: QueueClient) -> None:
     """What the alike-answers tests cannot compare (each path changes the state the other would see): a real
     delete, visibility change, purge and queue deletion, through the fast path, as the resolver answers them."""
@@ -652,6 +718,9 @@ with mock_aws():
         ),
         ("poller", ["POST", "/queues/orders/receive", {}], [200, False]),
         ("producer", ["GET", "/queues/orders/clients"], [200, False]),
+        ("poller", ["GET", "/queues/orders/clients/c1/messages/S0.1800000000000"], [404, False]),
+        ("poller", ["POST", "/queues/orders/clients/c1/release", {"receipt_handle": FORGED}], [400, False]),
+        ("dlq_redriver", ["POST", "/queues/orders/clients/c1/messages/S0.1800000000000/dlq"], [404, False]),
         ("producer", ["DELETE", "/queues/orders"], [200, False]),
         ("visibility_sweeper", {"action": "sweep"}, [200, False]),
         ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),

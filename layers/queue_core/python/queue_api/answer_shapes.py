@@ -169,6 +169,7 @@ VISIBLE_AT: Final = Shape({"visible_at": (integer, REQUIRED)})
 PURGED: Final = Shape({"purged": (integer, REQUIRED)})
 DELETED: Final = Shape({"deleted": (flag, REQUIRED)})
 CLIENT_LIST: Final = Shape({"clients": (many(TEXT), REQUIRED)})
+MOVED: Final = Shape({"moved": (flag, REQUIRED)})
 QUEUE_DEPTH: Final = Shape(
     {
         "queue": (TEXT, REQUIRED),
@@ -222,6 +223,7 @@ MODELS: Final = {
     "Purged": PURGED,
     "Deleted": DELETED,
     "ClientList": CLIENT_LIST,
+    "Moved": MOVED,
     "QueueDepth": QUEUE_DEPTH,
     "QueueShards": QUEUE_SHARDS,
     "ShardGrowthHeld": SHARD_GROWTH_HELD,

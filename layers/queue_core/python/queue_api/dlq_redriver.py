@@ -45,8 +45,4 @@ def dlq_reasons(address: SubQueueAddress, _request: NoAddress) -> DlqReasons:
 
 @tracer.capture_method(capture_response=False)
 def move_to_dlq(address: MessageAddress, _request: NoAddress) -> Moved:
-    """An operator marks a waiting message invalid: it moves to the DLQ now, whatever its receive count, in one
-    transaction. An in-flight or FIFO message is refused (400): its receiver or its receive limit decides."""
-    moved = queue_client().queue(address.queue, address.client).move_to_dlq(address.message_id)
-    count("MessagesMovedToDlq", int(moved))
-    return Moved(moved=moved)
+    return Moved.model_validate(plain_operations.move_to_dlq(address.queue, address.client, address.message_id))

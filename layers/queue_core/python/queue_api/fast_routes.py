@@ -115,6 +115,15 @@ _DELETE: Final = FastRoute(
         "DeleteAnswer",
     ),
 )
+_RELEASE: Final = FastRoute(
+    _body(request_checks.RELEASE),
+    lambda address, request: (
+        plain_operations.release(
+            address["q"], _client(address), request["receipt_handle"], request["delay_seconds"], request["reason"]
+        ),
+        "VisibleAt",
+    ),
+)
 _VISIBILITY: Final = FastRoute(
     _body(request_checks.VISIBILITY),
     lambda address, request: (
@@ -151,6 +160,18 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
     "purge": FastRoute(_nothing, lambda address, _: (plain_operations.purge(address["q"], address["c"]), "Purged")),
     "list_clients": FastRoute(_nothing, lambda address, _: (plain_operations.list_clients(address["q"]), "ClientList")),
     "delete_queue": FastRoute(_nothing, lambda address, _: (plain_operations.delete_queue(address["q"]), "Deleted")),
+    "release": _RELEASE,
+    "release_any": _RELEASE,
+    "get": FastRoute(
+        _nothing,
+        lambda address, _: (plain_operations.get(address["q"], address["c"], address["id"]), "MessageAnswer"),
+    ),
+    "cancel": FastRoute(
+        _nothing, lambda address, _: (plain_operations.cancel(address["q"], address["c"], address["id"]), "Deleted")
+    ),
+    "move_to_dlq": FastRoute(
+        _nothing, lambda address, _: (plain_operations.move_to_dlq(address["q"], address["c"], address["id"]), "Moved")
+    ),
 }
 
 

@@ -85,6 +85,32 @@ def change_visibility(queue: str, client: str | None, receipt_handle: str, secon
 
 
 @tracer.capture_method(capture_response=False)
+def release(
+    queue: str, client: str | None, receipt_handle: str, delay_seconds: int | None, reason: str | None
+) -> dict[str, Any]:
+    return {"visible_at": _holder(queue, client).release(receipt_handle, delay_seconds, reason)}
+
+
+@tracer.capture_method(capture_response=False)
+def get(queue: str, client: str, message_id: str) -> dict[str, Any]:
+    return queue_client().queue(queue, client).get(message_id).to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def cancel(queue: str, client: str, message_id: str) -> dict[str, Any]:
+    return {"deleted": queue_client().queue(queue, client).cancel(message_id)}
+
+
+@tracer.capture_method(capture_response=False)
+def move_to_dlq(queue: str, client: str, message_id: str) -> dict[str, Any]:
+    """An operator marks a waiting message invalid: it moves to the DLQ now, whatever its receive count, in one
+    transaction. An in-flight or FIFO message is refused (400): its receiver or its receive limit decides."""
+    moved = queue_client().queue(queue, client).move_to_dlq(message_id)
+    count("MessagesMovedToDlq", int(moved))
+    return {"moved": moved}
+
+
+@tracer.capture_method(capture_response=False)
 def stats(queue: str, client: str) -> dict[str, Any]:
     return queue_client().queue(queue, client).stats().to_dict()
 

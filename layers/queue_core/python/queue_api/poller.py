@@ -54,8 +54,10 @@ def change_visibility(address: SubQueueAddress, request: VisibilityRequest) -> V
 
 @tracer.capture_method(capture_response=False)
 def release(address: SubQueueAddress, request: ReleaseRequest) -> VisibleAt:
-    sub_queue = queue_client().queue(address.queue, address.client)
-    return VisibleAt(visible_at=sub_queue.release(request.receipt_handle, request.delay_seconds, request.reason))
+    answer = plain_operations.release(
+        address.queue, address.client, request.receipt_handle, request.delay_seconds, request.reason
+    )
+    return VisibleAt.model_validate(answer)
 
 
 @tracer.capture_method(capture_response=False)
@@ -76,8 +78,10 @@ def change_visibility_any(address: QueueAddress, request: VisibilityRequest) -> 
 
 @tracer.capture_method(capture_response=False)
 def release_any(address: QueueAddress, request: ReleaseRequest) -> VisibleAt:
-    queue_wide = queue_client().queue_wide(address.queue)
-    return VisibleAt(visible_at=queue_wide.release(request.receipt_handle, request.delay_seconds, request.reason))
+    answer = plain_operations.release(
+        address.queue, None, request.receipt_handle, request.delay_seconds, request.reason
+    )
+    return VisibleAt.model_validate(answer)
 
 
 @tracer.capture_method(capture_response=False)
@@ -112,13 +116,12 @@ def archive_list_any(address: QueueAddress, request: ArchiveRequest) -> ArchiveP
 
 @tracer.capture_method(capture_response=False)
 def get(address: MessageAddress, _request: NoAddress) -> MessageAnswer:
-    message = queue_client().queue(address.queue, address.client).get(address.message_id)
-    return MessageAnswer.model_validate(message.to_dict())
+    return MessageAnswer.model_validate(plain_operations.get(address.queue, address.client, address.message_id))
 
 
 @tracer.capture_method(capture_response=False)
 def cancel(address: MessageAddress, _request: NoAddress) -> Deleted:
-    return Deleted(deleted=queue_client().queue(address.queue, address.client).cancel(address.message_id))
+    return Deleted.model_validate(plain_operations.cancel(address.queue, address.client, address.message_id))
 
 
 @tracer.capture_method(capture_response=False)

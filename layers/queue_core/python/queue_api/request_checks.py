@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from queue_core import limits
 
-from .names import CLIENT_ID_PATTERN, QUEUE_NAME_PATTERN
+from .names import CLIENT_ID_PATTERN, MAX_MESSAGE_ID, MESSAGE_ID_PATTERN, QUEUE_NAME_PATTERN
 
 Check = Callable[[Any], Any]
 REQUIRED: Final = object()
@@ -173,6 +173,13 @@ VISIBILITY: Final = Fields(
         "visibility_timeout": (strict_int(0, limits.MAX_VISIBILITY_SECONDS), REQUIRED),
     }
 )
+RELEASE: Final = Fields(
+    {
+        "receipt_handle": (issued_handle, REQUIRED),
+        "delay_seconds": (nullable(strict_int(0, limits.MAX_VISIBILITY_SECONDS)), None),
+        "reason": (nullable(text(0, 64 * 1024)), None),
+    }
+)
 # Each table by the name of the model it mirrors in `queue_api.schemas`.
 MODELS: Final = {
     "SendMessageRequest": SEND_MESSAGE,
@@ -180,17 +187,24 @@ MODELS: Final = {
     "ReceiveRequest": RECEIVE,
     "DeleteRequest": DELETE,
     "VisibilityRequest": VISIBILITY,
+    "ReleaseRequest": RELEASE,
 }
 
-_PATH_PATTERNS: Final = {"q": re.compile(QUEUE_NAME_PATTERN), "c": re.compile(CLIENT_ID_PATTERN)}
+_PATH_PATTERNS: Final = {
+    "q": re.compile(QUEUE_NAME_PATTERN),
+    "c": re.compile(CLIENT_ID_PATTERN),
+    "id": re.compile(MESSAGE_ID_PATTERN),
+}
 _DIGITS: Final = re.compile(r"[1-9][0-9]{0,5}")
 
 
 def path_names(parameters: Mapping[str, str]) -> dict[str, str]:
-    """The queue and client of a route's path parameters (`q`, `c`); any other parameter is `Unsure`."""
+    """The queue, client and message id of a route's path parameters (`q`, `c`, `id`); any other is `Unsure`."""
     for name, value in parameters.items():
         pattern = _PATH_PATTERNS.get(name)
         if pattern is None or not is_text(value) or pattern.fullmatch(value) is None:
+            raise Unsure
+        if name == "id" and len(value) > MAX_MESSAGE_ID:
             raise Unsure
     return dict(parameters)
 
