@@ -37,6 +37,7 @@ class Message:
     token: str | None = None
     in_flight: bool = False
     released_by: str | None = None  # the claim that last gave it back, until it is received again
+    parked: bool = False  # FIFO: given back by a visibility of 0 while its claim holds others (still the claim's)
     dlq_copy: int = 0  # which stay in the DLQ this is: a DLQ handle acts only on the copy it was read from
 
 
@@ -47,8 +48,9 @@ class Group:
     last_seq: int = 0
     available_at: int = 0
     token: str | None = None
-    acked: int = 0
+    acked: set[str] = field(default_factory=set)  # the bodies the claim is done with (once each)
     retry_at: int | None = None
+    unlocked_by: str | None = None  # the claim whose last ack freed the group
 
 
 @dataclass(frozen=True)
@@ -268,21 +270,21 @@ class Reference:
             if [m.body for m in messages] != expected:
                 raise Disagreement(f"group {name!r} served {[m.body for m in messages]}, its head is {expected}")
             token = receipt_token(messages[0].receipt_handle)
-            group.token, group.available_at, group.acked, group.retry_at = token, now + seconds * 1000, 0, None
+            group.token, group.available_at, group.acked, group.retry_at = token, now + seconds * 1000, set(), None
             for message in messages:
                 model = self.live[message.body]
                 if self._over_limit(model):
                     raise Disagreement(f"{message.body} delivered past its receive limit")
                 model.receive_count += 1
                 model.token = token
-                model.released_by = None
+                model.released_by, model.parked = None, False
                 if message.receive_count != model.receive_count:
                     raise Disagreement(
                         f"{message.body}: receive count {message.receive_count}, due {model.receive_count}"
                     )
         for name in touched - set(served):
             group = self.groups[name]
-            group.token, group.available_at = None, now
+            group.token, group.available_at, group.unlocked_by = None, now, None
 
     # Settling.
     def delete(self, handle: Handle, now: int) -> Outcome:
@@ -302,7 +304,10 @@ class Reference:
         message = self.live.get(handle.body)
         if message is None:
             return ("error", "MessageNotFound")
-        if message.token != handle.token:
+        # A parked message is given back already: stale once its claim no longer holds the group, and nothing
+        # more while it does.
+        parked = message.parked
+        if message.token != handle.token or (parked and self._group_of(message).token != handle.token):
             return ("error", "ReceiptHandleStale")
         if delay is None:
             ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (handle.receive_count - 1)) * 1000
@@ -311,6 +316,8 @@ class Reference:
             visible_at = answered
         else:
             visible_at = now + delay * 1000
+        if parked:
+            return ("ok", visible_at)
         message.token, message.released_by = None, handle.token
         if message.group is None:
             message.visible_at, message.in_flight = visible_at, False
@@ -326,14 +333,10 @@ class Reference:
         return message is not None and message.token is None and message.released_by == handle.token
 
     def change_visibility(self, handle: Handle, seconds: int, now: int) -> Outcome:
-        """A FIFO handle extends its group's lock while the claim still owns it; a standard one its message."""
+        """A standard handle moves its message's visibility; a FIFO one its group's lock (`_fifo_visibility`)."""
         visible_at = now + seconds * 1000
         if self.fifo:
-            group = self.groups[self.group_names[handle.body]]
-            if group.token != handle.token:
-                return ("error", "ReceiptHandleStale")
-            group.available_at = visible_at
-            return ("ok", visible_at)
+            return self._fifo_visibility(handle, visible_at, now)
         message = self.live.get(handle.body)
         if message is None:
             return ("error", "MessageNotFound")
@@ -342,18 +345,45 @@ class Reference:
         message.visible_at = visible_at
         return ("ok", visible_at)
 
+    def _fifo_visibility(self, handle: Handle, visible_at: int, now: int) -> Outcome:
+        """Only while the handle's own message is held by it (not deleted, given back, or taken by a later claim)
+        and its claim holds the group. One of several held given back now (0) is parked: it stays the claim's (its
+        handle still deletes it) and the group is acked for it, so it waits for the others; a repeat once the
+        group is free again is done already. One of several held for longer moves the lock only later, until it
+        is the last one out; a claim of one moves it anywhere."""
+        group = self.groups[self.group_names[handle.body]]
+        message = self.live.get(handle.body)
+        parks = handle.held > 1 and visible_at <= now
+        if message is None:
+            return ("error", "MessageNotFound" if parks else "ReceiptHandleStale")
+        if message.token != handle.token:
+            return ("error", "ReceiptHandleStale")
+        if group.token != handle.token:
+            done = parks and group.token is None and group.unlocked_by == handle.token
+            return ("ok", visible_at) if done else ("error", "ReceiptHandleStale")
+        if parks:
+            message.parked = True
+            self._ack(group, handle, now, removed=False)
+        elif handle.held > 1 and len(group.acked) < handle.held - 1:
+            group.available_at = max(group.available_at, visible_at)
+        else:
+            group.available_at = visible_at
+        return ("ok", visible_at)
+
     def _ack(self, group: Group, handle: Handle, at: int, removed: bool) -> None:
-        """One held message of a FIFO claim is done; the last one unlocks the group, at the latest time any of
-        them was given back for."""
+        """One held message of a FIFO claim is done (once: a parked message settled later adds nothing); the last
+        one unlocks the group, at the latest time any of them was given back for."""
         if group.token != handle.token:
             return
         if handle.held <= 1:
-            group.token, group.available_at = None, at
+            group.token, group.available_at, group.unlocked_by = None, at, handle.token
             return
-        group.acked += 1
+        if handle.body in group.acked:
+            return
+        group.acked.add(handle.body)
         group.retry_at = at if group.retry_at is None else max(group.retry_at, at)
-        if group.acked >= handle.held:
-            group.token, group.available_at = None, max(at, group.retry_at)
+        if len(group.acked) >= handle.held:
+            group.token, group.available_at, group.unlocked_by = None, max(at, group.retry_at), handle.token
 
     # Housekeeping.
     def _to_dlq(self, body: str) -> None:
@@ -406,7 +436,7 @@ class Reference:
             if group.token is not None and group.messages and group.available_at <= now:
                 if self._over_limit(group.messages[0]):
                     self._to_dlq(group.messages[0].body)
-                group.token, group.available_at = None, now
+                group.token, group.available_at, group.unlocked_by = None, now, None
 
     def redrive(self, max_messages: int | None, now: int) -> list[str]:
         """The bodies moved back, in the DLQ's own order (sequence; for FIFO, group then sequence)."""
@@ -429,7 +459,7 @@ class Reference:
         self.live.clear()
         for group in self.groups.values():
             group.messages.clear()
-            group.token, group.acked, group.retry_at, group.available_at = None, 0, None, 0
+            group.token, group.acked, group.retry_at, group.available_at = None, set(), None, 0
         return purged
 
     # Looking.

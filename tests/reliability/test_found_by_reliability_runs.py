@@ -443,3 +443,35 @@ def test_a_fifo_receive_with_an_attempt_id_throttled_after_its_claim_leaves_noth
 
     retried = [message["Body"] for message in sqs.receive_message(**request).get("Messages", [])]
     assert retried == ["m1"] or jobs.stats().in_flight == 0
+
+
+def test_the_reference_parks_one_of_several_fifo_messages_given_back_with_visibility_0(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """The model's long form: a claim holds two messages of a group, and one is given back with a visibility of 0.
+    The core parks it (the group waits for the other, its handle still deletes it); the reference freed the whole
+    group at once, and the next browse disagreed ("m1 in flight", "m1 visible"). Then each of what a parked
+    message's handle may still do."""
+    from tests.reliability.test_model import FifoQueueAgainstReference
+
+    machine = FifoQueueAgainstReference(client, clock)
+    checks = ("browsed_states_agree", "receivable_messages_agree", "stats_agree")
+    steps = [
+        ("fill", {"counts": [2, 2]}),
+        ("receive", {"actions": ("keep",) * 3, "lose": None, "newest": False, "settle_now": False,
+                     "visibility": None, "want": 3}),
+        ("use_a_handle", {"action": "extend", "lose": None, "pick": 0, "seconds": 0}),
+        ("use_a_handle", {"action": "release later", "lose": None, "pick": 0, "seconds": 0}),
+        ("use_a_handle", {"action": "extend", "lose": None, "pick": 0, "seconds": 60}),
+        ("use_a_handle", {"action": "delete", "lose": None, "pick": 1, "seconds": 0}),
+        ("use_a_handle", {"action": "release", "lose": None, "pick": 0, "seconds": 0}),
+        ("use_a_handle", {"action": "extend", "lose": None, "pick": 0, "seconds": 0}),
+        ("use_a_handle", {"action": "delete", "lose": None, "pick": 0, "seconds": 0}),
+    ]  # fmt: skip
+    try:
+        for step, arguments in steps:
+            getattr(machine, step)(**arguments)
+            for check in checks:
+                getattr(machine, check)()
+    finally:
+        machine.teardown()

@@ -107,6 +107,9 @@ STRESS_SETTINGS = settings(SETTINGS, max_examples=200, derandomize=False)
 LAG_SETTINGS = settings(SETTINGS, max_examples=16)
 LAG_STRESS_SETTINGS = settings(SETTINGS, max_examples=100, derandomize=False)
 logger = logging.getLogger(__name__)
+# The long form (`--stress`) runs hundreds of examples a test, for tens of minutes on a loaded machine: past the
+# suite's default timeout, which stopped each of its tests midway.
+pytestmark = pytest.mark.timeout(7200)
 _queue_numbers = itertools.count()
 # What the steps that the contract does not show did, over every example: each must have happened.
 exercised: Counter = Counter()
