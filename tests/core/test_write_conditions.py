@@ -3,6 +3,7 @@ fails (`python -m tests.reliability.ablation`, docs/testing.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from queue_core import (
     MessageNotFound,
     QueueClient,
+    QueueExists,
     ReceiptHandleStale,
     ReceivedMessage,
     TableLayoutMismatch,
@@ -812,3 +814,53 @@ def test_an_attempt_id_used_again_after_its_five_minutes_keeps_the_new_receives_
     assert [(message.body, message.receipt_handle) for message in jobs.receive_attempt("poll")] == [
         ("m2", m2.receipt_handle)
     ]
+
+
+def test_a_queue_created_again_with_other_settings_is_refused_and_keeps_its_own(client: QueueClient) -> None:
+    client.create_queue("jobs", visibility_timeout=30)
+
+    with pytest.raises(QueueExists):
+        client.create_queue("jobs", visibility_timeout=99)
+
+    assert client.queue("jobs", "c").settings.visibility_timeout == 30
+
+
+def test_a_second_process_that_registers_a_client_learns_its_secret_and_takes_the_first_ones_handles(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """Each process registers a client once and keeps its receipt secret; a second process's registration must
+    find the first's and use its secret, so that a handle from one process acts in another."""
+    client.create_queue("jobs")
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    [message] = jobs.receive()
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c")
+    other.send("more")
+
+    other.delete(message.receipt_handle)
+
+    assert [m.body for m in other.receive(max_messages=10)] == ["more"]
+
+
+def test_a_migration_finishing_after_another_run_finished_and_a_later_release_began_leaves_that_one_alone(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """Two runs of `dq migrate` upgrade a table from layout 1; before the first records its end, the second has
+    finished and a later release has begun its own migration. The first's end must not land: the later
+    release's migration stays recorded."""
+    _layout_record(dynamodb, layout=1, written_by="0.1.0")
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+
+    def another_run_finishes_and_a_later_release_begins() -> None:
+        other.migrate()
+        _layout_record(dynamodb, layout=CURRENT_LAYOUT, migrating_to=CURRENT_LAYOUT + 1, migrating_by="99.0.0")
+
+    meanwhile = Interleave(
+        "UpdateItem",
+        lambda: _elsewhere(another_run_finishes_and_a_later_release_begins),
+        expression_has("SET layout = :to"),
+    )
+    with attached(dynamodb, meanwhile), contextlib.suppress(TableLayoutMismatch):
+        client.migrate()
+
+    assert client.table_layout().migrating_to == CURRENT_LAYOUT + 1
