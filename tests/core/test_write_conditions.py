@@ -864,3 +864,21 @@ def test_a_migration_finishing_after_another_run_finished_and_a_later_release_be
         client.migrate()
 
     assert client.table_layout().migrating_to == CURRENT_LAYOUT + 1
+
+
+def test_a_fifo_message_cancelled_while_held_alone_leaves_its_groups_count_once_when_its_holder_deletes_it_too(
+    client: QueueClient,
+) -> None:
+    """A claim holds x alone; x is cancelled by its id (counted out of the group then), and its holder's delete
+    finds it gone and ends the claim: that end counts nothing again. The group still counts y, and delivers it."""
+    client.create_queue("jobs.fifo")
+    queue = client.queue("jobs.fifo", "c")
+    for body in ("x", "y"):
+        queue.send(body, group_id="g")
+    [x] = queue.receive()
+
+    assert queue.cancel(x.message_id) is True
+    queue.delete(x.receipt_handle)
+
+    assert queue.stats().visible == 1
+    assert [message.body for message in queue.receive(max_messages=10)] == ["y"]
