@@ -882,3 +882,18 @@ def test_a_fifo_message_cancelled_while_held_alone_leaves_its_groups_count_once_
 
     assert queue.stats().visible == 1
     assert [message.body for message in queue.receive(max_messages=10)] == ["y"]
+
+
+def test_the_handle_of_a_deleted_fifo_message_moves_no_lock_while_its_claim_holds_the_others(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A claim holds m1 and m2; m1 is deleted. m1's handle then asks for 300 s: its message is no longer held by
+    it, so it is refused and the group's lock keeps the claim's 30 s."""
+    jobs, [m1, _] = _two_held(client)
+    jobs.delete(m1.receipt_handle)
+
+    with pytest.raises(ReceiptHandleStale):
+        jobs.change_visibility(m1.receipt_handle, 300)
+
+    clock.advance(31)
+    assert [message.body for message in jobs.receive()] == ["m2"]
