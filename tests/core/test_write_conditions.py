@@ -12,6 +12,7 @@ import pytest
 from queue_core import (
     MessageNotFound,
     QueueClient,
+    QueueError,
     QueueExists,
     ReceiptHandleStale,
     ReceivedMessage,
@@ -897,3 +898,22 @@ def test_the_handle_of_a_deleted_fifo_message_moves_no_lock_while_its_claim_hold
 
     clock.advance(31)
     assert [message.body for message in jobs.receive()] == ["m2"]
+
+
+def test_a_stale_handle_gives_back_unseen_nothing_of_a_later_claim_that_was_given_back_unseen_too(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A's claim runs out and B's takes the message (its second receive); B gives it back unseen (one receive
+    again). A's late give-back must change nothing: the next receive is the message's second."""
+    client.create_queue("jobs", visibility_timeout=30)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    [first] = jobs.receive()
+    clock.advance(31)
+    [second] = jobs.receive()
+    jobs.return_unseen(second.receipt_handle)
+
+    with contextlib.suppress(QueueError):
+        jobs.return_unseen(first.receipt_handle)
+
+    assert [message.receive_count for message in jobs.receive()] == [2]
