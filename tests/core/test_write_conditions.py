@@ -4,6 +4,7 @@ fails (`python -m tests.reliability.ablation`, docs/testing.md)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -917,3 +918,26 @@ def test_a_stale_handle_gives_back_unseen_nothing_of_a_later_claim_that_was_give
         jobs.return_unseen(first.receipt_handle)
 
     assert [message.receive_count for message in jobs.receive()] == [2]
+
+
+def _replace_of_settings(body: dict[str, Any]) -> bool:
+    return "version = :v AND generation = :g" in json.dumps(body) and "Put" in json.dumps(body)
+
+
+def test_a_change_of_a_queues_settings_raced_by_another_change_is_refused_and_loses_nothing(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A changes the queue's retention; before its write lands, B changes its visibility timeout. A's write must
+    fail on the version it read (it says to read again and retry), never overwrite B's change."""
+    client.create_queue("jobs", visibility_timeout=30, retention_seconds=3600)
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+
+    def b_changes_the_visibility() -> None:
+        other.update_queue("jobs", visibility_timeout=99)
+
+    meanwhile = Interleave("TransactWriteItems", lambda: _elsewhere(b_changes_the_visibility), _replace_of_settings)
+    with attached(dynamodb, meanwhile), pytest.raises(QueueExists):
+        client.update_queue("jobs", retention_seconds=7200)
+
+    settings = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c").settings
+    assert (settings.visibility_timeout, settings.retention_seconds) == (99, 3600)
