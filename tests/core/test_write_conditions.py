@@ -121,13 +121,7 @@ def test_a_stale_fifo_dlq_handle_moves_nothing_while_the_next_claim_takes_the_gr
     [first] = queue.dlq_receive(1, visibility_timeout=30)
     clock.advance(31)
     late: list[BaseException | None] = []
-
-    def a_asks_for_more_time() -> None:
-        try:
-            queue.dlq_change_visibility(first.receipt_handle, 1)
-            late.append(None)
-        except ReceiptHandleStale as error:
-            late.append(error)
+    a_asks_for_more_time = _outcome_into(late, lambda: queue.dlq_change_visibility(first.receipt_handle, 1))
 
     stamp = expression_has("SET dlq_tok = :tok")
     with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(a_asks_for_more_time), stamp)):
@@ -135,6 +129,19 @@ def test_a_stale_fifo_dlq_handle_moves_nothing_while_the_next_claim_takes_the_gr
 
     assert [type(outcome) for outcome in late] == [ReceiptHandleStale]
     assert [dead.message.body for dead in second] == ["x"]
+
+
+def _outcome_into(outcomes: list[BaseException | None], action: Callable[[], object]) -> Callable[[], None]:
+    """`action`, its outcome kept: None, or the `ReceiptHandleStale` it raised."""
+
+    def run() -> None:
+        try:
+            action()
+            outcomes.append(None)
+        except ReceiptHandleStale as error:
+            outcomes.append(error)
+
+    return run
 
 
 def _elsewhere(action: Callable[[], None]) -> None:
@@ -565,13 +572,7 @@ def test_a_stale_fifo_handle_moves_nothing_while_the_next_claim_takes_the_group(
     [first] = jobs.receive()
     clock.advance(31)
     late: list[BaseException | None] = []
-
-    def a_asks_for_one_second() -> None:
-        try:
-            jobs.change_visibility(first.receipt_handle, 1)
-            late.append(None)
-        except ReceiptHandleStale as error:
-            late.append(error)
+    a_asks_for_one_second = _outcome_into(late, lambda: jobs.change_visibility(first.receipt_handle, 1))
 
     take = expression_has("ADD receive_count :one, marks :one")
     with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(a_asks_for_one_second), take)):
