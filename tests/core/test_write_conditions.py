@@ -584,6 +584,24 @@ def test_a_stale_fifo_handle_moves_nothing_while_the_next_claim_takes_the_group(
     assert jobs.receive() == [], "B still holds m1"
 
 
+def _a_process_behind_a_change_of_shards(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> tuple[str, SubQueue, SubQueue]:
+    """A FIFO queue of one shard whose group (first at shard 0, at shard 1 of 2) had `first` sent, received and
+    deleted by a process (`client`'s), its settings cached since; another process has changed the count to 2,
+    in effect now. The group, the process behind the change and the other."""
+    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
+    client.create_queue("jobs.fifo", shards=1)
+    behind = client.queue("jobs.fifo", "c")
+    behind.send("first", group_id=group)
+    [first] = behind.receive()
+    behind.delete(first.receipt_handle)
+    elsewhere = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+    elsewhere.update_queue("jobs.fifo", shards=2)
+    clock.advance(60)
+    return group, behind, elsewhere.queue("jobs.fifo", "c")
+
+
 def test_a_fifo_send_by_a_process_behind_a_change_of_shards_never_reuses_a_sequence_where_its_group_moved_from(
     client: QueueClient, clock: FakeClock, dynamodb: Any
 ) -> None:
@@ -591,16 +609,7 @@ def test_a_fifo_send_by_a_process_behind_a_change_of_shards_never_reuses_a_seque
     count changed. Another process, knowing the change, sends once it takes effect: the group moves away, and
     that message is received and deleted. The old place still ends at the remembered sequence: the first
     process's next send must follow the group, after the sequence it handed out, never reuse it."""
-    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
-    client.create_queue("jobs.fifo", shards=1)
-    jobs = client.queue("jobs.fifo", "c")
-    jobs.send("first", group_id=group)
-    [first] = jobs.receive()
-    jobs.delete(first.receipt_handle)
-    elsewhere = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
-    elsewhere.update_queue("jobs.fifo", shards=2)
-    clock.advance(60)
-    other = elsewhere.queue("jobs.fifo", "c")
+    group, jobs, other = _a_process_behind_a_change_of_shards(client, clock, dynamodb)
     assert int(other.send("second", group_id=group).sequence) == 2
     [second] = other.receive()
     other.delete(second.receipt_handle)
@@ -674,16 +683,7 @@ def test_a_fifo_group_moves_only_from_the_sequence_its_mover_read(
     """A process that knows of the new shard count finds the group empty at its old place and moves it; before
     the move lands, a process behind the change sends to the old place, and that message is received and
     deleted. The move must fail (the old place went on meanwhile) and the send follow, never reuse a sequence."""
-    group = next(name for name in (f"g{i}" for i in range(100)) if keys.group_shard(name, 2) == 1)
-    client.create_queue("jobs.fifo", shards=1)
-    behind = client.queue("jobs.fifo", "c")
-    behind.send("first", group_id=group)
-    [first] = behind.receive()
-    behind.delete(first.receipt_handle)
-    elsewhere = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
-    elsewhere.update_queue("jobs.fifo", shards=2)
-    clock.advance(60)
-    mover = elsewhere.queue("jobs.fifo", "c")
+    group, behind, mover = _a_process_behind_a_change_of_shards(client, clock, dynamodb)
     stale: list[str] = []
 
     def a_send_behind_the_change() -> None:
