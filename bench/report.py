@@ -9,7 +9,7 @@ from typing import Any
 
 from . import pricing
 from .meter import __doc__ as METER_NOTES
-from .scenarios import archive_cost, ceilings, first_answer, fleet, idle, large_bodies, load_step, migration
+from .scenarios import archive_cost, ceilings, first_answer, fleet, large_bodies, load_step, migration
 from .scenarios.sharding import AUTO_RATE
 
 Row = tuple[str, str, str, str]
@@ -217,8 +217,6 @@ def summary(results: dict[str, Any]) -> list[Row]:
                 ),
             )
         )
-    if "idle" in results:
-        rows += idle.summary_rows(results["idle"])
     if "load_step" in results:
         rows += load_step.summary(results["load_step"])
     cost = {(row["design"], row["in_flight"]): row for row in results["cost"]["rows"]}
@@ -584,7 +582,6 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         *_details(results, images),
         *(large_bodies.section(results["large_bodies"]) if "large_bodies" in results else []),
         *(ceilings.section(results["ceilings"]) if "ceilings" in results else []),
-        *(idle.section(results["idle"]) if "idle" in results else []),
         *(load_step.section(results["load_step"], images["load_step"]) if "load_step" in results else []),
         *(fleet.section(results["fleet"]) if "fleet" in results else []),
         *(first_answer.section(results["first_answer"]) if "first_answer" in results else []),

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import random
-import time
 from collections.abc import Iterable
 from typing import Final
 
-from . import keys, partial, shard_marks
+from . import keys, limits, partial
 from .errors import MessageTooLarge, QueueError, Throttled
 from .fifo_groups import FifoGroups
 from .fifo_heads import Stuck
@@ -57,14 +56,17 @@ class FifoClaims(FifoGroups):
             seen.append(saw)
             return found, saw
 
-        if shard_marks.in_use(self.settings):
-            return shard_marks.visit(self, priority, want, shard_receive, now, time.monotonic()), any(seen)
         return visit(self.picker, want, shard_receive), any(seen)
 
     def next_visible(self, priority: int, now: int) -> int | None:
         """When a group is next available: the first group entry of each shard (locks sort at their end)."""
-        times = [self.shard_next_visible(shard, priority, now) for shard in range(self.settings.read_shards)]
-        return min((at for at in times if at is not None), default=None)
+        times = []
+        for shard in range(self.settings.read_shards):
+            pk = self._group_pk(shard)
+            own = [entry for entry in self.ctx.store.earliest(pk, limit=limits.MAX_PEEK) if entry["pk"] == pk]
+            if own:
+                times.append(keys.index_time(own[0]["gsi1sk"]))
+        return min(times, default=None)
 
     def _receive_shard(
         self, shard: int, want: int, visibility: int, now: int, secret: str
@@ -80,9 +82,8 @@ class FifoClaims(FifoGroups):
             except Throttled as error:
                 raise partial.after(error, got) from error
             saw_candidates = saw_candidates or bool(entries)
-            # An index entry of an item outside this sub-queue's groups is not ours, whatever its index key says (a
-            # group's entry may live in the home shard's partition: see `shard_marks`).
-            groups = [entry for entry in entries if self.space.holds_group_item(str(entry["pk"]))]
+            # An index entry of an item outside this partition is not ours, whatever its index key says.
+            groups = [entry for entry in entries if entry["pk"] == partition]
             if self.gauge.contended:
                 random.shuffle(groups)
             position = 0

@@ -10,9 +10,9 @@ a removal once (`gone`, a set of sequences), so that each is safe when DynamoDB 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from . import keys, limits, ready, shard_marks
+from . import keys, ready
 from .engine import EngineBase
 from .keys import MessageRef
 from .store import ConditionFailed, Item, Write
@@ -38,17 +38,6 @@ class FifoGroups(EngineBase):
 
     def _group_pk(self, shard: int) -> str:
         return self.space.group_item_pk(shard)
-
-    def shard_next_visible(self, shard: int, priority: int, now: int) -> int | None:
-        """When a group in `shard`'s index partition is next available (locks sort at their end)."""
-        entries = self.ctx.store.earliest(self._group_pk(shard), limit=limits.MAX_PEEK)
-        own = [entry for entry in entries if self.space.holds_group_item(str(entry["pk"]))]
-        return keys.index_time(own[0]["gsi1sk"]) if own else None
-
-    def mark_group(self, group_key: dict[str, str], available_at: int, lane: str | None = None) -> None:
-        """The shard mark of a group available at `available_at` whose index entry lives in `lane` (None: not
-        known, taken to be its own place's; a mark too many costs a unit, one too few hides a group)."""
-        shard_marks.announce(self, [(0, available_at, keys.shard_of(lane or group_key["pk"]))])
 
     def _at_current_place(self, group_item: Item, now: int) -> bool:
         return keys.shard_of(group_item["pk"]) == keys.group_shard(
@@ -107,18 +96,15 @@ class FifoGroups(EngineBase):
                 if failed.item is None or failed.item.get("tok") != token:
                     return unlocked_by(failed.item, token)
         try:
-            unlock = group_writes.unlock(key, token, available_at, removed, counted_once)
-            unlocked = self.ctx.store.write(replace(unlock, returns="ALL_NEW"))
+            self.ctx.store.write(group_writes.unlock(key, token, available_at, removed, counted_once))
         except ConditionFailed as failed:
             if counted_once and holds_group(failed.item, token) and counted_once in failed.item.get("gone", set()):
                 # The removal was counted already, by the call that made it: unlock without counting.
                 return self.finish_group(key, token, available_at)
             if not unlocked_by(failed.item, token):
                 return False
-            unlocked = failed.item
         # The group is available again: queue-wide receives must know when, whatever marker the client has.
         ready.announce(self.ctx, self.space, [(0, available_at)])
-        self.mark_group(key, available_at, str((unlocked or {}).get("gsi1pk") or "") or None)
         return True
 
     def _count_removed(self, group_key: dict[str, str], sequence: str) -> bool:

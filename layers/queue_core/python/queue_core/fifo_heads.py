@@ -121,7 +121,6 @@ class FifoHeads(FifoGroups):
             if not unlocked_by(failed.item, token):
                 return  # the lock passed to another claim
         ready.announce(self.ctx, self.space, [(0, retry_at)])
-        self.mark_group(key, retry_at)
 
     def _to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
         """Atomically out of the group and into the DLQ; the group then moves on to its next message."""

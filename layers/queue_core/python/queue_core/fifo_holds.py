@@ -83,8 +83,6 @@ class FifoHolds(FifoGroups):
         if receipt.held <= 1:
             if not (receipt.last_seq and group_may_be_empty):  # else `delete_writes` took the group out, empty
                 ready.announce(self.ctx, self.space, [(0, now)])
-                ref = MessageRef.parse(receipt.message_id)
-                self.mark_group(self._group_key(ref.group or "", receipt.group_shard), now)
             return
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
@@ -256,7 +254,6 @@ class FifoHolds(FifoGroups):
             return visible_at
         # The group is available at the new time: queue-wide receives must know, whatever marker the client has.
         ready.announce(self.ctx, self.space, [(0, visible_at)])
-        self.mark_group(key, visible_at)
         return visible_at
 
     def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 
-from . import keys, limits, ready, shard_marks
+from . import limits, ready
 from .errors import MessageBodyMissing, ValidationError
 from .fifo_groups import FifoGroups
 from .keys import MessageRef
@@ -58,7 +58,7 @@ class FifoLooks(FifoGroups):
         for shard in range(self.settings.read_shards):
             groups = self.ctx.store.due_all(self._group_pk(shard), now, max_items=limit)
             for group_entry in groups:
-                if not self.space.holds_group_item(str(group_entry["pk"])):
+                if group_entry["pk"] != self._group_pk(shard):
                     continue
                 heads, _, _ = self.ctx.store.query(
                     self.space.group_messages_pk(group_entry["sk"]), limit=limit, consistent=True
@@ -151,7 +151,6 @@ class FifoLooks(FifoGroups):
         whether any group item still lives at a place of an earlier shard layout (neither moved nor expired):
         until none does, the layout must be kept. Returns (groups freed, an old place in use)."""
         freed, old_place_in_use, available = 0, False, False
-        lanes: set[str] = set()
         for shard in range(self.settings.read_shards):
             for group in list(self.group_items(shard)):
                 if group.get("tok") and "gsi1sk" in group and int(group["available_at"]) <= now:
@@ -159,10 +158,8 @@ class FifoLooks(FifoGroups):
                     freed += 1
                 elif "gsi1sk" in group and int(group["available_at"]) <= now:
                     available = True
-                    lanes.add(str(group.get("gsi1pk") or group["pk"]))
                 if not group.get("moved") and not is_expired(group, now) and not self._at_current_place(group, now):
                     old_place_in_use = True
-        if available:  # the backstop of the ready set (see `ready`), and of the shard marks
+        if available:  # the backstop of the ready set (see `ready`)
             ready.announce(self.ctx, self.space, [(0, now)])
-            shard_marks.announce(self, [(0, now, keys.shard_of(lane)) for lane in lanes], backstop=True)
         return freed, old_place_in_use

@@ -16,7 +16,7 @@ from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
 from .errors import MessageTooLarge, QueueError, Throttled
 from .fifo_groups import FifoGroups, Placement
-from .keys import HOME_SHARD, MessageRef
+from .keys import MessageRef
 from .messages import Entry, expires_s, new_item, sent
 from .models import SendResult
 from .sqs_ids import sqs_id_of
@@ -56,9 +56,6 @@ class FifoSends(FifoGroups):
         pending = list(entries)
         extra = list(extra)
         placement = self._placement(group, now)
-        # A group entering the index goes to the home shard's index partition while this process sends little;
-        # beyond that it stays at its own place's, and says so with a shard mark (see `shard_marks`).
-        lane = self.space.group_item_pk(HOME_SHARD) if self.traffic.home.take(len(entries)) else None
         expected = placement.known_last_seq if placement.known_last_seq is not None else self.traffic.last_seq(group)
         if placement.moves:
             expected = None
@@ -68,8 +65,7 @@ class FifoSends(FifoGroups):
             # Each transaction's own time: a dedup item's window counts from its commit, however long the
             # batch's earlier transactions took.
             now = max(now, self.ctx.now_ms())
-            actions, refs = self._append_actions(group, pending, expected, now, placement, lane)
-            throttles = self.ctx.store.throttles
+            actions, refs = self._append_actions(group, pending, expected, now, placement)
             try:
                 self.ctx.store.transact_writes(actions + placement.moves + extra)
             except MessageTooLarge:
@@ -107,10 +103,6 @@ class FifoSends(FifoGroups):
             results.update({entry.index: sent(ref, item) for entry, ref, item in refs})
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
             ready.announce(self.ctx, self.space, self.ready_pairs([entry for entry, _, _ in refs], now))
-            if self.ctx.store.throttles != throttles:
-                self.traffic.home.throttled()  # the home key may be hot: spread for a while
-            if lane is None:
-                self.mark_group(placement.key, self.ready_pairs([entry for entry, _, _ in refs], now)[0][1])
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
@@ -142,21 +134,11 @@ class FifoSends(FifoGroups):
 
     def send_committed(self, planned: SendWrites, now: int) -> None:
         ready.announce(self.ctx, self.space, planned.ready)
-        group_update = planned.writes[0]  # at its own place's index partition (`send_writes` gives no lane)
-        if group_update.key is not None:
-            self.mark_group(group_update.key, min(at for _, at in planned.ready))
 
     def _append_actions(
-        self,
-        group: str,
-        entries: list[Entry],
-        expected: int | None,
-        now: int,
-        placement: Placement,
-        lane: str | None = None,
+        self, group: str, entries: list[Entry], expected: int | None, now: int, placement: Placement
     ) -> tuple[list[Write], list[tuple[Entry, MessageRef, Item]]]:
-        """The group update (its condition fences the sequence; `lane`: the index partition it enters, if it
-        does) and a put per message, with dedup items."""
+        """The group update (its condition fences the sequence) and a put per message, with dedup items."""
         retention = self.settings.retention_seconds
         last = placement.base if expected is None else expected
         group_update = group_writes.append(
@@ -169,7 +151,6 @@ class FifoSends(FifoGroups):
             first_visible=entries[0].visible_from(now),
             now=now,
             expires_at=now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
-            lane=lane,
         )
         actions: list[Write] = [group_update]
         refs = []

@@ -204,29 +204,6 @@ def ready_marker_parts(gsi1sk: str) -> tuple[int, int, str]:
     return int(at), 9 - int(rank), client
 
 
-# Shard marks: which shards of a sub-queue other than its home shard (0) may hold visible messages (see
-# `shard_marks`). A mark is an item of the sub-queue's ready partition, `#{time}#{priority}#{shard}` with time 0 for
-# "ready now": `#` sorts before every digit, so the client's own ready markers (`{priority}`...) never meet them,
-# and one consistent query of the range up to now reads exactly the marks that are due. Marks have no index entry.
-HOME_SHARD = 0
-_MARK = "#"
-
-
-def shard_mark_sk(at_ms: int, priority: int, shard: int) -> str:
-    return f"{_MARK}{fixed_ms(at_ms)}#{priority}#{shard}"
-
-
-def shard_marks_due(now_ms: int) -> tuple[str, str]:
-    """The sort keys of the marks due by `now_ms` (low and high, inclusive)."""
-    return _MARK, f"{_MARK}{fixed_ms(now_ms)}#{INDEX_UPPER}"
-
-
-def shard_mark_parts(sk: str) -> tuple[int, int, int]:
-    """(time, priority, shard) of a shard mark's sort key (time 0: ready now)."""
-    at, priority, shard = sk[len(_MARK) :].split("#")
-    return int(at), int(priority), int(shard)
-
-
 @dataclass(frozen=True)
 class Space:
     """The partition keys of one sub-queue in one generation of its queue."""
@@ -251,12 +228,6 @@ class Space:
 
     def group_item_pk(self, shard: int) -> str:
         return f"{self._prefix('F')}{shard}"
-
-    def holds_group_item(self, pk: str) -> bool:
-        """Whether `pk` is a live group item partition of this sub-queue, at any shard: a group's index entry may
-        live in another shard's index partition (the home one, see `shard_marks`), never another sub-queue's."""
-        prefix = self._prefix("F")
-        return pk.startswith(prefix) and pk[len(prefix) :].isdigit()
 
     def dlq_group_key(self, group: str) -> dict[str, str]:
         """The claim of a FIFO DLQ's group (`dead_letter_groups`): a FIFO group item, in a partition of the group
@@ -320,10 +291,6 @@ class Space:
 
     def ready_pk(self) -> str:
         return f"R#{self.queue}#{self.client}#{self.generation}"
-
-    def shard_mark_key(self, priority: int, shard: int, at_ms: int, now_ms: int) -> dict[str, str]:
-        """The mark saying that `shard` may have visible messages of `priority` from `at_ms` (now if past)."""
-        return {"pk": self.ready_pk(), "sk": shard_mark_sk(0 if at_ms <= now_ms else at_ms, priority, shard)}
 
     def ready_marker(self, priority: int, at_ms: int, now_ms: int) -> dict[str, object]:
         """The marker that makes this client's `priority` due for queue-wide receives at `at_ms` (now if past)."""

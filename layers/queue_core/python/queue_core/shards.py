@@ -105,103 +105,17 @@ def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[A
 
 class SendRotation:
     """Standard sends go round the shards from a random one: an even spread, so no shard partition is hotter than
-    the others (a random choice per message leaves the busiest shard well above the average). A process gives
-    each shard a run of `RUN` messages before the next, so that it puts one shard mark a run (see `shard_marks`),
-    not one a message; the spread over a second is as even (a busy process goes round many times)."""
-
-    RUN: Final = 25
+    the others (a random choice per message leaves the busiest shard well above the average)."""
 
     def __init__(self, shards: int) -> None:
         self.shards = shards
         self._next = random.randrange(shards)
-        self._run = 0
         self._lock = threading.Lock()
 
     def next(self) -> int:
         with self._lock:
-            if self._run == 0:
-                self._next = (self._next + 1) % self.shards
-            self._run = (self._run + 1) % self.RUN
+            self._next = (self._next + 1) % self.shards
             return self._next
-
-
-class HomeLane:
-    """How much of this process's traffic to a sub-queue may go to its home shard: `RATE` messages a second (a
-    token bucket of one second's worth). The home shard is the one every receive reads first, so what goes there
-    needs no shard mark; beyond the rate, or for `COOL_SECONDS` after a throttle, sends spread as before. `RATE`
-    is 4 % of one key's write limit (a message's life writes its index key four times), so it takes some 25
-    processes at that rate to make the home key hot, and each of them spreads once it is throttled."""
-
-    RATE: Final = 10.0
-    COOL_SECONDS: Final = 30.0
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._tokens = self.RATE
-        self._at = time.monotonic()
-        self._cool_until = 0.0
-
-    def take(self, count: int = 1) -> bool:
-        """Whether `count` more messages may go home now (they are counted if so)."""
-        with self._lock:
-            now = time.monotonic()
-            self._tokens = min(self.RATE, self._tokens + (now - self._at) * self.RATE)
-            self._at = now
-            if now < self._cool_until or self._tokens < count:
-                return False
-            self._tokens -= count
-            return True
-
-    def throttled(self) -> None:
-        with self._lock:
-            self._cool_until = time.monotonic() + self.COOL_SECONDS
-
-
-class MarkBook:
-    """What this process knows of a sub-queue's shard marks: the mark it put lately per shard and priority (its
-    time, and until when it covers this process's later writes there; queue clock, ms), and the due marks as last
-    read, with when (monotonic). A standard mark covers any write due at or after its time: when it comes due and
-    the shard has nothing yet, its drain looks and puts the exact time back."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._covered: dict[tuple[int, int], tuple[int, int]] = {}  # (shard, priority): (at, until)
-        self._read: list[Any] = []
-        self._read_at = float("-inf")
-
-    def covered(self, shard: int, priority: int, at: int, now_ms: int) -> bool:
-        with self._lock:
-            mark = self._covered.get((shard, priority))
-            return mark is not None and mark[0] <= at and now_ms < mark[1]
-
-    def cover(self, shard: int, priority: int, at: int, until_ms: int) -> None:
-        with self._lock:
-            if len(self._covered) > 10_000:
-                self._covered.clear()
-            self._covered[(shard, priority)] = (at, until_ms)
-
-    def forget_shard(self, shard: int, priority: int) -> None:
-        """The marks of `shard` were dropped by a drain here: this process's next write there puts one again, and
-        its next receive does not visit the shard for them."""
-        with self._lock:
-            self._covered.pop((shard, priority), None)
-            self._read = [mark for mark in self._read if (mark.shard, mark.priority) != (shard, priority)]
-
-    def recent(self, seconds: float, since: float | None = None) -> list[Any] | None:
-        """The marks as read less than `seconds` ago, or (`since` given) read at `since` or later (monotonic);
-        None when they were not."""
-        with self._lock:
-            fresh = self._read_at >= since if since is not None else time.monotonic() - self._read_at < seconds
-            return list(self._read) if fresh else None
-
-    def note_read(self, marks: list[Any]) -> None:
-        with self._lock:
-            self._read, self._read_at = list(marks), time.monotonic()
-
-    def note_put(self, mark: Any) -> None:
-        """A mark this process just put joins what it read: its own writes are known at once."""
-        with self._lock:
-            self._read.append(mark)
 
 
 class Traffic:
@@ -215,8 +129,6 @@ class Traffic:
         self.picker = ShardPicker(read_shards)
         self.gauge = ConflictGauge()
         self.rotation = SendRotation(send_shards)
-        self.home = HomeLane()
-        self.marks = MarkBook()
         self._last_seq: dict[str, int] = {}
         self._lock = threading.Lock()
         self._read_shards = read_shards

@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-import time
 
-from . import limits, partial, reasons, shard_marks
+from . import keys, limits, partial, reasons
 from .errors import MessageBodyMissing, MessageNotFound, MessageTooLarge, QueueError, Throttled, ValidationError
 from .keys import MessageRef
 from .messages import expires_s, is_expired, moved_item, received
@@ -37,10 +36,9 @@ class StandardClaims(StandardSpace):
         throttle it stops (the lower priorities share the throttled shards' partitions) and answers what it holds
         (see `partial`)."""
         got: list[ReceivedMessage] = []
-        since = time.monotonic()
-        for priority in self.priorities():
+        for priority in self.traffic.bands(self._read_bands):
             try:
-                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret, since)
+                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret)
             except Throttled as error:
                 self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
                 return partial.answer(error, got + partial.received(error))
@@ -50,10 +48,9 @@ class StandardClaims(StandardSpace):
         return got
 
     def receive_priority(
-        self, priority: int, want: int, visibility: int, order: str, now: int, secret: str, since: float | None = None
+        self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
     ) -> tuple[list[ReceivedMessage], bool]:
-        """Claims from one priority; also says whether any candidate was seen (False: nothing visible). `since`:
-        when the receive began (monotonic; the shard marks it read since serve all its priorities)."""
+        """Claims from one priority; also says whether any candidate was seen (False: nothing visible)."""
         seen = []
 
         def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
@@ -61,18 +58,10 @@ class StandardClaims(StandardSpace):
             seen.append(saw)
             return found, saw
 
-        if shard_marks.in_use(self.settings):
-            started = time.monotonic() if since is None else since
-            got = shard_marks.visit(self, priority, want, shard_receive, now, started)
-        else:
-            got = visit(self.traffic.picker_for(priority), want, shard_receive)
+        got = visit(self.traffic.picker_for(priority), want, shard_receive)
         return got, any(seen)
 
     def priorities(self) -> list[int]:
-        """Highest first. Of several shards: from the shard marks (`shard_marks.priorities`); else from the ready
-        markers of priorities above 0 (`_read_bands`)."""
-        if shard_marks.in_use(self.settings):
-            return sorted(shard_marks.priorities(self, self.ctx.now_ms()), reverse=True)
         return self.traffic.bands(self._read_bands)
 
     def _read_bands(self) -> set[int]:
@@ -100,8 +89,16 @@ class StandardClaims(StandardSpace):
 
     def next_visible(self, priority: int, now: int) -> int | None:
         """One item read per shard (more only past index entries of items outside the partition)."""
-        times = [self.shard_next_visible(shard, priority, now) for shard in range(self.settings.read_shards)]
-        return min((at for at in times if at is not None), default=None)
+        times = []
+        for shard in range(self.settings.read_shards):
+            pk = self.partition_key(shard)
+            entries = self.ctx.store.earliest(pk, priority)
+            if entries and entries[0]["pk"] != pk:
+                entries = self.ctx.store.earliest(pk, priority, limit=limits.MAX_PEEK)
+            own = [entry for entry in entries if entry["pk"] == pk]
+            if own:
+                times.append(keys.index_time(own[0]["gsi1sk"]))
+        return min(times, default=None)
 
     def _receive_shard(
         self, shard: int, want: int, visibility: int, order: str, now: int, secret: str, priority: int = 0

@@ -72,7 +72,6 @@ class StandardHolds(StandardSpace):
         except TransactionCancelled:
             return False
         ready.announce(self.ctx, self.space, [(ref.priority, visible_at) for ref in refs])
-        self.mark_shards((ref.priority, visible_at, ref.shard) for ref in refs)
         return True
 
     def _set_visible_at(
@@ -99,7 +98,6 @@ class StandardHolds(StandardSpace):
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
             # This very release was applied and its answer lost (the SDK's retry found it done): announced below.
         ready.announce(self.ctx, self.space, [(ref.priority, visible_at)])
-        self.mark_shards([(ref.priority, visible_at, ref.shard)])
         return visible_at
 
     def return_unseen(self, receipt: Receipt, now: int) -> None:
@@ -115,7 +113,6 @@ class StandardHolds(StandardSpace):
         except ConditionFailed as failed:
             _check_own_release(failed.item, release_id)
         ready.announce(self.ctx, self.space, [(ref.priority, now)])
-        self.mark_shards([(ref.priority, now, ref.shard)])
 
 
 def _check_own_release(old: Item | None, release_id: str) -> None:

@@ -119,7 +119,6 @@ class StandardLooks(StandardSpace):
                     visible.append(entry)
         # The backstop of the ready set: a marker for every priority with visible messages (one write unit each).
         ready.announce(self.ctx, self.space, due_pairs(visible, now))
-        self.mark_items(visible, now, backstop=True)  # and of the shard marks, likewise
         return False
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:

@@ -14,7 +14,7 @@ from . import keys, ready, reasons
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
 from .errors import MessageTooLarge, QueueError, Throttled
-from .keys import HOME_SHARD, MessageRef
+from .keys import MessageRef
 from .messages import Entry, expires_s, moved_item, new_item, sent
 from .models import SendResult
 from .sqs_ids import sqs_id_kept, sqs_id_of
@@ -29,7 +29,7 @@ class StandardSends(StandardSpace):
     """Sends and redrives of a standard sub-queue."""
 
     def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
-        shard = HOME_SHARD if self.traffic.home.take() else self.traffic.rotation.next()
+        shard = self.traffic.rotation.next()
         ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now), priority=entry.priority)
         visible_at = entry.visible_from(now)
         item = new_item(
@@ -48,7 +48,6 @@ class StandardSends(StandardSpace):
         if items:
             self.traffic.note_bands(int(item.get("priority", 0)) for item in items)
             ready.announce(self.ctx, self.space, due_pairs(items))
-            self.mark_items(items)
 
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
         """Entries without a dedup id go in batch writes of 25 (one call); each with one goes in a transaction
@@ -63,20 +62,15 @@ class StandardSends(StandardSpace):
                 results[entry.index] = error
         for start in range(0, len(built), 25):
             chunk = built[start : start + 25]
-            throttles = self.ctx.store.throttles
             try:
                 left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
             except QueueError as error:
-                if isinstance(error, Throttled):
-                    self.traffic.home.throttled()
                 # Each entry fails, not the call. A refusal (DynamoDB applies none of a request it refuses)
                 # stored none of them: their objects go. Any other outcome is unknown, and keeps them.
                 if isinstance(error, MessageTooLarge):
                     self.ctx.bodies.discard(item for _, _, item in chunk)
                 results.update({entry.index: error for entry, _, _ in chunk})
                 continue
-            if self.ctx.store.throttles != throttles:
-                self.traffic.home.throttled()  # the home key may be hot: spread for a while
             self.announce([item for position, (_, _, item) in enumerate(chunk) if position not in left])
             for position, (entry, ref, item) in enumerate(chunk):
                 results[entry.index] = (
@@ -120,7 +114,6 @@ class StandardSends(StandardSpace):
     def send_committed(self, planned: SendWrites, now: int) -> None:
         self.traffic.note_bands(priority for priority, _ in planned.ready)
         ready.announce(self.ctx, self.space, planned.ready)
-        self.mark_shards((priority, at, planned.ref.shard) for priority, at in planned.ready)
 
     def redrive(self, dlq_items: list[Item], now: int) -> int:
         return sum(self._redrive_item(item, now) for item in dlq_items)

@@ -31,7 +31,7 @@ from botocore.exceptions import (
 )
 
 from ..errors import InternalError, MessageTooLarge, Throttled, ValidationError
-from ..keys import band_due_range, band_range, index_upper, shard_marks_due
+from ..keys import band_due_range, band_range, index_upper
 from ..table import INDEX_NAME
 from .write import Write, serialize
 
@@ -510,13 +510,6 @@ class Store:
     def ready_markers(self, pk: str, high: str, limit: int, start: dict[str, Any] | None = None) -> tuple:
         """One page of a queue's ready markers whose index key is at most `high` (see `keys.ready_index_sk`)."""
         return self.query(pk, index=True, sk_condition="gsi1sk <= :hi", values={":hi": high}, limit=limit, start=start)
-
-    def shard_marks(self, pk: str, now_ms: int, limit: int) -> list[Item]:
-        """A sub-queue's shard marks due by `now_ms`, read consistently (one page: see `shard_marks`)."""
-        low, high = shard_marks_due(now_ms)
-        values = {":lo": low, ":hi": high}
-        items, _, _ = self.query(pk, sk_condition="sk BETWEEN :lo AND :hi", values=values, limit=limit, consistent=True)
-        return items
 
     def after(self, pk: str, after: str | None, limit: int) -> tuple[list[Item], bool]:
         """One page of a partition's items in sort-key order, those after `after` (all when None), strongly

@@ -27,15 +27,13 @@ def append(
     first_visible: int,
     now: int,
     expires_at: int,
-    lane: str | None = None,
 ) -> Write:
     """`count` messages join the group's tail after `last_seq`. With a `fence` (the last sequence as known) the
     group must be at it and not have moved away; moving in, a `moved` item left here earlier is the group's own;
-    otherwise the group is new here, or everything of it expired. A group that enters the index puts its entry in
-    the index partition `lane` (its own place's by default; see `shard_marks`) and keeps it there until it leaves."""
+    otherwise the group is new here, or everything of it expired."""
     values: dict[str, Any] = {
         ":new": last_seq + count,
-        ":gpk": lane or key["pk"],
+        ":gpk": key["pk"],
         ":gsk": keys.index_sk(first_visible, group),
         ":avail": first_visible,
         ":g": group,
@@ -51,7 +49,7 @@ def append(
         condition = "attribute_not_exists(last_seq) OR (attribute_exists(moved) AND expires_at <= :nows)"
         values[":nows"] = now // 1000
     expression = (
-        "SET last_seq = :new, gsi1pk = if_not_exists(gsi1pk, :gpk), gsi1sk = if_not_exists(gsi1sk, :gsk), "
+        "SET last_seq = :new, gsi1pk = :gpk, gsi1sk = if_not_exists(gsi1sk, :gsk), "
         "available_at = if_not_exists(available_at, :avail), group_id = :g, expires_at = :gexp ADD msg_count :n"
     )
     if fence is None:
