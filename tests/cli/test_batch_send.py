@@ -5,20 +5,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import Cli
 
 
-def test_a_thousand_lines_are_all_sent_and_all_receivable(cli: Cli, tmp_path: Path) -> None:
+def test_every_line_of_a_file_is_sent_and_receivable(cli: Cli, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Ten requests' worth of lines and a part batch; `--stress` sends a thousand (a minute of moto per transport)."""
+    count = 1000 if request.config.getoption("--stress") else 260
     queue = cli.queue()
-    lines = [json.dumps({"body": f"message {n}", "attributes": {"n": str(n)}}) for n in range(1000)]
+    lines = [json.dumps({"body": f"message {n}", "attributes": {"n": str(n)}}) for n in range(count)]
     batch = tmp_path / "messages.jsonl"
     batch.write_text("\n".join(lines) + "\n")
 
-    assert cli.json("send", "-q", queue, "-c", "bulk", "--batch", str(batch)) == {"sent": 1000, "failed": []}
-    assert cli.json("stats", "-q", queue, "-c", "bulk")["visible"] == 1000
+    assert cli.json("send", "-q", queue, "-c", "bulk", "--batch", str(batch)) == {"sent": count, "failed": []}
+    assert cli.json("stats", "-q", queue, "-c", "bulk")["visible"] == count
 
-    received = cli.lines("receive", "-q", queue, "-c", "bulk", "--follow", "--count", "1000", "--max", "10", "--delete")
-    assert sorted(message["body"] for message in received) == sorted(f"message {n}" for n in range(1000))
+    received = cli.lines(
+        "receive", "-q", queue, "-c", "bulk", "--follow", "--count", str(count), "--max", "10", "--delete"
+    )
+    assert sorted(message["body"] for message in received) == sorted(f"message {n}" for n in range(count))
     assert all(message["attributes"] == {"n": message["body"].split()[1]} for message in received)
     assert cli.json("stats", "-q", queue, "-c", "bulk")["visible"] == 0
 
