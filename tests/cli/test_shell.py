@@ -89,7 +89,7 @@ def _complete(text: str, session: Session | None = None) -> list[str]:
 def test_tab_completes_commands_subcommands_options_and_names() -> None:
     assert _complete("qu") == ["queues", "quit"]
     assert _complete("queues ") == ["create", "delete", "ls", "show", "update"]
-    assert _complete("dlq re") == ["redrive"]
+    assert _complete("dlq re") == ["reasons", "redrive"]
     assert _complete("receive --fo") == ["--follow"]
     assert _complete("peek -q ord") == ["orders", "orders.fifo"]
     assert _complete("use b") == ["billing"]
