@@ -358,6 +358,8 @@ class StressRun:
         self.unconfirmed: set[str] = set()
         # The reasons of the releases DynamoDB applied, by message label: (attempt, reason) each.
         self.reasons_given: dict[str, set[tuple[int, str]]] = {}
+        # Every release sent, applied or not: one whose answer was lost may have been applied (its reason shown).
+        self.reasons_sent: dict[str, set[tuple[int, str]]] = {}
         self.resent_after_window: set[str] = set()
         # The earliest a message may be claimed (its delivery time, or the end of its delay), by label.
         self.visible_from: dict[str, int] = {}
@@ -693,6 +695,8 @@ class StressRun:
         """With a reason naming the message and the attempt, kept if the release was applied (`check_reasons`)."""
         self.ledger.settling(hold, self.now_ms())
         reason = f"{label} attempt {hold.receive_count}: given back by a stress consumer"
+        with self._lock:
+            self.reasons_sent.setdefault(label, set()).add((hold.receive_count, reason))
         released = self._settle(lambda: sub.release(hold.handle, delay_seconds=delay, reason=reason))
         if released:
             with self._lock:
@@ -1144,7 +1148,8 @@ class StressRun:
                 if int(item["receive_count"]) != MAX_RECEIVE_COUNT:
                     problems.append(f"{label_of(item)} in the DLQ after {item['receive_count']} receives")
                 given = self.reasons_given.get(label_of(item), set()) if (queue, client) in SUB_QUEUES else None
-                problems += check_reasons(item, given if self.copies(label_of(item)) == 1 else None)
+                sent = self.reasons_sent.get(label_of(item), set())
+                problems += check_reasons(item, given if self.copies(label_of(item)) == 1 else None, sent)
             live = self.truth.live_messages(queue, client)
             if live:
                 problems.append(f"{queue}/{client}: {len(live)} messages left, e.g. {label_of(live[0])}")
@@ -1310,10 +1315,13 @@ def _item_of(message: ReceivedMessage) -> dict[str, Any]:
     return {"attrs": message.attributes, "body": message.body}
 
 
-def check_reasons(item: dict[str, Any], given: set[tuple[int, str]] | None) -> list[str]:
+def check_reasons(
+    item: dict[str, Any], given: set[tuple[int, str]] | None, sent: set[tuple[int, str]] | None = None
+) -> list[str]:
     """A dead letter's attempts: one for each receive it keeps (the last five), numbered in order, each with a
     reason; the reason of a release is the one given to it (never another message's or another attempt's), and,
-    when the releases DynamoDB applied are known (`given`), none of them lost by the move to the DLQ."""
+    when the releases DynamoDB applied are known (`given`), none of them lost by the move to the DLQ. A release
+    whose answer was lost may have been applied: a reason shown needs only to have been sent (`sent`)."""
     label = label_of(item)
     count = int(item["receive_count"])
     shown = reasons.history(item, dead=True)
@@ -1326,7 +1334,9 @@ def check_reasons(item: dict[str, Any], given: set[tuple[int, str]] | None) -> l
     if given is None:
         return problems
     released = {(a["attempt"], a["reason"]) for a in shown if a["outcome"] == reasons.RELEASED}
-    problems += [f"{label}: attempt {n} shows a reason never given to it: {why}" for n, why in released - given]
+    problems += [
+        f"{label}: attempt {n} shows a reason never given to it: {why}" for n, why in released - given - (sent or set())
+    ]
     kept_from = count - reasons.KEPT_ATTEMPTS + 1
     problems += [
         f"{label}: the reason of attempt {n}'s release was lost" for n, why in given - released if n >= kept_from
