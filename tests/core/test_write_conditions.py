@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from queue_core import (
     MessageNotFound,
     QueueClient,
@@ -908,3 +909,129 @@ def test_a_change_of_a_queues_settings_raced_by_another_change_is_refused_and_lo
 
     settings = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c").settings
     assert (settings.visibility_timeout, settings.retention_seconds) == (99, 3600)
+
+
+def test_a_fifo_purge_raced_by_a_send_to_the_group_keeps_that_message_deliverable(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A purge removes the group's messages; before it takes the group out of the index, another process sends
+    to the group. The group must stay in the index with the new message, which the next receive delivers."""
+    client.create_queue("jobs.fifo")
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("old", group_id="g")
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+
+    def a_send_lands() -> None:
+        other.send("new", group_id="g")
+
+    empty = expression_has("SET msg_count = :zero, counted_to = :to")
+    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(a_send_lands), empty)):
+        assert jobs.purge() == 1
+
+    assert [message.body for message in jobs.receive()] == ["new"]
+
+
+def test_a_redrive_raced_by_another_redrive_of_the_same_dead_letter_never_brings_it_back_after_its_delete(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """Two processes redrive the same dead letter; the second's comes back, is received and deleted before the
+    first's transaction lands. The first must find the dead letter gone and bring nothing back."""
+    client.create_queue("jobs", max_receive_count=1)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    _dead_lettered_now(jobs)
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c")
+
+    def redriven_and_done_elsewhere() -> None:
+        assert other.redrive() == 1
+        [message] = other.receive()
+        other.delete(message.receipt_handle)
+
+    with attached(dynamodb, Interleave("TransactWriteItems", lambda: _elsewhere(redriven_and_done_elsewhere))):
+        jobs.redrive()
+
+    assert (jobs.receive(), jobs.dlq_list()) == ([], [])
+
+
+def test_a_transactional_send_committed_again_by_its_caller_never_writes_the_message_over_its_claim(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A caller commits a send's items in its own transaction, and a receive takes the message; the caller then
+    commits the same items again without the first commit's token (its own retry after a lost answer). The repeat
+    must be cancelled, not write the message afresh over the claim: nobody else receives it while it is held."""
+    client.create_queue("jobs")
+    jobs = client.queue("jobs", "c")
+    send = jobs.send_transact_items("work")
+    dynamodb.transact_write_items(TransactItems=send.items)
+    [held] = jobs.receive()
+
+    with pytest.raises(ClientError, match="TransactionCanceled"):
+        dynamodb.transact_write_items(TransactItems=send.items)
+
+    assert jobs.receive() == []
+    jobs.delete(held.receipt_handle)
+    assert jobs.stats().visible == 0
+
+
+def test_a_move_to_the_dlq_by_a_process_behind_a_raised_receive_limit_leaves_a_message_received_since(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A process whose settings still say one receive reads a message received once and moves it to the DLQ;
+    before its move lands, a process that knows the limit is now three receives it and gives it back. The move
+    must fail on the receive count it read: the message stays in the queue with receives left."""
+    client.create_queue("jobs", max_receive_count=1, visibility_timeout=30)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    jobs.receive()
+    behind = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c")
+    assert behind.settings.max_receive_count == 1
+    client.update_queue("jobs", max_receive_count=3)
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c")
+    clock.advance(31)
+
+    def received_and_given_back() -> None:
+        [again] = other.receive()
+        other.change_visibility(again.receipt_handle, 0)
+
+    with attached(dynamodb, Interleave("TransactWriteItems", lambda: _elsewhere(received_and_given_back))):
+        assert behind.receive() == []
+
+    assert [message.receive_count for message in other.receive()] == [3]
+
+
+def test_a_move_to_the_dlq_of_a_message_whose_late_holder_extended_it_meanwhile_leaves_it_to_that_holder(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A message's only allowed receive ran out of time; a receive reads it visible and moves it to the DLQ.
+    Before the move lands, its holder (no later claim took it) asks for more time. The move must fail: the
+    message is held again, and its holder deletes it."""
+    client.create_queue("jobs", max_receive_count=1, visibility_timeout=30)
+    jobs = client.queue("jobs", "c")
+    jobs.send("work")
+    [held] = jobs.receive()
+    clock.advance(31)
+
+    def the_holder_asks_for_more_time() -> None:
+        jobs.change_visibility(held.receipt_handle, 60)
+
+    with attached(dynamodb, Interleave("TransactWriteItems", lambda: _elsewhere(the_holder_asks_for_more_time))):
+        assert jobs.receive() == []
+
+    jobs.delete(held.receipt_handle)
+    assert (jobs.stats().visible, jobs.dlq_list()) == (0, [])
+
+
+def test_a_consumer_slot_given_back_after_it_ran_out_leaves_the_next_holders_slot_held(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A push dispatcher's slot runs out and another dispatcher takes it; the first one's late give-back must
+    leave the second's lease in place: a third finds every slot held."""
+    client.create_queue("jobs")
+    taken = client.take_consumer_slot("jobs", "c", 1, 10)
+    assert taken is not None
+    clock.advance(11)
+    assert client.take_consumer_slot("jobs", "c", 1, 10) is not None
+
+    client.give_back_consumer_slot("jobs", "c", *taken)
+
+    assert client.take_consumer_slot("jobs", "c", 1, 10) is None
