@@ -157,6 +157,27 @@ def page(
     return ArchivePage(messages=messages, cursor=next_cursor)
 
 
+def oldest_after(
+    ctx: Context, space: Space, after: str | None, since: int | None, until: int | None, limit: int
+) -> list[Item]:
+    """Up to `limit` archived items of one sub-queue acknowledged in [`since`, `until`], oldest first, whose sort key
+    (`{acked_at}#{message_id}`, one order for all buckets) comes after `after` (None: from the start); expired ones
+    included. One Query of at most `limit` + 1 items for each of the `BUCKETS` partitions."""
+    low = fixed_ms(since) if since is not None else "0" * 13
+    high = (fixed_ms(until) + "#~") if until is not None else _FAR + "#~"
+    if after is not None:
+        low = max(low, after)
+    found: list[Item] = []
+    for bucket in range(BUCKETS):
+        found += archive_store.page(ctx.store, space.archive_pk(bucket), low, high, True, limit + 1)
+    found = [item for item in found if after is None or str(item["sk"]) > after]
+    return sorted(found, key=lambda item: str(item["sk"]))[:limit]
+
+
+def is_expired(item: Item, now: int) -> bool:
+    return int(item.get("expires_at", 0)) <= now // 1000
+
+
 def _checked(limit: Any, order: Any) -> int:
     if order not in ("newest", "oldest"):
         raise ValidationError('order must be "newest" or "oldest"')

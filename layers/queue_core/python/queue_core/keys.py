@@ -262,6 +262,14 @@ class Space:
         """An index partition that finds archived messages by id (`archive`)."""
         return f"{self._prefix('V')}i{bucket}"
 
+    def replay_key(self, replay_id: str) -> dict[str, str]:
+        """A replay of the sub-queue's archive (`replays`): in the archive's kind of partition, which the sub-queue's
+        grants already reach, apart from its buckets (numbers) and index partitions (`i` and a number)."""
+        return {"pk": self.replays_pk(), "sk": replay_id}
+
+    def replays_pk(self) -> str:
+        return f"{self._prefix('V')}replays"
+
     def dedup_key(self, dedup_id: str) -> dict[str, str]:
         return {"pk": f"{self._prefix('X')}{stable_hash(dedup_id) % DEDUP_BUCKETS}", "sk": dedup_id}
 

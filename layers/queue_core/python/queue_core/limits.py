@@ -59,6 +59,11 @@ CLAIM_BYTES: Final = 160
 MAX_BATCH: Final = 25
 # The longest an acknowledged message is kept in a queue's archive (`archive_days`; 0: no archive).
 MAX_ARCHIVE_DAYS: Final = 90
+# A replay of the archive (`replays`): the most message ids it may name, its fastest rate (new messages a second)
+# and the longest a single run of it may go on for (a call of the API's, inside API Gateway's 29 s).
+MAX_REPLAY_IDS: Final = 1000
+MAX_REPLAY_RATE: Final = 1000
+MAX_REPLAY_RUN_SECONDS: Final = 20
 MAX_RECEIVE: Final = 10
 MAX_VISIBILITY_SECONDS: Final = 43_200
 MAX_WAIT_SECONDS: Final = 20

@@ -202,6 +202,34 @@ class ArchivedMessage(_Json):
 
 
 @dataclass(frozen=True)
+class ReplayStatus(_Json):
+    """A replay of the archive (see `replays`): what it selects, where it stands and what it did. `state` is
+    `running`, `done` or `cancelled`; `replayed` new messages sent, `skipped` selected places with nothing to
+    replay (not matching the attributes, expired, gone), `failed` messages that could not be sent again
+    (`last_error` says why); `total` the number of ids of a replay by id, `reached_at` the acknowledgement time a
+    replay by time range has reached."""
+
+    replay_id: str
+    queue: str
+    client: str
+    state: str
+    since: int | None
+    until: int | None
+    message_ids: list[str] | None
+    attributes: dict[str, str]
+    rate: int
+    replayed: int
+    skipped: int
+    failed: int
+    total: int | None
+    reached_at: int | None
+    last_error: str | None
+    created_at: int
+    updated_at: int
+    finished_at: int | None
+
+
+@dataclass(frozen=True)
 class ArchivePage(_Json):
     """One page of archived messages; `cursor` goes on from where it stopped, None at the end of the range."""
 

@@ -27,6 +27,7 @@ from . import (
     limits,
     reasons,
     receive_attempts,
+    replays,
     validation,
 )
 from .context import Context
@@ -45,6 +46,7 @@ from .models import (
     Message,
     QueueStats,
     ReceivedMessage,
+    ReplayStatus,
     SendResult,
 )
 from .receipts import Receipt
@@ -457,6 +459,55 @@ class SubQueue:
         if not found:
             raise MessageNotFound(f"message {message_id!r} is not in the archive")
         return found
+
+    # Replays of the archive (see `replays`).
+    def replay_start(
+        self,
+        since: int | None = None,
+        until: int | None = None,
+        message_ids: list[str] | None = None,
+        attributes: dict[str, str] | None = None,
+        rate: int | None = None,
+    ) -> ReplayStatus:
+        """Starts a replay of this sub-queue's archive into it: the messages acknowledged in [`since`, `until`]
+        (epoch ms, either open; an open or later `until` is now), or the latest archived copy of each of
+        `message_ids`, only those whose `attributes` include the given ones; at most `rate` a second. Records the
+        job and sends nothing: `replay_run` sends. `ValidationError` when the queue keeps no archive."""
+        now = self._now()
+        chosen = replays.selection(since, until, message_ids, attributes, now)
+        rate = replays.checked_rate(rate)
+        return replays.start(self._ctx, self.engine().space, self.settings, chosen, rate, now)
+
+    def replay_run(
+        self, replay_id: str, seconds: float = 10.0, sleep: Callable[[float], None] = time.sleep
+    ) -> ReplayStatus:
+        """Goes on with a running replay for about `seconds` (at least one batch of up to 10 messages), from where
+        it stands; each archived message is sent again at most once per replay, whatever fails or is repeated.
+        Run it again after an error (a throttle, a lost answer) or a crash: it goes on from where it stopped."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 86_400:
+            raise ValidationError("seconds must be a number of seconds from 0 to 86400")
+        return replays.run(self._ctx, self, replay_id, seconds, sleep)
+
+    def replay(self, replay_id: str, sleep: Callable[[float], None] = time.sleep) -> ReplayStatus:
+        """Runs a replay to its end (or its cancel)."""
+        found = self.replay_status(replay_id)
+        while found.state == "running":
+            found = self.replay_run(replay_id, limits.MAX_REPLAY_RUN_SECONDS, sleep)
+        return found
+
+    def replay_status(self, replay_id: str) -> ReplayStatus:
+        """Where a replay stands: its state and counts; `MessageNotFound` for an unknown id."""
+        return replays.status(self._ctx, self.engine().space, self.queue, replay_id)
+
+    def replay_list(self, limit: int = 10) -> list[ReplayStatus]:
+        """The sub-queue's replays, newest first."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= limits.MAX_PEEK:
+            raise ValidationError(f"limit must be an integer from 1 to {limits.MAX_PEEK}")
+        return replays.listed(self._ctx, self.engine().space, self.queue, limit)
+
+    def replay_cancel(self, replay_id: str) -> ReplayStatus:
+        """Stops a running replay: nothing is sent after the cancel and its counts are final."""
+        return replays.cancel(self._ctx, self.engine().space, self.queue, replay_id, self._now())
 
     def cancel(self, message_id: str) -> bool:
         """Removes a message wherever it is (waiting, in flight or in the DLQ), so it is never processed."""
