@@ -4,7 +4,6 @@ fails (`python -m tests.reliability.ablation`, docs/testing.md)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +19,8 @@ from queue_core import (
     ReceivedMessage,
     TableLayoutMismatch,
     keys,
+    limits,
+    migration,
 )
 from queue_core.layout import CURRENT_LAYOUT
 from queue_core.store.write import serialize
@@ -837,21 +838,25 @@ def test_a_migration_finishing_after_another_run_finished_and_a_later_release_be
     finished and a later release has begun its own migration. The first's end must not land: the later
     release's migration stays recorded."""
     _layout_record(dynamodb, layout=1, written_by="0.1.0")
+    meanwhile = _a_later_migration_begins_before("SET layout = :to", clock, dynamodb)
+    with attached(dynamodb, meanwhile), contextlib.suppress(TableLayoutMismatch):
+        client.migrate()
+
+    assert client.table_layout().migrating_to == CURRENT_LAYOUT + 1
+
+
+def _a_later_migration_begins_before(write: str, clock: FakeClock, dynamodb: Any) -> Interleave:
+    """Before a migration's write whose expression has `write` leaves, another run finishes the migration and a
+    later release begins its own."""
     other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
 
     def another_run_finishes_and_a_later_release_begins() -> None:
         other.migrate()
         _layout_record(dynamodb, layout=CURRENT_LAYOUT, migrating_to=CURRENT_LAYOUT + 1, migrating_by="99.0.0")
 
-    meanwhile = Interleave(
-        "UpdateItem",
-        lambda: _elsewhere(another_run_finishes_and_a_later_release_begins),
-        expression_has("SET layout = :to"),
+    return Interleave(
+        "UpdateItem", lambda: _elsewhere(another_run_finishes_and_a_later_release_begins), expression_has(write)
     )
-    with attached(dynamodb, meanwhile), contextlib.suppress(TableLayoutMismatch):
-        client.migrate()
-
-    assert client.table_layout().migrating_to == CURRENT_LAYOUT + 1
 
 
 def test_the_handle_of_a_deleted_fifo_message_moves_no_lock_while_its_claim_holds_the_others(
@@ -888,10 +893,6 @@ def test_a_stale_handle_gives_back_unseen_nothing_of_a_later_claim_that_was_give
     assert [message.receive_count for message in jobs.receive()] == [2]
 
 
-def _replace_of_settings(body: dict[str, Any]) -> bool:
-    return "version = :v AND generation = :g" in json.dumps(body) and "Put" in json.dumps(body)
-
-
 def test_a_change_of_a_queues_settings_raced_by_another_change_is_refused_and_loses_nothing(
     client: QueueClient, clock: FakeClock, dynamodb: Any
 ) -> None:
@@ -903,7 +904,7 @@ def test_a_change_of_a_queues_settings_raced_by_another_change_is_refused_and_lo
     def b_changes_the_visibility() -> None:
         other.update_queue("jobs", visibility_timeout=99)
 
-    meanwhile = Interleave("TransactWriteItems", lambda: _elsewhere(b_changes_the_visibility), _replace_of_settings)
+    meanwhile = Interleave("TransactWriteItems", lambda: _elsewhere(b_changes_the_visibility), _settings_write("Put"))
     with attached(dynamodb, meanwhile), pytest.raises(QueueExists):
         client.update_queue("jobs", retention_seconds=7200)
 
@@ -1035,3 +1036,114 @@ def test_a_consumer_slot_given_back_after_it_ran_out_leaves_the_next_holders_slo
     client.give_back_consumer_slot("jobs", "c", *taken)
 
     assert client.take_consumer_slot("jobs", "c", 1, 10) is None
+
+
+def test_a_migration_whose_progress_lands_after_another_run_finished_and_a_later_release_began_says_so(
+    client: QueueClient, clock: FakeClock, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs of `dq migrate` upgrade a table from layout 1; before the first records how far it got, the
+    second has finished and a later release has begun its own migration. The first's cursor must not land on
+    that migration's record (its run would resume after a sub-queue it never did): the first stops and says so."""
+    monkeypatch.setattr(migration, "PROGRESS_EVERY", 1)
+    client.create_queue("jobs")
+    client.queue("jobs", "c").send("work")
+    _layout_record(dynamodb, layout=1, written_by="0.1.0")
+    meanwhile = _a_later_migration_begins_before("SET migration_cursor = :c", clock, dynamodb)
+    with attached(dynamodb, meanwhile), pytest.raises(TableLayoutMismatch):
+        client.migrate()
+
+    found = client.table_layout()
+    assert (found.migrating_to, found.cursor) == (CURRENT_LAYOUT + 1, None)
+
+
+def test_a_new_tables_layout_record_never_lands_over_a_migration_another_release_began_meanwhile(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A process creates a table; before it records the table's layout, a process of a later release finds the
+    table without a record and begins its migration. The new table's record must not land over it."""
+    fresh = QueueClient("fresh", dynamodb=dynamodb, clock=clock)
+    record = {"pk": {"S": "META"}, "sk": {"S": "LAYOUT"}, "migrating_to": {"N": str(CURRENT_LAYOUT + 1)}}
+
+    def a_later_release_begins() -> None:
+        dynamodb.put_item(TableName="fresh", Item=record)
+
+    layout_put = lambda body: body.get("Item", {}).get("pk") == {"S": "META"}  # noqa: E731
+    with attached(dynamodb, Interleave("PutItem", a_later_release_begins, layout_put)):
+        fresh.create_table()
+
+    assert fresh.table_layout().migrating_to == CURRENT_LAYOUT + 1
+
+
+def _settings_write(operation: str) -> Callable[[dict[str, Any]], bool]:
+    """Matches a transaction whose first action is `operation` ("Put", "Delete", "ConditionCheck") on a queue's
+    settings item, whatever its condition."""
+
+    def match(body: dict[str, Any]) -> bool:
+        first = (body.get("TransactItems") or [{}])[0].get(operation, {})
+        key = first.get("Item") or first.get("Key") or {}
+        return key.get("sk") == {"S": keys.settings_key("jobs")["sk"]} and key.get("pk") == {"S": "Q#jobs"}
+
+    return match
+
+
+def _made_anew(client: QueueClient, clock: FakeClock, dynamodb: Any, **settings: Any) -> Callable[[], None]:
+    """Another process deletes the queue `jobs` and creates it again with `settings`: a new generation, at the
+    same version as the first one's."""
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+
+    def anew() -> None:
+        other.delete_queue("jobs")
+        other.create_queue("jobs", **settings)
+
+    return lambda: _elsewhere(anew)
+
+
+def test_a_change_of_a_queues_settings_read_before_the_queue_was_made_anew_is_refused(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A reads the queue's settings to change its retention; before A's write lands, the queue is deleted and
+    created again (at the same version, in a new generation). A's change must not land on the new queue."""
+    client.create_queue("jobs", visibility_timeout=30)
+    anew = _made_anew(client, clock, dynamodb, visibility_timeout=99)
+
+    with attached(dynamodb, Interleave("TransactWriteItems", anew, _settings_write("Put"))), pytest.raises(QueueError):
+        client.update_queue("jobs", retention_seconds=7200)
+
+    settings = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c").settings
+    assert (settings.visibility_timeout, settings.retention_seconds) == (99, limits.DEFAULT_RETENTION_SECONDS)
+
+
+def test_a_delete_of_a_queue_read_before_it_was_made_anew_leaves_the_new_queue(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A reads the queue to delete it; before A's delete lands, another process deletes it and creates it again.
+    A's delete must not remove the new queue."""
+    client.create_queue("jobs", visibility_timeout=30)
+    anew = _made_anew(client, clock, dynamodb, visibility_timeout=99)
+
+    with (
+        attached(dynamodb, Interleave("TransactWriteItems", anew, _settings_write("Delete"))),
+        contextlib.suppress(QueueError),
+    ):
+        client.delete_queue("jobs")
+
+    settings = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs", "c").settings
+    assert settings.visibility_timeout == 99
+
+
+def test_a_listed_copy_of_a_queues_settings_read_before_the_queue_was_made_anew_is_not_written(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """The queue's listing entry carries no copy of its settings (written by an earlier release); the sweep reads
+    the settings to write one, and before it lands the queue is deleted and created again. The old queue's copy
+    must not land on the new queue's entry: the listing shows the new settings."""
+    client.create_queue("jobs", visibility_timeout=30)
+    listing = serialize(keys.listing_key("jobs"))
+    dynamodb.put_item(TableName=TABLE, Item={**listing, "name": {"S": "jobs"}})  # an entry without a copy
+    anew = _made_anew(client, clock, dynamodb, visibility_timeout=99)
+
+    with attached(dynamodb, Interleave("TransactWriteItems", anew, _settings_write("ConditionCheck"))):
+        client.sweep()
+
+    listed = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).list_queues()
+    assert [(settings.name, settings.visibility_timeout) for settings in listed] == [("jobs", 99)]

@@ -139,7 +139,7 @@ def migrate(
                 last = name
                 done += 1
                 if not dry_run and done % PROGRESS_EVERY == 0:
-                    _retried(partial(store.write, writes.progress(keys.layout_key(), CURRENT_LAYOUT, last)))
+                    _retried(partial(_progress, ctx, last))
                     saved = last
     except BaseException:
         # Stopped halfway (a throttle, a lost answer, an interrupt): the next run resumes after the last
@@ -190,15 +190,26 @@ def _save_progress(ctx: Context, cursor: str) -> None:
         ctx.store.write(writes.progress(keys.layout_key(), CURRENT_LAYOUT, cursor))
 
 
+def _progress(ctx: Context, cursor: str) -> None:
+    """The cursor, only while the record still says this run's migration: a run that finished meanwhile (and a
+    later release's migration begun since) is told, as `_finish` tells it, not left to a failed condition."""
+    try:
+        ctx.store.write(writes.progress(keys.layout_key(), CURRENT_LAYOUT, cursor))
+    except ConditionFailed as failed:
+        raise _changed(ctx, failed.item, "during the migration") from None
+
+
+def _changed(ctx: Context, item: dict[str, Any] | None, when: str) -> TableLayoutMismatch:
+    now = TableLayout.from_item(item)
+    return TableLayoutMismatch(f"table {ctx.store.table} changed {when}: {now.describe()}; run `dq migrate` again")
+
+
 def _begin(ctx: Context, found: TableLayout) -> None:
     try:
         ctx.store.write(writes.begin(keys.layout_key(), CURRENT_LAYOUT, found.layout, __version__, ctx.now_ms()))
     except ConditionFailed as failed:
         # Another run moved the record since it was read (a run of another release, or one that finished).
-        now = TableLayout.from_item(failed.item)
-        raise TableLayoutMismatch(
-            f"table {ctx.store.table} changed while the migration started: {now.describe()}; run `dq migrate` again"
-        ) from None
+        raise _changed(ctx, failed.item, "while the migration started") from None
 
 
 def _finish(ctx: Context) -> None:
@@ -208,6 +219,4 @@ def _finish(ctx: Context) -> None:
         now = TableLayout.from_item(failed.item)
         if now.layout == CURRENT_LAYOUT and now.migrating_to is None:
             return  # this very write, applied and repeated after a lost answer, or a concurrent run's
-        raise TableLayoutMismatch(
-            f"table {ctx.store.table} changed during the migration: {now.describe()}; run `dq migrate` again"
-        ) from None
+        raise _changed(ctx, failed.item, "during the migration") from None
