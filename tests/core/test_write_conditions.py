@@ -27,7 +27,16 @@ from queue_core.store.write import serialize
 from queue_core.subqueue import SubQueue
 
 from tests.conftest import TABLE, FakeClock
-from tests.core.answers import Interleave, LostAnswer, attached, expression_has
+from tests.core.answers import (
+    AnswerNeverCame,
+    Interleave,
+    LostAnswer,
+    Refused,
+    attached,
+    expression_has,
+    never_answered,
+    refused,
+)
 from tests.index_lag import IndexLag
 
 
@@ -1147,3 +1156,122 @@ def test_a_listed_copy_of_a_queues_settings_read_before_the_queue_was_made_anew_
 
     listed = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).list_queues()
     assert [(settings.name, settings.visibility_timeout) for settings in listed] == [("jobs", 99)]
+
+
+def _past_its_receive_limit(client: QueueClient, clock: FakeClock, *bodies: str) -> SubQueue:
+    """A FIFO queue (one receive allowed) whose group `g` holds `bodies`, the first received once already."""
+    client.create_queue("jobs.fifo", max_receive_count=1, visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    for body in bodies:
+        jobs.send(body, group_id="g")
+    assert [message.body for message in jobs.receive(visibility_timeout=0)] == [bodies[0]]
+    clock.advance(1)
+    return jobs
+
+
+def test_a_stuck_head_held_by_a_claim_that_ran_out_leaves_the_next_claims_lock_alone(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's claim finds the head past its receive limit and cannot move it to the DLQ (refused); before A holds
+    the group behind it, A's lock runs out and B's claim moves the head and takes the next message. A's late hold
+    must not land on B's lock: B's delete frees the group, and the third message follows at once."""
+    jobs = _past_its_receive_limit(client, clock, "m1", "m2", "m3")
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+    to_the_dlq = Refused("TransactWriteItems")
+    got_b: list[ReceivedMessage] = []
+
+    def b_takes_the_group() -> None:
+        to_the_dlq.on = False
+        clock.advance(31)
+        got_b.extend(other.receive())
+
+    with (
+        refused(dynamodb, to_the_dlq),
+        attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(b_takes_the_group), expression_has("stuck"))),
+    ):
+        assert jobs.receive() == []
+
+    assert [message.body for message in got_b] == ["m2"]
+    other.delete(got_b[0].receipt_handle)
+    assert [message.body for message in jobs.receive()] == ["m3"]
+
+
+def test_a_fifo_head_moved_to_the_dlq_by_a_process_behind_a_raised_limit_after_its_lock_ran_out_stays(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A process whose settings still say one receive finds the head at its limit and moves it to the DLQ; before
+    its move lands, its lock runs out and another process (which knows the limit is now three) locks the group,
+    and stops there (its answer never came). The move must fail on the lock: the head stays, and the next
+    receive delivers it."""
+    _past_its_receive_limit(client, clock, "m1")
+    behind = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+    assert behind.settings.max_receive_count == 1
+    client.update_queue("jobs.fifo", max_receive_count=3)
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+
+    def another_process_locks_the_group_and_stops() -> None:
+        clock.advance(31)
+        lost = AnswerNeverCame("UpdateItem", _lock_of_a_group(), times=10)
+        with never_answered(dynamodb, lost), contextlib.suppress(QueueError):
+            other.receive()
+
+    meanwhile = Interleave("TransactWriteItems", lambda: _elsewhere(another_process_locks_the_group_and_stops))
+    with attached(dynamodb, meanwhile):
+        assert behind.receive() == []
+
+    clock.advance(31)
+    assert [(message.body, message.receive_count) for message in other.receive()] == [("m1", 2)]
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["delete", "ack in a transaction"])
+def test_a_fifo_message_sent_to_its_group_while_the_last_one_was_held_is_delivered_after_its_delete(
+    client: QueueClient, transactional: bool
+) -> None:
+    """A claim holds the group's only message (it saw nothing after it); another message is sent meanwhile. The
+    holder's delete must leave the group in the index for it, not take it out as empty."""
+    client.create_queue("jobs.fifo")
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("first", group_id="g")
+    [first] = jobs.receive()
+    jobs.send("second", group_id="g")
+
+    if transactional:
+        client.transact(jobs.delete_transact_items(first.receipt_handle))
+    else:
+        jobs.delete(first.receipt_handle)
+
+    assert [message.body for message in jobs.receive()] == ["second"]
+
+
+def _head_read_of_group(group: str) -> Callable[[dict[str, Any]], bool]:
+    """Matches a claim's read of `group`'s messages (from its head)."""
+    return lambda body: (
+        str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).endswith(f"#{group}")
+        and "IndexName" not in body
+    )
+
+
+def test_a_late_delete_of_a_fifo_groups_last_message_never_ends_the_lock_of_the_claim_that_took_the_group(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's claim of the group's only message runs out; B's claim locks the group and, before it reads the head,
+    A deletes the message and another message is sent. A's delete must leave B's lock in place: B takes the new
+    message, and no other receive takes it while B holds it."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("m1", group_id="g")
+    [m1] = jobs.receive()
+    clock.advance(31)
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+
+    def a_deletes_and_a_send_lands() -> None:
+        jobs.delete(m1.receipt_handle)
+        jobs.send("m2", group_id="g")
+
+    with attached(
+        dynamodb, Interleave("Query", lambda: _elsewhere(a_deletes_and_a_send_lands), _head_read_of_group("g"))
+    ):
+        got_b = other.receive()
+
+    assert [message.body for message in got_b] == ["m2"]
+    assert jobs.receive() == [], "B holds m2"
