@@ -38,6 +38,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# Whether this run is `--stress`, set before any test module is imported (pytest configures, then collects), so
+# that a module's Hypothesis settings can size themselves with `examples`.
+_STRESS = [False]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _STRESS[0] = bool(config.getoption("--stress"))
+
+
+def examples(full: int) -> int:
+    """A property test's number of examples: `full` under `--stress`, a quarter of it (at least 10) in `make
+    test`, whose ten minutes the generated tests would otherwise fill."""
+    return full if _STRESS[0] else min(full, max(10, full // 4))
+
+
 # The longest files first, so that `make test`'s two workers (each taking whole files, in this order: the Makefile
 # turns off xdist's own ordering by test count) run them side by side at the start instead of one after the other
 # at the end, where they were the suite's tail.

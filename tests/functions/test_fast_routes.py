@@ -29,10 +29,13 @@ from queue_api import answer_shapes, fast_routes, request_checks, schemas
 from queue_api.resolver import MAX_REQUEST_BYTES, answer_http, resolve, resolver_for
 from queue_core import QueueClient, limits
 
+from tests.conftest import examples
 from tests.events import FakeLambdaContext, api_event, scheduled_rule_event
 
 ROOT = Path(__file__).resolve().parents[2]
-PROPERTY_SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+PROPERTY_SETTINGS = settings(
+    max_examples=examples(250), deadline=None, suppress_health_check=list(HealthCheck), database=None
+)
 # Values written afresh by each path: the comparison of two sends or receives replaces them.
 FRESH = frozenset(
     {
@@ -450,7 +453,7 @@ _PATHS = st.sampled_from(["orders", "jobs.fifo", "missing", "bad name", "x" * 81
 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(path=_PATHS, body=_SEND_BODIES)
 def test_a_send_is_answered_alike_by_both_paths(queues: QueueClient, path: str, body: Any) -> None:
     event = api_event("POST", f"{path}/messages", body)
@@ -459,7 +462,7 @@ def test_a_send_is_answered_alike_by_both_paths(queues: QueueClient, path: str, 
         _same(fast, slow, fresh=slow["statusCode"] == 200)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(path=_PATHS, body=st.one_of(st.none(), _REQUESTS["ReceiveRequest"], _VALUES))
 def test_a_receive_is_answered_alike_by_both_paths(queues: QueueClient, path: str, body: Any) -> None:
     if isinstance(body, dict) and body.get("wait_seconds"):
@@ -477,7 +480,7 @@ def test_a_receive_is_answered_alike_by_both_paths(queues: QueueClient, path: st
 _LIMITS = st.one_of(st.none(), st.sampled_from(["1", "10", "100", "101", "0", "01", " 5", "+5", "5.0", "1e1", "x"]))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(path=_PATHS, limit=_LIMITS, listing=st.sampled_from([("poller", "messages"), ("dlq_redriver", "dlq")]))
 def test_a_listing_is_answered_alike_by_both_paths(
     queues: QueueClient, path: str, limit: str | None, listing: tuple[str, str]
@@ -507,7 +510,7 @@ _SETTLING = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(
     path=_PATHS,
     route=st.sampled_from(
@@ -535,7 +538,7 @@ def test_a_route_of_a_sub_queue_is_answered_alike_by_both_paths(
         _same(fast, slow, fresh=False)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(
     queue=st.sampled_from(["orders", "missing", "bad name", "x" * 81]),
     route=st.sampled_from([("POST", "delete"), ("POST", "visibility"), ("POST", "receive"), ("GET", "clients")]),
@@ -558,7 +561,7 @@ def test_a_route_of_a_whole_queue_is_answered_alike_by_both_paths(
 _IDS = st.sampled_from(["S0.1800000000000", "S0.x", "F" + "g" * 10 + ".1", "not an id", "S0." + "9" * 41, "x" * 401])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(
     path=_PATHS,
     message_id=_IDS,
@@ -574,7 +577,7 @@ def test_a_route_of_a_message_id_is_answered_alike_by_both_paths(
         _same(fast, slow, fresh=False)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(
     path=st.one_of(_PATHS, st.sampled_from(["/queues/orders", "/queues/missing"])),
     body=st.one_of(
@@ -685,6 +688,7 @@ def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: Q
 _FIRST_ANSWERS = """
 import json, os, sys
 from moto import mock_aws
+from tests.conftest import examples
 from tests.events import FakeLambdaContext, api_event
 
 with mock_aws():
