@@ -1275,3 +1275,46 @@ def test_a_late_delete_of_a_fifo_groups_last_message_never_ends_the_lock_of_the_
 
     assert [message.body for message in got_b] == ["m2"]
     assert jobs.receive() == [], "B holds m2"
+
+
+def test_a_fifo_claim_that_stalled_before_reading_its_head_never_takes_the_message_the_next_claim_holds(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A's receive locks the group and stalls before it reads the head; its lock runs out and B's receive takes
+    the group and m1. A then reads m1 as B left it (its receive count and marks are B's): its mark must fail on
+    B's later lock, so m1 has one holder."""
+    client.create_queue("jobs.fifo", visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("m1", group_id="g")
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("jobs.fifo", "c")
+    got_b: list[ReceivedMessage] = []
+
+    def b_takes_the_group() -> None:
+        clock.advance(31)
+        got_b.extend(other.receive())
+
+    with attached(dynamodb, Interleave("Query", lambda: _elsewhere(b_takes_the_group), _head_read_of_group("g"))):
+        got_a = jobs.receive()
+
+    assert ([message.body for message in got_b], got_a) == (["m1"], [])
+    other.delete(got_b[0].receipt_handle)
+
+
+@pytest.mark.parametrize("earlier", [0, 1], ids=["first receive", "second receive"])
+def test_a_fifo_mark_applied_twice_by_the_sdk_counts_one_receive(
+    client: QueueClient, clock: FakeClock, dynamodb: Any, earlier: int
+) -> None:
+    """A claim's mark of the group's head (never marked before, or once) is applied and its answer lost; the
+    SDK's repeat must fail (on the receive count or on the marks it read: either one fences it) and the claim know
+    the mark for its own."""
+    client.create_queue("jobs.fifo")
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("m1", group_id="g")
+    for _ in range(earlier):
+        jobs.receive(visibility_timeout=0)
+        clock.advance(1)
+
+    with attached(dynamodb, LostAnswer("UpdateItem", expression_has("ADD receive_count :one, marks :one"))) as lost:
+        [m1] = jobs.receive()
+
+    assert (lost.lost, m1.receive_count) == (1, earlier + 1)
