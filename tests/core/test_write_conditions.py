@@ -4,6 +4,7 @@ fails (`python -m tests.reliability.ablation`, docs/testing.md)."""
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from queue_core import (
     keys,
     limits,
     migration,
+    reasons,
 )
 from queue_core.layout import CURRENT_LAYOUT
 from queue_core.store.write import serialize
@@ -1318,3 +1320,55 @@ def test_a_fifo_mark_applied_twice_by_the_sdk_counts_one_receive(
         [m1] = jobs.receive()
 
     assert (lost.lost, m1.receive_count) == (1, earlier + 1)
+
+
+def _a_body_that_leaves_no_room_for_reasons() -> str:
+    """A body whose item is so near the item limit that its send marks it as keeping no reasons (`why_none`)."""
+    return "".join(random.Random(7).choices("abcdefghijklmnopqrstuvwxyz0123456789", k=588_000))
+
+
+@pytest.mark.parametrize(
+    ("queue_name", "ends"),
+    [("jobs", "release"), ("jobs.fifo", "release"), ("jobs", "note")],
+    ids=["standard release", "fifo release", "note"],
+)
+def test_a_reason_for_a_message_whose_item_has_no_room_for_one_is_dropped_not_written(
+    client: QueueClient, queue_name: str, ends: str
+) -> None:
+    """A message near the item limit keeps no reasons, so that its claims and moves always fit: the end of an
+    attempt with a reason (a release, a note) drops it and counts it, even when this one reason would fit."""
+    client.create_queue(queue_name, max_receive_count=0)
+    jobs = client.queue(queue_name, "c")
+    sent = jobs.send(_a_body_that_leaves_no_room_for_reasons(), group_id="g" if queue_name.endswith(".fifo") else None)
+    [held] = jobs.receive()
+
+    if ends == "release":
+        jobs.release(held.receipt_handle, 0, reason="boom")
+    else:
+        jobs.note_attempt(held.receipt_handle, reasons.TIMED_OUT, "boom")
+
+    shown = jobs.get(sent.message_id)
+    assert (shown.reasons_dropped, [attempt["reason"] for attempt in shown.attempts]) == (
+        1,
+        ["visibility expired"][: len(shown.attempts)],
+    )
+
+
+def test_a_note_by_a_handle_whose_message_was_received_five_times_since_leaves_the_latest_reason(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A's claim runs out and the message is received five times more, the sixth attempt released with its
+    reason, which takes the slot A's attempt had. A's late note (its push delivery timed out) must write nothing:
+    the sixth attempt keeps its reason."""
+    client.create_queue("jobs", max_receive_count=0)
+    jobs = client.queue("jobs", "c")
+    sent = jobs.send("work")
+    [first] = jobs.receive(visibility_timeout=1)
+    clock.advance(2)
+    for attempt in range(2, 7):
+        [held] = jobs.receive()
+        jobs.release(held.receipt_handle, 0, reason=f"attempt {attempt}")
+
+    jobs.note_attempt(first.receipt_handle, reasons.TIMED_OUT, "late")
+
+    assert [attempt["reason"] for attempt in jobs.get(sent.message_id).attempts][-1] == "attempt 6"
