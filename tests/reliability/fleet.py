@@ -24,11 +24,13 @@ comes next.
 Every handle any process was ever given comes back: receipt handles, DLQ handles and receive attempt ids are kept,
 and sent again at random moments, by any container, to every action that takes one (delete, batch delete,
 visibility 0 and longer, release, transactional delete, DLQ delete and DLQ visibility, a receive repeated with the
-same attempt id). A stale handle (its message deleted with it, or claimed again since) must change nothing:
-concurrently, the ledger sees any second holder, and a change of visibility a stale handle was allowed is a
-violation by itself; at audits, with the fleet stopped, each stale handle is sent alone (first those whose message
-another claim holds now) and the table must be the same before and after it, and what is in flight must still be
-exactly what the consumers hold.
+same attempt id). A stale handle (its message deleted with it, or claimed again since; for FIFO, its group
+claimed again since, but for a plain delete: as in SQS, a handle deletes its message until that message is
+received again, even after a later claim took the messages before it) must change nothing: concurrently, the
+ledger sees any second holder, and a change of visibility a stale handle was allowed is a violation by itself; at
+audits, with the fleet stopped, each stale handle is sent alone (first those whose message another claim holds
+now) to an action it is stale to, and the table must be the same before and after it, and what is in flight must
+still be exactly what the consumers hold.
 
 Invariants: today's ledger (one holder, FIFO order by claims, nothing lost, nothing stranded, nothing in flight that
 no consumer holds, counts at audits), a receive repeated with its attempt id answers what its first answer held,
@@ -160,6 +162,11 @@ LIVE_ACTIONS = (
     "sqs visibility 0",
     "sqs visibility 60",
 )
+# The deletes that remove a FIFO message with the handle of a claim whose lock ran out while nobody took the
+# message again, even once a later claim took the messages before it (`FifoHolds.delete`, as SQS): to them such a
+# handle is stale only when its very message was claimed again. A transactional delete acks the group's lock in
+# its transaction and is refused, as a change of visibility or a release is.
+LATE_DELETES = ("delete", "delete batch", "sqs delete", "sqs delete batch")
 DEAD_ACTIONS = (
     "sqs delete",
     "sqs visibility 0",
@@ -1236,7 +1243,7 @@ class FleetRun:
         actions = LIVE_ACTIONS if issued.kind == "live" else DEAD_ACTIONS
         action = rng.choice(actions)
         started = self.now_ms()
-        stale = self._stale(issued, started)
+        stale = self._stale(issued, started, action)
         if "delete" in action:  # it may delete the message whatever it answers (a lost answer, a kill)
             with self._lock:
                 self.deleted_by_replay.add(issued.hold.body)
@@ -1249,9 +1256,9 @@ class FleetRun:
                 f"succeeded (its message was deleted, or claimed again, before {started})",
             )
 
-    def _stale(self, issued: Issued, at_ms: int) -> bool:
-        """A delete with the handle succeeded, a later claim took its message (or group) for sure, or a move task
-        took its dead letter."""
+    def _stale(self, issued: Issued, at_ms: int, action: str = "") -> bool:
+        """To `action`: a delete with the handle succeeded, a later claim took its message (or group: but for
+        `LATE_DELETES` of a live handle) for sure, or a move task took its dead letter."""
         assert issued.hold is not None
         with self._lock:
             moved = issued.kind == "dead" and (
@@ -1259,7 +1266,7 @@ class FleetRun:
             )
             if issued.handle in self.spent or moved:
                 return True
-        return self.ledger.superseded(issued.hold, at_ms)
+        return self.ledger.superseded(issued.hold, at_ms, message_only=issued.kind == "live" and action in LATE_DELETES)
 
     def _why_stale(self, issued: Issued) -> str:
         assert issued.hold is not None
@@ -1515,9 +1522,14 @@ class FleetRun:
                 touched = [queue] if queue in QUEUES else []
             else:
                 assert issued.hold is not None
-                if not self._stale(issued, self.now_ms()):
+                now = self.now_ms()
+                actions = [
+                    a for a in (LIVE_ACTIONS if issued.kind == "live" else DEAD_ACTIONS) if self._stale(issued, now, a)
+                ]
+                if not actions:
                     return 0
-                action = rng.choice(LIVE_ACTIONS if issued.kind == "live" else DEAD_ACTIONS)
+                action = rng.choice(actions)
+                why = self._why_stale(issued)  # before it is sent: a delete that succeeds spends it
                 before = table_snapshot(TABLE)
                 accepted = self._act(invocation, rng, issued, action)
                 changed = _changed(before, table_snapshot(TABLE))
@@ -1526,7 +1538,7 @@ class FleetRun:
                     self.problem(
                         "stale handles",
                         f"{issued.hold.sub_queue} {issued.hold.body} ({issued.hold.message_id}): {action} with a "
-                        f"stale {issued.kind} handle ({self._why_stale(issued)}) "
+                        f"stale {issued.kind} handle ({why}) "
                         f"{'succeeded and ' if accepted else ''}changed {len(changed)} items, e.g. {changed[:2]}",
                     )
                 touched = [issued.queue] if issued.kind == "live" else []

@@ -233,13 +233,17 @@ class Ledger:
                             found.append(f"two claims of FIFO group {sub_queue} {group!r} at once")
         return found
 
-    def superseded(self, hold: Hold, at_ms: int) -> bool:
+    def superseded(self, hold: Hold, at_ms: int, message_only: bool = False) -> bool:
         """Whether another claim of the hold's message (of its group, for FIFO) was certainly made after the
-        hold's own and before `at_ms`: the hold's handle is stale from then on, whatever became of that claim."""
+        hold's own and before `at_ms`: the hold's handle is stale from then on, whatever became of that claim.
+        `message_only`: for FIFO, only a later claim of the group that took this very message counts (known by its
+        body: one message is recorded under its SQS id or the queue's own, by the way it was received)."""
         mine = hold.lock
         with self._lock:
             if mine.group is not None:
                 later = [lock for lock in self.group_locks[(hold.sub_queue, mine.group)] if lock is not mine]
+                if message_only:
+                    later = [lock for lock in later if any(other.body == hold.body for other in lock.holds)]
             else:
                 later = [other.lock for other in self.holds[(hold.sub_queue, hold.message_id)] if other is not hold]
         return any(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from queue_core import QueueClient, ReceiptHandleStale, ReceivedMessage
+from queue_core import MessageNotFound, QueueClient, ReceiptHandleStale, ReceivedMessage
 
 from tests.conftest import FakeClock
 from tests.reliability.ledger import Ledger
@@ -272,6 +272,45 @@ def test_a_message_held_again_after_a_redrive_counts_though_its_receive_count_st
     assert ledger.held_at("held/c", 20_000) == (1, 1)
     assert ledger.held_at("held/c", 40_500) == (0, 1)
     assert ledger.held_at("held/c", 42_000) == (0, 0)
+
+
+def test_a_fifo_handle_whose_group_a_later_claim_took_is_stale_to_a_delete_only_once_its_message_was_taken(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """Found by the fleet run's audit (`delete with a stale live handle ... succeeded and changed 2 items`): A held
+    three messages of a group and its lock ran out; B claimed the group and took only the first. A's handles of the
+    others are still their messages' latest: as in SQS, a delete with one removes its message, while a release or a
+    change of visibility, which would move the group's lock, is refused. The ledger's staleness must say the same:
+    by the group's later claims for those, by the later claims of the message itself for a delete."""
+    client.create_queue("late.fifo", visibility_timeout=30)
+    jobs = client.queue("late.fifo", "c")
+    for body in ("first", "second", "third"):
+        jobs.send(body, group_id="g")
+    held = jobs.receive(max_messages=3)
+    clock.advance(31)
+    [taken] = jobs.receive(max_messages=1)
+    assert taken.body == "first"
+    ledger = Ledger()
+    _, second, third = ledger.deliver("late.fifo/c", held, 0, 1_000, 30)
+    ledger.deliver("late.fifo/c", [taken], 32_000, 33_000, 30)
+
+    assert ledger.superseded(third, 35_000)
+    with pytest.raises(ReceiptHandleStale):
+        jobs.release(third.handle, delay_seconds=0)
+    with pytest.raises(ReceiptHandleStale):
+        jobs.change_visibility(third.handle, 60)
+    assert not ledger.superseded(second, 35_000, message_only=True)
+    jobs.delete(second.handle)
+    with pytest.raises(MessageNotFound):
+        jobs.get(second.message_id)
+
+    jobs.delete(taken.receipt_handle)
+    [again] = jobs.receive(max_messages=1)
+    assert again.body == "third"
+    ledger.deliver("late.fifo/c", [again], 40_000, 41_000, 30)
+    assert ledger.superseded(third, 45_000, message_only=True)
+    with pytest.raises(ReceiptHandleStale):
+        jobs.delete(third.handle)
 
 
 def _first_then_second(client: QueueClient, name: str) -> tuple[ReceivedMessage, ReceivedMessage]:
