@@ -1372,3 +1372,42 @@ def test_a_note_by_a_handle_whose_message_was_received_five_times_since_leaves_t
     jobs.note_attempt(first.receipt_handle, reasons.TIMED_OUT, "late")
 
     assert [attempt["reason"] for attempt in jobs.get(sent.message_id).attempts][-1] == "attempt 6"
+
+
+def test_a_drains_late_reminder_never_makes_a_sends_marker_of_the_same_time_look_older(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """Client a's messages are held. Two queue-wide receives drain a in one second (each after a marker put just
+    before), and each leaves a reminder for 12 s: the first's is put at once, the second's is late. Before it lands,
+    y is sent at 11 s, due at 12 s, and stamps that marker 11 s. The late reminder must leave the stamp alone: at
+    12 s the index, lagging more by then, does not show y yet, and that drain must see a marker put within the
+    grace and remind again, so that y is received once the index shows it, not left without a marker."""
+    client.create_queue("jobs", visibility_timeout=300, queue_wide=True)
+    jobs, wide = client.queue("jobs", "a"), client.queue_wide("jobs")
+    start = clock()
+
+    def the_reminder(body: dict[str, Any]) -> bool:
+        item = body.get("Item", {})
+        return item.get("pk", {}).get("S", "").startswith("R#") and item.get("sk", {}).get("S", "").endswith(
+            f"@{int((start + 12) * 1000)}"
+        )
+
+    with IndexLag(0, clock) as index:
+
+        def y_is_sent_at_11_s() -> None:
+            index.lag = 2
+            clock.advance(start + 11 - clock())
+            jobs.send("y", delay_seconds=1)
+
+        for body, drained_at in (("first", 1.2), ("z", 1.4)):
+            jobs.send(body)
+            clock.advance(0.05)
+            assert [message.body for message in jobs.receive()] == [body]
+            clock.advance(start + drained_at - clock())
+            late = Interleave("PutItem", y_is_sent_at_11_s, the_reminder if body == "z" else lambda _: False)
+            with attached(dynamodb, late):
+                assert wide.receive() == []
+        clock.advance(start + 12 - clock())
+        assert wide.receive() == [], "the index does not show y yet"
+        clock.advance(limits.INDEX_LAG_GRACE_SECONDS + 1)
+        assert [message.body for message in wide.receive()] == ["y"]
