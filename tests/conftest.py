@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Iterator
 
 import boto3
+import botocore.session
 import pytest
+from botocore.loaders import create_loader
 from moto import mock_aws
 from queue_core import QueueClient
 
@@ -19,6 +22,18 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
 
 TABLE = "queue-test"
+
+
+@functools.cache
+def _one_loader(search_path_string: str | None = None) -> object:
+    """botocore's data loader, one per search path for the whole test process. Each botocore session makes its own
+    and reads the service models and the endpoint rules again (JSON of megabytes); moto starts a new default session
+    for every test, and the core makes sessions of its own: half of an ordinary core test's time went there. A
+    session caches its models for all its clients already, so sharing them between sessions changes nothing else."""
+    return create_loader(search_path_string)
+
+
+botocore.session.create_loader = _one_loader
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,6 +60,11 @@ _STRESS = [False]
 
 def pytest_configure(config: pytest.Config) -> None:
     _STRESS[0] = bool(config.getoption("--stress"))
+
+
+def stress_run() -> bool:
+    """Whether this run is `--stress` (for sizes chosen at import time)."""
+    return _STRESS[0]
 
 
 def examples(full: int) -> int:
