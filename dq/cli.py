@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import typer
 from queue_core.layout import CURRENT_LAYOUT
-from queue_core.limits import MAX_BATCH, MAX_WAIT_SECONDS
+from queue_core.limits import MAX_BATCH, MAX_REPLAY_RUN_SECONDS, MAX_WAIT_SECONDS
 from queue_core.version import __version__
 from rich.console import RenderableType
 from typer.core import TyperGroup
@@ -36,6 +36,8 @@ from .output import (
     reasons_table,
     received_lines,
     relative,
+    replay_line,
+    replays_table,
     report_error,
     settings_summary,
     stats_table,
@@ -69,6 +71,11 @@ archive_app = typer.Typer(
     no_args_is_help=True, help="The archive of acknowledged messages (a queue with archive_days): list it, get one."
 )
 app.add_typer(archive_app, name="archive")
+replay_app = typer.Typer(
+    help="Replay archived messages into their sub-queue as new messages: start one (options below), or its "
+    "status, resume or cancel."
+)
+archive_app.add_typer(replay_app, name="replay")
 
 QueueOption = Annotated[
     str | None,
@@ -939,6 +946,112 @@ def archive_get(
     session, queue, client = _sub_queue(ctx, queue, client)
     answer = session.target.archive_get(queue, client, message_id)
     _print(as_json, answer, lambda: archive_views(answer["messages"]))
+
+
+@replay_app.callback(invoke_without_command=True)
+def archive_replay(
+    ctx: typer.Context,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    since: Annotated[
+        str | None, typer.Option(help="Acknowledged at or after: epoch seconds or ISO-8601.", show_default=False)
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(help="Acknowledged at or before: epoch seconds or ISO-8601; default now.", show_default=False),
+    ] = None,
+    message_id: Annotated[
+        list[str] | None,
+        typer.Option("--id", help="This message (its latest archived copy) instead of a range; repeatable."),
+    ] = None,
+    attribute: Annotated[
+        list[str] | None,
+        typer.Option("--attribute", "-a", help="Only messages with KEY=VALUE, repeatable.", show_default=False),
+    ] = None,
+    rate: Annotated[
+        int | None, typer.Option(help="New messages a second, at most (1-1000; default 100).", show_default=False)
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Start it and print its id; run it later with `replay resume`.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Replay archived messages into their sub-queue as new messages carrying `replayed_from`: a time range (or
+    --id), narrowed by --attribute, at --rate; runs it to its end, printing progress (Ctrl-C leaves it to resume)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    session, queue, client = _sub_queue(ctx, queue, client)
+    try:
+        bounds = {"since": epoch_ms(since), "until": epoch_ms(until)}
+    except ValueError as problem:
+        raise UsageProblem(str(problem)) from None
+    request = {
+        **bounds,
+        "message_ids": message_id or None,
+        "attributes": _attributes(attribute) if attribute else None,
+        "rate": rate,
+    }
+    answer = session.target.replay_start(queue, client, request)
+    if not detach:
+        answer = _replay_to_end(session, queue, client, answer, as_json)
+    _print(as_json, answer, lambda: replay_line(answer))
+
+
+def _replay_to_end(session: Session, queue: str, client: str, answer: Any, as_json: bool) -> Any:
+    """Runs a replay a call at a time until it is done or cancelled, a progress line on stderr after each."""
+    try:
+        while answer["state"] == "running":
+            answer = session.target.replay_run(queue, client, answer["replay_id"], MAX_REPLAY_RUN_SECONDS)
+            if not as_json and answer["state"] == "running":
+                print(replay_line(answer), file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"stopped; go on with: dq archive replay resume {answer['replay_id']}", file=sys.stderr)
+        raise typer.Exit(130) from None
+    return answer
+
+
+@replay_app.command("status")
+def archive_replay_status(
+    ctx: typer.Context,
+    replay_id: Annotated[str | None, typer.Argument(help="The replay's id; default the latest replays.")] = None,
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="At most this many (1-100).")] = 10,
+    as_json: JsonOption = False,
+) -> None:
+    """Where a replay stands (or the sub-queue's latest replays): state, messages replayed, skipped and failed."""
+    session, queue, client = _sub_queue(ctx, queue, client)
+    answer = session.target.replay_list(queue, client, replay_id, limit)
+    _print(as_json, answer, lambda: replays_table(answer["replays"]))
+
+
+@replay_app.command("resume")
+def archive_replay_resume(
+    ctx: typer.Context,
+    replay_id: Annotated[str, typer.Argument(help="The replay's id.")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Go on with a running replay from where it stopped (after a crash, an error or --detach) to its end."""
+    session, queue, client = _sub_queue(ctx, queue, client)
+    [answer] = session.target.replay_list(queue, client, replay_id, 1)["replays"]
+    answer = _replay_to_end(session, queue, client, answer, as_json)
+    _print(as_json, answer, lambda: replay_line(answer))
+
+
+@replay_app.command("cancel")
+def archive_replay_cancel(
+    ctx: typer.Context,
+    replay_id: Annotated[str, typer.Argument(help="The replay's id.")],
+    queue: QueueOption = None,
+    client: ClientOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel a running replay: nothing more is sent; its counts are final."""
+    session, queue, client = _sub_queue(ctx, queue, client)
+    answer = session.target.replay_cancel(queue, client, replay_id)
+    _print(as_json, answer, lambda: replay_line(answer))
 
 
 # ---- local server and shell --------------------------------------------------------------------------------

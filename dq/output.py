@@ -396,6 +396,40 @@ def archive_table(messages: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
+def replay_line(replay: Mapping[str, Any]) -> str:
+    """One replay in a line: its id, state and counts, and how far it got."""
+    line = (
+        f"replay {replay['replay_id']}: {replay['state']}, {replay['replayed']} replayed, "
+        f"{replay['skipped']} skipped, {replay['failed']} failed"
+    )
+    if replay.get("total") is not None:
+        line += f" of {replay['total']} ids"
+    elif replay.get("reached_at") is not None:
+        line += f", reached {relative(replay['reached_at'])}"
+    if replay.get("last_error"):
+        line += f" (last error: {replay['last_error']})"
+    return line
+
+
+def replays_table(replays: Sequence[Mapping[str, Any]]) -> Table:
+    """Replays: id, state, counts, started."""
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("replay id", no_wrap=True)
+    for heading in ("state", "replayed", "skipped", "failed", "rate", "started"):
+        table.add_column(heading, justify="right" if heading in ("replayed", "skipped", "failed", "rate") else "left")
+    for replay in replays:
+        table.add_row(
+            Text(str(replay["replay_id"]), style="cyan"),
+            str(replay["state"]),
+            str(replay["replayed"]),
+            str(replay["skipped"]),
+            str(replay["failed"]),
+            f"{replay['rate']}/s",
+            relative(replay.get("created_at")),
+        )
+    return table
+
+
 def archive_views(messages: Sequence[Mapping[str, Any]]) -> RenderableType:
     """Each archived copy of a message as `message_view` shows a message, with when it was acknowledged."""
     views: list[RenderableType] = []

@@ -108,6 +108,15 @@ class Target(Protocol):
 
     def archive_get(self, queue: str, client: str, message_id: str) -> Json: ...
 
+    def replay_start(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
+        """A new replay of the archive (`ReplayRequest`), run for its `run_seconds`; where it stands."""
+
+    def replay_run(self, queue: str, client: str, replay_id: str, seconds: float) -> Json: ...
+
+    def replay_list(self, queue: str, client: str, replay_id: str | None, limit: int) -> Json: ...
+
+    def replay_cancel(self, queue: str, client: str, replay_id: str) -> Json: ...
+
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json: ...
 
 
@@ -275,6 +284,22 @@ class HttpTarget:
 
     def archive_get(self, queue: str, client: str, message_id: str) -> Json:
         return self._call("archive_get", q=queue, c=client, id=message_id)[1]
+
+    def replay_start(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
+        given = {name: value for name, value in request.items() if value is not None}
+        timeout = REQUEST_TIMEOUT_SECONDS + float(given.get("run_seconds", 0))
+        return self._call("replay_start", given, q=queue, c=client, timeout=timeout)[1]
+
+    def replay_run(self, queue: str, client: str, replay_id: str, seconds: float) -> Json:
+        body = {"replay_id": replay_id, "seconds": seconds}
+        return self._call("replay_run", body, q=queue, c=client, timeout=REQUEST_TIMEOUT_SECONDS + seconds)[1]
+
+    def replay_list(self, queue: str, client: str, replay_id: str | None, limit: int) -> Json:
+        query: dict[str, Any] = {"limit": limit} if replay_id is None else {"replay_id": replay_id}
+        return self._call("replay_list", q=queue, c=client, query=query)[1]
+
+    def replay_cancel(self, queue: str, client: str, replay_id: str) -> Json:
+        return self._call("replay_cancel", {"replay_id": replay_id}, q=queue, c=client)[1]
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
         return self._call("move_to_dlq", q=queue, c=client, id=message_id)[1]
@@ -484,6 +509,29 @@ class CoreTarget:
     def archive_get(self, queue: str, client: str, message_id: str) -> Json:
         with _core_errors():
             return {"messages": [copy.to_dict() for copy in self._sub_queue(queue, client).archive_get(message_id)]}
+
+    def replay_start(self, queue: str, client: str, request: Mapping[str, Any]) -> Json:
+        options = {name: value for name, value in request.items() if value is not None and name != "run_seconds"}
+        with _core_errors():
+            sub_queue = self._sub_queue(queue, client)
+            started = sub_queue.replay_start(**options)
+            if request.get("run_seconds"):
+                started = sub_queue.replay_run(started.replay_id, request["run_seconds"])
+            return started.to_dict()
+
+    def replay_run(self, queue: str, client: str, replay_id: str, seconds: float) -> Json:
+        with _core_errors():
+            return self._sub_queue(queue, client).replay_run(replay_id, seconds).to_dict()
+
+    def replay_list(self, queue: str, client: str, replay_id: str | None, limit: int) -> Json:
+        with _core_errors():
+            sub_queue = self._sub_queue(queue, client)
+            found = [sub_queue.replay_status(replay_id)] if replay_id is not None else sub_queue.replay_list(limit)
+            return {"replays": [status.to_dict() for status in found]}
+
+    def replay_cancel(self, queue: str, client: str, replay_id: str) -> Json:
+        with _core_errors():
+            return self._sub_queue(queue, client).replay_cancel(replay_id).to_dict()
 
     def move_to_dlq(self, queue: str, client: str, message_id: str) -> Json:
         with _core_errors():

@@ -95,11 +95,12 @@ TABLE_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     ),
 }
 # A query is the only call that reads an index: due messages, FIFO groups and a queue's clients are found there.
-# The DLQ redriver reads dead letters and writes messages back by key, and queries no index.
+# The DLQ redriver reads dead letters and writes messages back by key; it queries the index only to find archived
+# messages by id for a replay (`queue_core.replays`).
 INDEX_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "producer": ("dynamodb:Query",),
     "poller": ("dynamodb:Query",),
-    "dlq_redriver": (),
+    "dlq_redriver": ("dynamodb:Query",),
     "sqs": ("dynamodb:Query",),
     "visibility_sweeper": ("dynamodb:Query",),
     "dispatcher": ("dynamodb:Query",),

@@ -140,6 +140,12 @@ class DynamoQueue(Construct):
         """
         return self._grant_routes(grantee, set(Access), queue, client)
 
+    def grant_replay(self, grantee: iam.IGrantable, queue: str = "*", client: str = "*") -> iam.Grant:
+        """HTTP: replays of the archive of `(queue, client)` into it (start, run, status, cancel): an operator's
+        action, which writes new messages, apart from reading the archive (`grant_consume`, the peek grant) and
+        from the other admin routes (every admin grant includes it)."""
+        return self._grant_routes(grantee, {Access.REPLAY}, queue, client)
+
     def grant_queue_admin(self, grantee: iam.IGrantable, queue: str = "*") -> iam.Grant:
         """HTTP: every route of `queue`: create, describe, change and delete it, list its clients, and every
         route of each of its clients.

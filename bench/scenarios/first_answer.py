@@ -264,6 +264,13 @@ def _throwaway_queue(core: Any) -> Mapping[str, str]:
     return {"q": name}
 
 
+def _replayed_queue(core: Any) -> Mapping[str, str]:
+    """A queue that keeps an archive, with a replay started (nothing archived: it ends at its first page)."""
+    name = f"kept-{uuid.uuid4().hex[:12]}"
+    core.create_queue(name, archive_days=1)
+    return {"q": name, "replay": core.queue(name, READER).replay_start().replay_id}
+
+
 def _fresh_name(_core: Any) -> Mapping[str, str]:
     return {"q": f"new-{uuid.uuid4().hex[:12]}"}
 
@@ -283,6 +290,9 @@ _ROUTE_BODIES: Final[dict[str, Callable[[Mapping[str, str]], Any]]] = {
     "change_visibility_any": lambda names: {"receipt_handle": names["handle"], "visibility_timeout": 10},
     "release_any": lambda names: {"receipt_handle": names["handle"]},
     "redrive": lambda names: {},
+    "replay_start": lambda names: {},
+    "replay_run": lambda names: {"replay_id": names["replay"], "seconds": 1},
+    "replay_cancel": lambda names: {"replay_id": names["replay"]},
 }
 _ROUTE_PREPARES: Final[dict[str, Callable[[Any], Mapping[str, str]]]] = {
     "create_queue": _fresh_name,
@@ -298,6 +308,10 @@ _ROUTE_PREPARES: Final[dict[str, Callable[[Any], Mapping[str, str]]]] = {
     "get": _send_one(READER),
     "cancel": _send_one(READER),
     "move_to_dlq": _send_one(READER),
+    "replay_start": _replayed_queue,
+    "replay_list": _replayed_queue,
+    "replay_run": _replayed_queue,
+    "replay_cancel": _replayed_queue,
 }
 _ROUTE_QUEUES: Final = {"receive_any": WIDE, "delete_any": WIDE, "change_visibility_any": WIDE, "release_any": WIDE}
 # The route each function's first answer took before every route was listed: also measured with tracing on.

@@ -261,6 +261,34 @@ def test_archive_ls_and_get(cli: Cli) -> None:
     assert cli.run("archive", "ls", "-q", queue, "--since", "yesterday").exit_code == 2
 
 
+def test_archive_replay_start_status_resume_and_cancel(cli: Cli) -> None:
+    queue = cli.queue(archive_days=2)
+    ids = [cli.json("send", f"order-{n}", "-q", queue, "-c", "a")["message_id"] for n in range(3)]
+    cli.json("receive", "-q", queue, "-c", "a", "--max", "10", "--delete")
+    done = cli.json("archive", "replay", "-q", queue, "-c", "a", "--id", ids[0], "--id", ids[2])
+    assert (done["state"], done["replayed"], done["total"]) == ("done", 2, 2)
+    [shown] = cli.json("archive", "replay", "status", done["replay_id"], "-q", queue, "-c", "a")["replays"]
+    assert (shown["replay_id"], shown["replayed"]) == (done["replay_id"], 2)
+    replayed = cli.json("receive", "-q", queue, "-c", "a", "--max", "10", "--delete")["messages"]
+    assert sorted(json.loads(m["attributes"]["replayed_from"])["message_id"] for m in replayed) == sorted(
+        [ids[0], ids[2]]
+    )
+    detached = cli.json("archive", "replay", "-q", queue, "-c", "a", "--until", "4102444800", "--detach")
+    assert (detached["state"], detached["replayed"]) == ("running", 0)
+    resumed = cli.json("archive", "replay", "resume", detached["replay_id"], "-q", queue, "-c", "a")
+    assert (resumed["state"], resumed["replayed"]) == ("done", 5)
+    other = cli.json("archive", "replay", "-q", queue, "-c", "a", "--attribute", "k=v", "--detach")
+    cancelled = cli.json("archive", "replay", "cancel", other["replay_id"], "-q", queue, "-c", "a")
+    assert cancelled["state"] == "cancelled"
+    table = cli.run("archive", "replay", "status", "-q", queue, "-c", "a").stdout
+    assert other["replay_id"] in table and "cancelled" in table
+    assert (
+        "cancelled, 0 replayed"
+        in cli.run("archive", "replay", "cancel", other["replay_id"], "-q", queue, "-c", "a").stdout
+    )
+    assert cli.run("archive", "replay", "-q", queue, "-c", "a", "--rate", "0").exit_code == 1
+
+
 def test_move_to_dlq_marks_a_waiting_message_invalid(cli: Cli) -> None:
     queue = cli.queue()
     message_id = cli.json("send", "invalid", "-q", queue, "-c", "a")["message_id"]

@@ -64,6 +64,7 @@ def test_a_time_range_is_replayed_as_new_messages_carrying_replayed_from(queue: 
     assert (started.state, started.replayed, started.until) == ("running", 0, queue._now())
     done = queue.replay(started.replay_id, sleep=clock.advance)
     assert (done.state, done.replayed, done.skipped, done.failed) == ("done", 12, 0, 0)
+    assert queue.replay_cancel(started.replay_id).state == "done", "a finished replay stays as it ended"
     replayed = _drain(queue)
     assert sorted(_origins(replayed)) == sorted(acked)
     assert {json.loads(m.attributes["replayed_from"])["replay_id"] for m in replayed} == {started.replay_id}
@@ -108,8 +109,10 @@ def test_bad_requests_are_refused_and_change_nothing(client: QueueClient, queue:
         with pytest.raises(ValidationError):
             queue.replay_start(**options)
     assert queue.replay_list() == []
-    with pytest.raises(MessageNotFound):
+    with pytest.raises(ValidationError):
         queue.replay_status("nope")
+    with pytest.raises(MessageNotFound):
+        queue.replay_status("1800000000000-0123456789ab")
     client.create_queue("plain")
     with pytest.raises(ValidationError, match="keeps no archive"):
         client.queue("plain", "a").replay_start()
@@ -246,8 +249,27 @@ def test_a_stale_runner_beside_a_live_one_sends_nothing_twice(
         nonlocal calls
         calls += 1
         if calls == 1:
-            other.replay(replay_id, clock.advance)  # runs it all while this run waits for its rate
+            # Another runner commits the very batch this run has built (from the same place), while this run
+            # waits for its rate; the job is still running.
+            assert other.replay_run(replay_id, seconds=0).state == "running"
+            clock.advance(3600)  # past the dedup window: the job's own condition alone stands in the way
 
     queue.replay_run(replay_id, seconds=0.001, sleep=meanwhile)
     queue.replay(replay_id, clock.advance)
     assert Counter(_origins(_drain(queue))) == Counter(acked)
+
+
+def test_a_cancel_while_a_run_waits_for_its_rate_stops_its_very_next_commit(
+    client: QueueClient, crash_queue: tuple[SubQueue, list[str]], clock: FakeClock
+) -> None:
+    queue, _ = crash_queue
+    replay_id = queue.replay_start(rate=10).replay_id
+    other = QueueClient(client.table_name, dynamodb=client.dynamodb, clock=clock).queue("orders", "a")
+
+    def meanwhile(seconds: float) -> None:
+        other.replay_cancel(replay_id)  # the run has read the job and built its next batch
+        clock.advance(seconds)
+
+    stopped = queue.replay_run(replay_id, seconds=60, sleep=meanwhile)
+    assert (stopped.state, stopped.replayed) == ("cancelled", 10)
+    assert len(_drain(queue)) == 10

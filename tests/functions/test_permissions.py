@@ -320,6 +320,27 @@ def _dlq_redriver_session(driver: Driver, core: QueueClient, clock: FakeClock) -
             run("redrive", **sub)
         waiting = core.queue(orders, "a").peek(1)[0].message_id
         run("move_to_dlq", queue=orders, client="a", message_id=waiting)
+        _replay_session(run, core, via)
+
+
+def _replay_session(run: Callable[..., Any], core: QueueClient, via: str) -> None:
+    """Replays of the archive of a standard and a FIFO queue: by id (the index finds the copies) and by time range,
+    run, listed and cancelled."""
+    for queue in (f"kept-{via}", f"kept-{via}.fifo"):
+        core.create_queue(queue, archive_days=1, content_based_dedup=queue.endswith(".fifo"))
+        sub_queue = core.queue(queue, "a")
+        group = "g" if queue.endswith(".fifo") else None
+        acked = [sub_queue.send(f"m{n}", group_id=group).message_id for n in range(2)]
+        for message in sub_queue.receive(max_messages=2):
+            sub_queue.delete(message.receipt_handle)
+        sub = {"queue": queue, "client": "a"}
+        by_id = run("replay_start", {"message_ids": acked[:1], "run_seconds": 1}, **sub)
+        assert by_id["replayed"] == 1, by_id
+        started = run("replay_start", {"rate": 1000}, **sub)
+        run("replay_run", {"replay_id": started["replay_id"], "seconds": 1}, **sub)
+        run("replay_list", {"replay_id": started["replay_id"]}, **sub)
+        other = run("replay_start", {}, **sub)
+        run("replay_cancel", {"replay_id": other["replay_id"]}, **sub)
 
 
 def _sweeper_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None:

@@ -48,8 +48,8 @@ EXPECTED_TABLE_ACTIONS = {
         "ConditionCheckItem",
     },
 }
-# Only a query reads an index, and the DLQ redriver makes none.
-QUERIES_THE_INDEX = {"producer", "poller", "visibility_sweeper", "sqs"}
+# Only a query reads an index; the DLQ redriver's only to find archived messages by id for a replay.
+QUERIES_THE_INDEX = {"producer", "poller", "dlq_redriver", "visibility_sweeper", "sqs"}
 # The three behind the API stop by the time API Gateway does (29 s); the sweeper is only scheduled.
 EXPECTED_TIMEOUTS = {"producer": 15, "poller": 29, "dlq_redriver": 29, "visibility_sweeper": 120, "sqs": 29}
 

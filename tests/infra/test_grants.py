@@ -14,6 +14,12 @@ from tests.infra.synth import cdk_context
 from tests.reliability.iam import ACCOUNT, REGION, Request, Resolver, allowed
 
 SUB_QUEUE = "queues/orders/clients/tenant-a"
+REPLAY_ROUTES = {
+    f"POST /{SUB_QUEUE}/replays",
+    f"GET /{SUB_QUEUE}/replays",
+    f"POST /{SUB_QUEUE}/replays/run",
+    f"POST /{SUB_QUEUE}/replays/cancel",
+}
 
 
 class GrantsStack(cdk.Stack):
@@ -32,6 +38,7 @@ class GrantsStack(cdk.Stack):
             "tenant_admin": lambda role: self.queue.grant_admin(role, queue="orders", client="tenant-a"),
             "client_admin": lambda role: self.queue.grant_admin(role, client="tenant-a"),
             "admin": lambda role: self.queue.grant_admin(role),
+            "replayer": lambda role: self.queue.grant_replay(role, queue="orders", client="tenant-a"),
             "invoker": lambda role: self.queue.grant_invoke_poller(role),
             "library": lambda role: self.queue.grant_library_access(role, queue="orders", client="tenant-a"),
             "sqs_tenant": lambda role: self.queue.grant_sqs(role, client="tenant-a"),
@@ -198,22 +205,30 @@ def test_a_tenant_admin_can_neither_change_delete_nor_describe_the_queue_it_shar
         f"POST /{SUB_QUEUE}/messages/*/dlq",
         f"GET /{SUB_QUEUE}/archive",
         f"GET /{SUB_QUEUE}/archive/*",
+        *REPLAY_ROUTES,
         "GET /openapi.json",
     }
+
+
+def test_a_replay_is_its_own_grant_apart_from_reading_the_archive(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
+    """Reading the archive is the consume grant (the peek grant); replaying it is an operator's, which no
+    consume grant reaches."""
+    assert _invoke_paths(grants, "replayer") == {*REPLAY_ROUTES, "GET /openapi.json"}
+    assert not REPLAY_ROUTES & _invoke_paths(grants, "consumer")
 
 
 def test_an_admin_of_one_client_in_every_queue_neither_lists_nor_manages_the_queues(
     grants: tuple[GrantsStack, dict[str, Any]],
 ) -> None:
     paths = _invoke_paths(grants, "client_admin") - {"GET /openapi.json"}
-    assert len(paths) == 17
+    assert len(paths) == 21
     assert all(path.split(" ")[1].startswith("/queues/*/clients/tenant-a/") for path in paths), paths
 
 
 def test_admin_of_everything_may_list_queues(grants: tuple[GrantsStack, dict[str, Any]]) -> None:
     paths = _invoke_paths(grants, "admin")
     assert "GET /queues" in paths
-    assert len(paths) == 29  # 24 routes of a client or a queue, and the 5 queue-wide consume routes
+    assert len(paths) == 33  # 28 routes of a client or a queue, and the 5 queue-wide consume routes
 
 
 def test_invoke_grant_names_one_function(grants: tuple[GrantsStack, dict[str, Any]]) -> None:

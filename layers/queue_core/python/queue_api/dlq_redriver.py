@@ -1,5 +1,6 @@
 """The DLQ redriver's operations: list a sub-queue's dead-letter queue, move messages back from it, and move a
-waiting message into it by hand. Their routes and actions are in `queue_api.operations`.
+waiting message into it by hand; and replays of the archive (an operator's way back, as a redrive is). Their
+routes and actions are in `queue_api.operations`.
 
 A schedule can run `redrive` as an invoke action (`{"action": "redrive", "queue", "client", "max_messages"}`)
 to drain a DLQ at a steady rate.
@@ -19,6 +20,12 @@ from .schemas import (
     NoAddress,
     Redriven,
     RedriveRequest,
+    ReplayAnswer,
+    ReplayIdRequest,
+    ReplayList,
+    ReplayListRequest,
+    ReplayRequest,
+    ReplayRunRequest,
     SubQueueAddress,
 )
 
@@ -46,3 +53,40 @@ def dlq_reasons(address: SubQueueAddress, _request: NoAddress) -> DlqReasons:
 @tracer.capture_method(capture_response=False)
 def move_to_dlq(address: MessageAddress, _request: NoAddress) -> Moved:
     return Moved.model_validate(plain_operations.move_to_dlq(address.queue, address.client, address.message_id))
+
+
+@tracer.capture_method(capture_response=False)
+def replay_start(address: SubQueueAddress, request: ReplayRequest) -> ReplayAnswer:
+    """Records the replay, then runs it for up to `run_seconds` (0: not at all) in this call."""
+    sub_queue = queue_client().queue(address.queue, address.client)
+    options = request.model_dump(exclude={"run_seconds"})
+    started = sub_queue.replay_start(**options)
+    if request.run_seconds:
+        started = sub_queue.replay_run(started.replay_id, request.run_seconds)
+    count("MessagesReplayed", started.replayed)
+    return ReplayAnswer.model_validate(started.to_dict())
+
+
+@tracer.capture_method(capture_response=False)
+def replay_run(address: SubQueueAddress, request: ReplayRunRequest) -> ReplayAnswer:
+    sub_queue = queue_client().queue(address.queue, address.client)
+    before = sub_queue.replay_status(request.replay_id).replayed
+    found = sub_queue.replay_run(request.replay_id, request.seconds)
+    count("MessagesReplayed", found.replayed - before)
+    return ReplayAnswer.model_validate(found.to_dict())
+
+
+@tracer.capture_method(capture_response=False)
+def replay_list(address: SubQueueAddress, request: ReplayListRequest) -> ReplayList:
+    sub_queue = queue_client().queue(address.queue, address.client)
+    if request.replay_id is not None:
+        found = [sub_queue.replay_status(request.replay_id)]
+    else:
+        found = sub_queue.replay_list(request.limit)
+    return ReplayList.model_validate({"replays": [status.to_dict() for status in found]})
+
+
+@tracer.capture_method(capture_response=False)
+def replay_cancel(address: SubQueueAddress, request: ReplayIdRequest) -> ReplayAnswer:
+    found = queue_client().queue(address.queue, address.client).replay_cancel(request.replay_id)
+    return ReplayAnswer.model_validate(found.to_dict())

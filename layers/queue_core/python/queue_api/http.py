@@ -22,6 +22,7 @@ from .schemas import (
     MAX_MESSAGE_ID,
     MESSAGE_ID_PATTERN,
     QUEUE_NAME_PATTERN,
+    REPLAY_ID_PATTERN,
     ErrorAnswer,
     may_be_left_out,
 )
@@ -86,6 +87,9 @@ CursorQuery = Annotated[
     ),
 ]
 
+ReplayIdQuery = Annotated[
+    str | None, Query(pattern=REPLAY_ID_PATTERN, description="only this replay (its id, from its start)")
+]
 TimeQuery = Annotated[int | None, Query(ge=0, le=10**13 - 1, description="epoch milliseconds")]
 OrderQuery = Annotated[Literal["newest", "oldest"], Query(description="newest first (default) or oldest first")]
 
@@ -98,6 +102,7 @@ QUERY_PARAMETERS: Final = {
     "priority": QueryParameter(PriorityQuery, None),
     "group": QueryParameter(GroupQuery, None),
     "cursor": QueryParameter(CursorQuery, None),
+    "replay_id": QueryParameter(ReplayIdQuery, None),
 }
 
 _ERROR_DESCRIPTIONS: Final = {

@@ -22,13 +22,15 @@ from typing import Any, Final
 
 
 class Access(enum.Enum):
-    """Which grant of the construct opens a route (`grant_send`, `grant_consume`, `grant_admin`); a route of a
+    """Which grant of the construct opens a route (`grant_send`, `grant_consume`, `grant_admin`, `grant_replay`); a
+    route of a
     whole queue also needs a grant that names no client (`grant_queue_admin`)."""
 
     DESCRIBE = "describe"  # the API's own description: part of every grant, it holds no data
     SEND = "send"
     CONSUME = "consume"
     ADMIN = "admin"
+    REPLAY = "replay"  # replays of the archive: an operator's action, `grant_replay` (and every admin grant)
 
 
 PRODUCER: Final = "producer"
@@ -216,6 +218,27 @@ OPERATIONS: Final = (
         query=("since", "until", "order", "limit", "cursor"), answer="ArchivePageAnswer", tag=ARCHIVE_TAG,
         summary="Acknowledged messages of every client of a queue kept by the archive, by time range, page by page",
         errors=(400, 404, 429),
+    ),
+    Operation(
+        "replay_start", "POST", f"{SUB_QUEUE}/replays", DLQ_REDRIVER, Access.REPLAY, request="ReplayRequest",
+        answer="ReplayAnswer", tag=ARCHIVE_TAG, errors=(400, 404, 429),
+        summary="Start a replay of the archive into the sub-queue as new messages (a time range or ids, filtered by "
+        "attributes, at a rate), run it for up to run_seconds, and answer where it stands",
+    ),
+    Operation(
+        "replay_list", "GET", f"{SUB_QUEUE}/replays", DLQ_REDRIVER, Access.REPLAY, request="ReplayListRequest",
+        query=("replay_id", "limit"), answer="ReplayList", tag=ARCHIVE_TAG, errors=(400, 404, 429),
+        summary="The sub-queue's replays, newest first, or one by replay_id: state, counts and progress",
+    ),
+    Operation(
+        "replay_run", "POST", f"{SUB_QUEUE}/replays/run", DLQ_REDRIVER, Access.REPLAY, request="ReplayRunRequest",
+        answer="ReplayAnswer", tag=ARCHIVE_TAG, errors=(400, 404, 429),
+        summary="Go on with a running replay from where it stopped, for up to seconds; answer where it stands",
+    ),
+    Operation(
+        "replay_cancel", "POST", f"{SUB_QUEUE}/replays/cancel", DLQ_REDRIVER, Access.REPLAY,
+        request="ReplayIdRequest", answer="ReplayAnswer", tag=ARCHIVE_TAG, errors=(400, 404, 429),
+        summary="Cancel a running replay: nothing more is sent and its counts are final",
     ),
     Operation(
         "get", "GET", f"{SUB_QUEUE}/messages/{{id}}", POLLER, Access.CONSUME, answer="MessageAnswer",

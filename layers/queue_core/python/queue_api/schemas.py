@@ -30,6 +30,7 @@ from .names import (
     MESSAGE_ID_PATTERN,
     QUEUE_NAME_PATTERN,
     RECEIPT_HANDLE_PATTERN,
+    REPLAY_ID_PATTERN,
 )
 
 QueueName = Annotated[
@@ -53,6 +54,9 @@ ReceiptHandle = Annotated[
         "altered, of a queue since deleted) is refused (400), one whose claim has passed to another receive is "
         "stale (409)"
     ),
+]
+ReplayId = Annotated[
+    str, StringConstraints(pattern=REPLAY_ID_PATTERN), Field(description="a replay's id, from its start")
 ]
 Cursor = Annotated[
     str,
@@ -517,6 +521,66 @@ class ArchivePageAnswer(Answer):
 
 class ArchivedCopies(Answer):
     messages: list[ArchivedMessageAnswer] = Field(description="one per acknowledgement of the message, oldest first")
+
+
+class ReplayRequest(Request):
+    """A replay of the sub-queue's archive back into it (`queue_core.replays`): a time range, or message ids,
+    either narrowed by attributes; the call runs it for up to `run_seconds` before it answers."""
+
+    since: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or after (epoch ms)")] = None
+    until: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or before (epoch ms); null or later: now")] = None
+    message_ids: Annotated[
+        list[MessageId] | None,
+        Field(min_length=1, max_length=limits.MAX_REPLAY_IDS, description="instead of a time range"),
+    ] = None
+    attributes: dict[str, str] | None = Field(None, description="only messages with these attribute values")
+    rate: Annotated[int | None, _int(1, limits.MAX_REPLAY_RATE, "new messages a second; null: 100")] = None
+    run_seconds: Annotated[
+        float, Field(ge=0, le=limits.MAX_REPLAY_RUN_SECONDS, description="run it this long before answering")
+    ] = 0
+
+
+class ReplayRunRequest(Request):
+    replay_id: ReplayId
+    seconds: Annotated[
+        float, Field(ge=0, le=limits.MAX_REPLAY_RUN_SECONDS, description="go on this long (at least one batch)")
+    ] = 10
+
+
+class ReplayIdRequest(Request):
+    replay_id: ReplayId
+
+
+class ReplayListRequest(Request):
+    """The sub-queue's replays, newest first, or one by id (invoke events; HTTP takes it from the query string)."""
+
+    replay_id: ReplayId | None = None
+    limit: Annotated[int, _int(1, limits.MAX_PEEK)] = 10
+
+
+class ReplayAnswer(Answer):
+    replay_id: str
+    queue: str
+    client: str
+    state: Literal["running", "done", "cancelled"]
+    since: int | None
+    until: int | None
+    message_ids: list[str] | None
+    attributes: dict[str, str]
+    rate: int = Field(description="new messages a second, at most")
+    replayed: int = Field(description="new messages sent")
+    skipped: int = Field(description="selected places with nothing to replay: filtered out, expired or gone")
+    failed: int = Field(description="messages that could not be sent again (last_error says why)")
+    total: int | None = Field(description="a replay by id: how many ids")
+    reached_at: int | None = Field(description="a replay by time range: the acknowledgement time reached (epoch ms)")
+    last_error: str | None
+    created_at: int
+    updated_at: int
+    finished_at: int | None
+
+
+class ReplayList(Answer):
+    replays: list[ReplayAnswer] = Field(description="newest first")
 
 
 class Purged(Answer):

@@ -323,6 +323,8 @@ def _unb64(text: str) -> str:
 # The shape of every message id `MessageRef` spells, as the API documents it: `S{shard}.{sequence}` (with
 # `-{priority}` after the shard for priorities 1-9), `F{base64url(group)}.{group sequence}`. An id of this shape that
 # names no message of the queue (another queue's, a FIFO group that does not decode) is not found, not malformed.
+# A replay's id (`replays`): its start time and a random part, so that a sub-queue's replays list newest first.
+REPLAY_ID_PATTERN: Final = r"^[0-9]{13}-[0-9a-f]{12}$"
 MESSAGE_ID_PATTERN: Final = r"^(S[0-9]{1,3}(-[1-9])?\.[0-9A-Za-z]{1,40}|F[A-Za-z0-9_-]{1,350}\.[0-9]{1,20})$"
 _MESSAGE_ID: Final = re.compile(MESSAGE_ID_PATTERN)
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -64,7 +65,7 @@ from .errors import (
     TransactionConditionFailed,
     ValidationError,
 )
-from .keys import Space, message_id_shaped
+from .keys import REPLAY_ID_PATTERN, Space, message_id_shaped
 from .models import ArchivedMessage, ReplayStatus
 from .settings import QueueSettings
 from .store import ConditionFailed, Item
@@ -76,6 +77,7 @@ PAGE: Final = 100
 DEFAULT_RATE: Final = 100
 REPLAYED_FROM: Final = "replayed_from"
 START: Final = "start"
+_REPLAY_ID: Final = re.compile(REPLAY_ID_PATTERN)
 _KEEP_DAYS: Final = 90
 _DAY_SECONDS: Final = 86_400
 _ERROR_CHARS: Final = 500
@@ -222,8 +224,8 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _job(ctx: Context, space: Space, replay_id: Any) -> Item:
-    if not isinstance(replay_id, str) or not 1 <= len(replay_id) <= 64:
-        raise ValidationError("replay_id must be the id of a replay")
+    if not isinstance(replay_id, str) or not _REPLAY_ID.fullmatch(replay_id):
+        raise ValidationError("replay_id must be the id of a replay (from its start)")
     item = ctx.store.get(space.replay_key(replay_id))
     if item is None:
         raise MessageNotFound(f"replay {replay_id!r} not found")
@@ -281,11 +283,10 @@ class _Runner:
                 if not self._page:
                     self._finish()
                     return
-            batch = self._batch()
             wait = began + sent / rate - clock()
-            if batch.sends and wait > 0:
-                self._sleep(wait)
-            sent += self._commit(batch)
+            if wait > 0:
+                self._sleep(wait)  # before the batch is built: its messages are sent as of the time they go
+            sent += self._commit(self._batch())
             if clock() - began >= seconds:
                 return
 
