@@ -64,6 +64,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from queue_core import QueueClient, QueueError, ReceiptHandleStale, ReceivedMessage
 from queue_core.autoshard import KEY_WRITE_UNITS, SIZE_FOR, THROTTLE_GROWTH
 from queue_core.layout import CURRENT_LAYOUT
+from queue_core.receipts import unsigned
 from queue_core.table import table_definition
 from sqs_api.dead_letters import dlq_name
 
@@ -404,9 +405,10 @@ class FleetRun:
         self.spent: set[str] = set()
         # Claims a killed call may have left with nobody to hold them: (ledger name, count, until).
         self.phantoms: list[tuple[str, int, int]] = []
-        # Move tasks begun per source queue: a DLQ handle read before one may name a copy it took.
+        # Move tasks begun and ended per source queue: a receive repeated across one may rightly answer anew.
         self.moves_begun: Counter = Counter()
-        self.dead_claimed_at: dict[str, int] = {}
+        # DLQ handles whose copy was gone after a move task: stale from then on.
+        self.moved_away: set[str] = set()
         self.shards: dict[str, list[tuple[float, int]]] = {queue: [] for queue in QUEUES}
         self.reasons: list[tuple[float, str]] = []
         self.left_held: list[tuple[float, str]] = []
@@ -828,8 +830,6 @@ class FleetRun:
                 self.handles[message.receipt_handle] = hold
                 self.via[message.receipt_handle] = getattr(self._local, "where", "audit")
                 self._keep(Issued("dead" if dead else "live", queue, message.receipt_handle, hold, url))
-                if dead:
-                    self.dead_claimed_at[message.receipt_handle] = self.moves_begun[_source_of(name)]
             self.figures["deliveries"] += len(made)
             self.figures["answered again"] += len(again)
             return [self.handles[message.receipt_handle] for message in messages]
@@ -1182,8 +1182,10 @@ class FleetRun:
             self._move(invocation, rng, source, url, to_other)
 
     def _move(self, invocation: Invocation, rng: random.Random, source: str, url: str, to_other: bool) -> None:
-        """A move task (StartMessageMoveTask) of the source's dead letters: every copy goes, held or not, so every
-        DLQ hold of the source counts as given up from its start."""
+        """A move task (StartMessageMoveTask) of the source's dead letters: every copy may go, held or not, so
+        every DLQ hold of the source counts as given up from its start. Only the copies gone after it make their
+        handles stale: a move that failed, was killed, or skipped a group it could not append to (throttled)
+        leaves copies behind, and their claims with them."""
         now = self.now_ms()
         with self._lock:
             self.moves_begun[source] += 1
@@ -1195,7 +1197,12 @@ class FleetRun:
             params["DestinationArn"] = arn_of(MOVED[source])
         answer = self._sqs(invocation, rng, "start_message_move_task", **params)
         with self._lock:
+            # Handles read before the table is: a copy missing from it is gone for good, never one not written yet.
+            held = [hold for hold in self.handles.values() if hold.sub_queue == dead_name(source)]
+        left = {str(item.get("dlq_id", "")) for item in self.truth.dlq_items(source, CLIENT)}
+        with self._lock:
             self.moves_begun[source] += 1
+            self.moved_away.update(hold.handle for hold in held if _dead_copy(hold.handle) not in left)
         if answer is not None:
             self._add("moves to another queue" if to_other else "redrives")
 
@@ -1258,13 +1265,10 @@ class FleetRun:
 
     def _stale(self, issued: Issued, at_ms: int, action: str = "") -> bool:
         """To `action`: a delete with the handle succeeded, a later claim took its message (or group: but for
-        `LATE_DELETES` of a live handle) for sure, or a move task took its dead letter."""
+        `LATE_DELETES` of a live handle) for sure, or a move task took its dead letter's copy."""
         assert issued.hold is not None
         with self._lock:
-            moved = issued.kind == "dead" and (
-                self.moves_begun[_source_of(issued.hold.sub_queue)] > self.dead_claimed_at[issued.handle]
-            )
-            if issued.handle in self.spent or moved:
+            if issued.handle in self.spent or issued.handle in self.moved_away:
                 return True
         return self.ledger.superseded(issued.hold, at_ms, message_only=issued.kind == "live" and action in LATE_DELETES)
 
@@ -1273,6 +1277,8 @@ class FleetRun:
         hold, start = issued.hold, self._started_at * 1000
         if issued.handle in self.spent:
             return f"deleted with it; claimed {hold.lock.claimed_lo - start:.0f}, {self.via.get(issued.handle)}"
+        if issued.handle in self.moved_away:
+            return f"its copy moved by a move task; claimed {hold.lock.claimed_lo - start:.0f}"
         later = [
             f"{lock.token[:6]} at {lock.claimed_lo - start:.0f}"
             for lock in (
@@ -1932,6 +1938,11 @@ def _transactional_delete(sub: Any, handle: str) -> None:
 def _dlq_delete(sub: Any, handle: str) -> None:
     if not sub.dlq_delete(handle):
         raise ReceiptHandleStale("the dead letter's copy is gone or claimed since")
+
+
+def _dead_copy(handle: str) -> str:
+    """The DLQ copy (its `dlq_id`) a dead letter's handle names, read unverified from its payload."""
+    return unsigned(handle).decode().split("|")[5]
 
 
 def _changed(before: frozenset[str], after: frozenset[str]) -> list[str]:
