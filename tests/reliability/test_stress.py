@@ -1,6 +1,6 @@
 """Nothing lost, nothing doubled, nobody sharing a message, no FIFO group out of order: with consumers that crash,
 give back, extend, race and stall, with both queues resharded and two others deleted and created again as they
-run, and with DynamoDB failing underneath.
+run, and with DynamoDB failing underneath; then the main queues' archives replayed, each archived copy once.
 
 The short form runs in `make test`; `pytest tests/reliability --stress` runs ten thousand messages. The run with
 DynamoDB failing underneath is in `test_stress_faults.py` (a file of its own, so that the two runs go to different
@@ -15,7 +15,13 @@ import pytest
 from queue_core import QueueClient
 
 from tests.conftest import FakeClock
-from tests.reliability.stress import Scale, StressRun, assert_queue_wide_consumers_served_every_client
+from tests.reliability.replay_phase import replay_archives
+from tests.reliability.stress import (
+    MAIN_QUEUES,
+    Scale,
+    StressRun,
+    assert_queue_wide_consumers_served_every_client,
+)
 from tests.reliability.truth import TableTruth
 
 logger = logging.getLogger("tests.reliability")
@@ -36,6 +42,10 @@ def test_crashing_consumers_lose_nothing_and_never_share_a_message(
     problems = run.verify()
     logger.info("stress with crashes: %s", run.report())
     assert not problems, "\n".join(problems[:20])
+    problems, figures = replay_archives(MAIN_QUEUES, run.sub_queues, truth, clock, None)
+    logger.info("replays of the archives: %s", dict(figures))
+    assert not problems, "\n".join(problems[:20])
+    assert figures["replayed"] > 0
     assert run.figures.crashes and run.figures.releases and run.figures.extensions and run.figures.delete_races
     assert_queue_wide_consumers_served_every_client(run)
     assert run.figures.checkpoints == scale.checkpoints

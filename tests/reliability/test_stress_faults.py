@@ -1,6 +1,7 @@
 """Nothing lost, nothing doubled, nobody sharing a message, no FIFO group out of order while DynamoDB throttles,
 times out and loses answers (some after applying the write, some then repeated by the SDK), with consumers that
-crash, give back, extend, race and stall, and queues resharded, deleted and created again as they run.
+crash, give back, extend, race and stall, and queues resharded, deleted and created again as they run; then the
+main queues' archives replayed under the same faults, each archived copy once (`replay_phase`).
 
 The short form runs in `make test`; `pytest tests/reliability --stress` runs ten thousand messages.
 """
@@ -16,7 +17,13 @@ from queue_core import QueueClient
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector, Kind
-from tests.reliability.stress import Scale, StressRun, assert_queue_wide_consumers_served_every_client
+from tests.reliability.replay_phase import replay_archives
+from tests.reliability.stress import (
+    MAIN_QUEUES,
+    Scale,
+    StressRun,
+    assert_queue_wide_consumers_served_every_client,
+)
 from tests.reliability.truth import TableTruth
 
 logger = logging.getLogger("tests.reliability")
@@ -52,6 +59,14 @@ def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
     problems = run.verify()
     logger.info("stress with faults: %s", run.report())
     assert not problems, "\n".join(problems[:20])
+    faults.attach(client.dynamodb)
+    try:
+        problems, figures = replay_archives(MAIN_QUEUES, run.sub_queues, truth, clock, faults)
+    finally:
+        faults.detach()
+    logger.info("replays of the archives with faults: %s", dict(figures))
+    assert not problems, "\n".join(problems[:20])
+    assert figures["replayed"] and figures["replay stops"], "replays were stopped by faults and resumed"
     assert len(faults.counts) >= 7, f"most kinds of fault were injected: {dict(faults.counts)}"
     assert faults.counts[Kind.ANSWER_LOST_RETRIED], "writes applied twice by the SDK's retry were injected"
     assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations

@@ -61,7 +61,7 @@ from .errors import (
     DuplicateMessage,
     MessageBodyMissing,
     MessageNotFound,
-    QueueError,
+    MessageTooLarge,
     TransactionConditionFailed,
     ValidationError,
 )
@@ -327,7 +327,9 @@ class _Runner:
             else:
                 try:
                     send = self._send(message)
-                except QueueError as error:
+                except (ValidationError, MessageTooLarge) as error:
+                    # This message cannot be sent as it is (no room for `replayed_from`, ...): counted, passed.
+                    # Anything else (a throttle while the send is built) stops the run: it is tried again.
                     batch.failed += 1
                     batch.error = f"{message.message_id}: {error}"[:_ERROR_CHARS]
             if send is not None and batch.items + len(send.items) > limits.MAX_TRANSACTION_ITEMS:
