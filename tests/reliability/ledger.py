@@ -13,7 +13,10 @@ after a later one of its group is a violation when its claim certainly came afte
 return after its own claim ran out (it stalled on faults and retries while the clock moved on); meanwhile the next
 claim of the group may rightly have moved the message to the DLQ (its receive limit reached) and delivered the
 one behind it. That consumer then holds an expired claim, as one that took longer than its visibility timeout to
-process does, and no queue can keep that from overlapping with the next message.
+process does, and no queue can keep that from overlapping with the next message. A message is known there by its
+group, sequence and body, not by the id it was delivered with: the library and the SQS protocol show one message
+under two ids, and a message claimed together with a later one, given back and received again over the other path
+is claimed again, not for the first time.
 """
 
 from __future__ import annotations
@@ -89,6 +92,10 @@ class Ledger:
         self.group_locks: dict[tuple[str, str], list[Lock]] = defaultdict(list)
         # Per FIFO group: (sequence, body, latest time its claim was made) of each message's first delivery.
         self.first_deliveries: dict[tuple[str, str], list[tuple[str, str, int]]] = defaultdict(list)
+        # The FIFO messages delivered at least once, by sub-queue, group, sequence and body: one message is
+        # recorded under its SQS id or the queue's own, by the way it was received, and must not count as claimed
+        # for the first time again when the other path receives it.
+        self.first_claimed: set[tuple[str, str, str, str]] = set()
         self.violations: list[str] = []
         self.deliveries = 0
 
@@ -201,8 +208,10 @@ class Ledger:
 
     def _check_first_delivery(self, sub_queue: str, message: ReceivedMessage, lock: Lock) -> None:
         assert message.group_id is not None
-        if self.holds.get((sub_queue, message.message_id)):
+        key = (sub_queue, message.group_id, message.sequence, message.body)
+        if key in self.first_claimed:
             return
+        self.first_claimed.add(key)
         order = self.first_deliveries[(sub_queue, message.group_id)]
         for sequence, body, claimed_hi in order:
             if sequence > message.sequence and claimed_hi < lock.claimed_lo:

@@ -17,7 +17,15 @@ from queue_core import MessageNotFound, QueueClient, ReceiptHandleStale, Receive
 
 from tests.conftest import FakeClock
 from tests.reliability.ledger import Ledger
-from tests.reliability.paths import ACCOUNT, PUSH_CLIENT, PUSH_QUEUE, PUSH_RUN_SECONDS, SQS_ENDPOINT, in_process_sqs
+from tests.reliability.paths import (
+    ACCOUNT,
+    PUSH_CLIENT,
+    PUSH_QUEUE,
+    PUSH_RUN_SECONDS,
+    SQS_ENDPOINT,
+    in_process_sqs,
+    sqs_received,
+)
 from tests.reliability.stress import PUSH, SHORT, StressRun
 from tests.reliability.truth import TableTruth
 from tests.throttle_hooks import ThrottleOne, request_body, throttle_error, throttled
@@ -223,6 +231,42 @@ def test_fifo_order_is_judged_by_claims_not_by_the_order_receives_returned(clien
     skipped.deliver("order.fifo/c", [first], 40_000, 41_000, 30)  # claimed after `second` certainly was
     assert [violation.split(":")[0] for violation in skipped.violations] == [
         "FIFO order broken in order.fifo/c group 'g'"
+    ]
+
+
+def test_a_fifo_message_received_again_over_the_other_path_is_no_first_claim(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """Found by the fleet run ("FIFO order broken ... first claimed after ..."): a claim through the library took
+    two messages of a group and gave them back; the next claim, over SQS, took them again. SQS shows another
+    `MessageId` than the library's own id, so the ledger took the first message's second claim for its first one,
+    made after the second message's first claim. Both claims were in order: no violation. A message first claimed
+    after a later one of its group, whatever the path, still is one."""
+    client.create_queue("again.fifo", visibility_timeout=30)
+    jobs = client.queue("again.fifo", "c")
+    jobs.send("first", group_id="g", dedup_id="d1")
+    jobs.send("second", group_id="g", dedup_id="d2")
+    taken = jobs.receive(max_messages=2)
+    assert [message.body for message in taken] == ["first", "second"]
+    clock.advance(31)
+    sqs = in_process_sqs(client, "c")
+    answer = sqs.receive_message(
+        QueueUrl=f"{SQS_ENDPOINT}/sqs/c/{ACCOUNT}/again.fifo", MaxNumberOfMessages=2, AttributeNames=["All"]
+    )
+    again = [sqs_received(raw, "c") for raw in answer["Messages"]]
+    assert [message.body for message in again] == ["first", "second"]
+    assert again[0].message_id != taken[0].message_id  # the same message under another id
+
+    ledger = Ledger()
+    ledger.deliver("again.fifo/c", taken, 0, 1_000, 30)
+    ledger.deliver("again.fifo/c", again, 31_000, 32_000, 30)
+    assert ledger.violations == []
+
+    skipped = Ledger()
+    skipped.deliver("again.fifo/c", taken[1:], 0, 1_000, 30)
+    skipped.deliver("again.fifo/c", again[:1], 31_000, 32_000, 30)  # over SQS, claimed after `second` was
+    assert [violation.split(":")[0] for violation in skipped.violations] == [
+        "FIFO order broken in again.fifo/c group 'g'"
     ]
 
 
