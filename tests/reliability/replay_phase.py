@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 from queue_core import QueueError, SubQueue
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector
-from tests.reliability.truth import TableTruth
+from tests.reliability.truth import FIFO_MESSAGES, STANDARD_MESSAGES, TableTruth
 
 ARCHIVED = "V"
 CLIENT = "a"
-# Runs of a replay (each one batch) before the phase gives up: far more than its batches and its faults need.
+# Runs of a replay before the phase gives up: far more than its faults need. A run goes on until its end or a fault
+# stops it (this many seconds of the run's clock, which moves with the calls, is more than any replay here needs).
 MAX_RUNS = 5_000
+RUN_SECONDS = 3600
 
 
 def replay_archives(
@@ -38,31 +40,29 @@ def replay_archives(
     problems: list[str] = []
     figures: Counter = Counter()
     started = time.monotonic()
+    archived = _archived_copies(truth)
+    ended = {}
     for queue in queues:
         sub_queue: SubQueue = sub_queues[(queue, CLIENT)]
-        archived = _archived_copies(truth, queue)
-        until = int(clock() * 1000)
-        replay_id = sub_queue.replay_start(until=until, rate=1000).replay_id
+        replay_id = sub_queue.replay_start(until=int(clock() * 1000), rate=1000).replay_id
         if faults is not None:
             faults.enabled = True
         try:
-            status, stops = _run_to_end(sub_queue, replay_id, clock)
+            ended[queue], stops = _run_to_end(sub_queue, replay_id, clock)
         finally:
             if faults is not None:
                 faults.enabled = False
-        figures["replayed"] += status.replayed
+        figures["replayed"] += ended[queue].replayed
         figures["replay stops"] += stops
-        origins = Counter(
-            json.loads(item["attrs"]["replayed_from"])["message_id"]
-            for item in truth.live_messages(queue, CLIENT)
-            if "replayed_from" in item.get("attrs", {})
-        )
+    replayed = _replayed_origins(truth)
+    for queue in queues:
+        copies, origins, status = archived[queue], replayed[queue], ended[queue]
         problems += [
-            f"{queue}/{CLIENT}: {message_id} archived {archived[message_id]} times, replayed {origins[message_id]}"
-            for message_id in set(archived) | set(origins)
-            if archived[message_id] != origins[message_id]
+            f"{queue}/{CLIENT}: {message_id} archived {copies[message_id]} times, replayed {origins[message_id]}"
+            for message_id in set(copies) | set(origins)
+            if copies[message_id] != origins[message_id]
         ]
-        if (status.state, status.replayed) != ("done", sum(archived.values())):
+        if (status.state, status.replayed) != ("done", sum(copies.values())):
             problems.append(
                 f"{queue}/{CLIENT}: the replay ended {status.state} with {status.replayed} replayed, "
                 f"{status.skipped} skipped, {status.failed} failed ({status.last_error})"
@@ -71,18 +71,35 @@ def replay_archives(
     return problems, figures
 
 
-def _archived_copies(truth: TableTruth, queue: str) -> Counter:
-    """Each archived copy's message id (a message acknowledged twice has two), the replay jobs left out."""
-    items = truth.by_sub_queue([ARCHIVED]).get((queue, CLIENT), [])
-    return Counter(str(item["message_id"]) for item in items if "acked_at" in item)
+def _archived_copies(truth: TableTruth) -> defaultdict[str, Counter]:
+    """Each archived copy's message id (a message acknowledged twice has two) by queue, the replay jobs left out:
+    one scan."""
+    copies: defaultdict[str, Counter] = defaultdict(Counter)
+    for (queue, client), items in truth.by_sub_queue([ARCHIVED]).items():
+        if client == CLIENT:
+            copies[queue].update(str(item["message_id"]) for item in items if "acked_at" in item)
+    return copies
+
+
+def _replayed_origins(truth: TableTruth) -> defaultdict[str, Counter]:
+    """The archived id each new message of a replay names, by queue: one scan."""
+    origins: defaultdict[str, Counter] = defaultdict(Counter)
+    for (queue, client), items in truth.by_sub_queue([STANDARD_MESSAGES, FIFO_MESSAGES]).items():
+        if client == CLIENT:
+            origins[queue].update(
+                json.loads(item["attrs"]["replayed_from"])["message_id"]
+                for item in items
+                if "replayed_from" in item.get("attrs", {})
+            )
+    return origins
 
 
 def _run_to_end(sub_queue: SubQueue, replay_id: str, clock: FakeClock) -> tuple[Any, int]:
-    """Runs the replay a batch at a time; each error stops that run, and a new one resumes it."""
+    """Runs the replay; each error stops that run, and a new one resumes it."""
     stops = 0
     for _ in range(MAX_RUNS):
         try:
-            status = sub_queue.replay_run(replay_id, seconds=0, sleep=clock.advance)
+            status = sub_queue.replay_run(replay_id, seconds=RUN_SECONDS, sleep=clock.advance)
         except QueueError:
             stops += 1
             continue
