@@ -9,7 +9,7 @@ from typing import Any
 
 from . import pricing
 from .meter import __doc__ as METER_NOTES
-from .scenarios import archive_cost, ceilings, first_answer, fleet, large_bodies, load_step, migration
+from .scenarios import archive_cost, ceilings, first_answer, fleet, large_bodies, load_step, migration, replay
 from .scenarios.sharding import AUTO_RATE
 
 Row = tuple[str, str, str, str]
@@ -588,6 +588,7 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         *_queue_wide(results),
         *(migration.section(results["migration"]) if "migration" in results else []),
         *(archive_cost.section(results["archive_cost"]) if "archive_cost" in results else []),
+        *(replay.section(results["replay"]) if "replay" in results else []),
         "## How units are counted\n",
         "\n\n".join(" ".join(part.split()) for part in (METER_NOTES or "").strip().split("\n\n")) + "\n",
         f"Prices: {pricing.SOURCE}.\n",

@@ -32,6 +32,7 @@ from .scenarios import (
     load_step,
     migration,
     push,
+    replay,
     sharding,
     throughput,
     transactions,
@@ -60,6 +61,7 @@ SCENARIOS: Final = {
         fleet,
         migration,
         archive_cost,
+        replay,
     )
 }
 

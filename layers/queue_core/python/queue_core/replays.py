@@ -39,7 +39,9 @@ Rate: at most `rate` new messages a second of the run (a batch waits its turn), 
 key about 4 units a message (1 KB): an automatic queue grows by itself when the replay and the live traffic pass
 `autoshard.GROW_AT` of a key's 1,000 units; a queue of a fixed count carries about 62 messages a second a shard at
 `autoshard.SIZE_FOR` (a quarter of a key's limit), so a replay at R beside live traffic L wants about (R + L) / 62
-shards. The job item takes one transactional update per batch (R / 10 a second), far from its key's limit.
+shards; the hard floor is R / 300 (`bench.scenarios.replay`: one shard took about 330 replayed messages a second at
+its key's limit, the send writing the key about 3 units in its transaction). The job item takes one transactional
+update per batch (R / 10 a second), far from its key's limit.
 """
 
 from __future__ import annotations
