@@ -8,7 +8,7 @@ process is used with the settings of a change only until the next change plus th
 from __future__ import annotations
 
 import pytest
-from queue_core import QueueClient, limits
+from queue_core import QueueClient, keys, limits
 
 from tests.conftest import TABLE, FakeClock
 
@@ -95,3 +95,35 @@ def test_a_group_keeps_one_place_and_one_sequence_through_many_changes(
     clock.advance(60)
     received += [m.body for m in _drain(client.queue(QUEUE, "c"))]
     assert received == sent
+
+
+def test_a_process_whose_settings_are_older_than_the_cache_time_does_not_start_the_group_again(
+    client: QueueClient, dynamodb, clock: FakeClock
+) -> None:
+    """Past what the scenarios above keep to: a process holds the settings of 1 -> 8 for minutes, through 8 -> 16
+    (a container thawed whose monotonic clock stood still while it was frozen, as the fleet run's do; a call that
+    stalled). Meanwhile the group, emptied at its first place, moved to its place by 16 with a process on the
+    newest settings, which sent X. The old process knows neither that place nor that count: its own place for the
+    group by 8 never held it. Its send Y still joins the group behind X, with a sequence of its own, not m1's."""
+    group = next(
+        name
+        for name in (f"g{number}" for number in range(100))
+        if len({keys.group_shard(name, 1), keys.group_shard(name, 8), keys.group_shard(name, 16)}) == 3
+    )
+    client.create_queue(QUEUE, max_receive_count=0)
+    first = _process(dynamodb, clock).queue(QUEUE, "c")
+    m1 = first.send("m1", group_id=group)
+    [got] = first.receive()
+    first.delete(got.receipt_handle)
+    assert client.reshard_automatically(QUEUE, 8) == 8
+    clock.advance(45)
+    old = _process(dynamodb, clock)
+    old.get_queue(QUEUE)  # placed by 8 (its place for the group holds nothing), the group's first place old
+    clock.advance(60)
+    assert client.reshard_automatically(QUEUE, 16) == 16
+    clock.advance(45)
+    x = _process(dynamodb, clock).queue(QUEUE, "c").send("X", group_id=group)
+    y = old.queue(QUEUE, "c").send("Y", group_id=group)
+    assert len({m1.message_id, x.message_id, y.message_id}) == 3, "one sequence: no id handed out twice"
+    assert int(m1.sequence) < int(x.sequence) < int(y.sequence)
+    assert [m.body for m in _drain(client.queue(QUEUE, "c"))] == ["X", "Y"], "one place: the group's order holds"

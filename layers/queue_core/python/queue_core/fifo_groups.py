@@ -44,16 +44,28 @@ class FifoGroups(EngineBase):
             group_item["sk"], self.settings.placement_shards(now)
         )
 
-    def _placement(self, group: str, now: int) -> Placement:
+    def _placement(self, group: str, now: int, settings_read: bool = False) -> Placement:
         """Where a send goes. Without a kept earlier layout: the group's shard, no read. With one: the old place
-        while the group is active there (one read of the old places), else the new place, moving the group's
-        sequence along and marking the old items moved (only if each is still empty and at the sequence read),
-        so no late send can revive them and no sequence is handed out twice."""
+        while the group is active there (one read of the old places and the new one), else the new place, moving
+        the group's sequence along and marking the old items moved (only if each is still empty and at the
+        sequence read), so no late send can revive them and no sequence is handed out twice.
+
+        A group that left every place these settings know of (an old place marked moved, none active, nothing of
+        it at the new place) went where only newer settings place it: these are behind a later change of
+        `shards` (a container thawed with old settings, a call that stalled). Placed by them, the send would
+        start the group again at a place of its own, its sequence from the start; the settings are read again
+        first (once)."""
         current = self._group_key(group, now=now)
         olds = self._old_group_keys(group, now)
         if not olds:
             return Placement(current, True)
-        found = [item for item in self.ctx.store.batch_get(olds) if not item.get("moved")]
+        read = self.ctx.store.batch_get([*olds, current])
+        at_current = [item for item in read if item["pk"] == current["pk"] and not item.get("moved")]
+        read = [item for item in read if item["pk"] != current["pk"]]
+        if not settings_read and not at_current and all(item.get("moved") for item in read) and read:
+            self.settings = self.ctx.registry.get(self.queue, fresh=True)
+            return self._placement(group, now, settings_read=True)
+        found = [item for item in read if not item.get("moved")]
         active = [item for item in found if "gsi1sk" in item]
         if active:
             return Placement({"pk": active[0]["pk"], "sk": group}, False, known_last_seq=int(active[0]["last_seq"]))
