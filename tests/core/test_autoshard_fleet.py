@@ -8,11 +8,12 @@ the scenarios quickly; every figure keeps its ratio to the limit."""
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from queue_core import QueueClient, Throttled, autoshard
+from queue_core import QueueClient, Throttled, autoshard, load_meter
 
 from tests.conftest import TABLE, FakeClock
 from tests.throttle_hooks import request_body
@@ -172,6 +173,23 @@ def test_a_throttled_fleet_grows_the_queue(client: QueueClient, dynamodb, clock:
     finally:
         dynamodb.meta.events.unregister("before-call.dynamodb", hook)
     assert client.sweep().shards[0]["shards"] >= 4
+
+
+def test_a_throttled_fleet_of_short_lived_senders_grows_the_queue_by_itself(
+    client: QueueClient, dynamodb, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forty processes near a key's limit, each replaced every two seconds, one send in five throttled: no process
+    meets more than a throttle or two, yet the fleet's throttle reports show throttles going on, and a throttled
+    sender that reads them grows the queue within seconds, with no sweep (which may be minutes away, or busy with
+    other queues). Each process deciding only on its own throttles, none ever did."""
+    monkeypatch.setattr(load_meter, "random", random.Random(34))  # where each new process's report credit starts
+    client.create_queue("busy")
+    hook = _throttle_every(dynamodb, 5)
+    try:
+        Fleet(dynamodb, clock, "busy", 40, lifetime=2).run(30, _per_second(0.96))
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", hook)
+    assert client.get_queue("busy").shards >= 4
 
 
 def test_throttles_without_growth_say_why(

@@ -12,24 +12,25 @@ less reports with the probability of its share of a quantum, and is then worth t
 estimates what every process carried together without bias, two processes or two thousand, each living for hours
 or seconds; a quiet queue writes nothing.
 
-Decisions are made where code already runs. The sweep reads every client's reports once per pass, and a process
-whose report carried throttles reads its own client's (once the throttles have gone on for `FLUSH_SECONDS`, while
-the reports of a load that just rose do not show its rate yet, then at most once every `FLUSH_SECONDS`): both decide
-at once. The load is the highest rate the reports show beyond their sampling error over the last 5, 10 or 20 seconds
-(so a step shows within seconds, and one thin sender's lucky report does not grow a queue). It says what each count
-would carry, whatever count the processes used while they measured it: a standard client's sends go round its
-shards, so its busiest key carries its total over the count; on a FIFO queue a group keeps to one shard at any
-count, so the groups a report names as carrying a large part of it are placed where the count would place them, the
-rest is spread evenly, and a shard's heaviest group is left out (more shards cannot split it). The count goes
-straight to the smallest power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one layout
-change, not a staircase). Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times,
-since senders that back off measure less than they want to send; throttles counted before every process sends by the
-current count (`counted_from`) are the previous count's and are left out. A queue throttled past
-`THROTTLES_PER_MINUTE` that does not grow says why (`Decision.held`), in a log line and in the sweep's report, for a
-metric: the measured load does not explain the throttles (a table-level quota; `"unexplained"`), one FIFO group
-carries its key alone (`"one_group"`), the last change is still reaching every process (`"settling"`), it changed
-less than `GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), or it keeps too
-many layouts to change now (`"layouts_full"`).
+Decisions are made where code already runs. The sweep reads every client's reports once per pass, and a process whose
+report carried throttles reads its own client's (at most once every `FLUSH_SECONDS`, and only while a change could be
+made): it decides once those reports, whichever processes made them, show throttles that have gone on for
+`FLUSH_SECONDS` (the reports of a load that just rose do not show its rate yet). A fleet's processes each meet a
+throttle or two in their life, so none would ever see that much of its own, and a sweep may be minutes away or busy with
+other queues. The load is the highest rate the reports show beyond their sampling error over the last 5, 10 or 20
+seconds (so a step shows within seconds, and one thin sender's lucky report does not grow a queue). It says what each
+count would carry, whatever count the processes used while they measured it: a standard client's sends go round its
+shards, so its busiest key carries its total over the count; on a FIFO queue a group keeps to one shard at any count, so
+the groups a report names as carrying a large part of it are placed where the count would place them, the rest is spread
+evenly, and a shard's heaviest group is left out (more shards cannot split it). The count goes straight to the smallest
+power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one layout change, not a staircase).
+Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times, since senders that back off
+measure less than they want to send; throttles counted before every process sends by the current count (`counted_from`)
+are the previous count's and are left out. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says why
+(`Decision.held`), in a log line and in the sweep's report, for a metric: the measured load does not explain the
+throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone (`"one_group"`), the last change
+is still reaching every process (`"settling"`), it changed less than `GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is
+at its `max_shards` (`"max_shards"`), or it keeps too many layouts to change now (`"layouts_full"`).
 
 A decision is written as a change by hand is (`Registry.reshard`: conditional on the settings' version and
 generation, its own write recognised after a lost answer), and keeps the same layout history, so nothing is
@@ -118,12 +119,28 @@ def note_traffic(
     try:
         key = space.load_key(sample.at, ctx.load.reporter, sample.number)
         ctx.store.write(reports_store.report_load(key, _item(sample), now // 1000 + 2 * QUIET_SECONDS))
-        if sample.throttles and ctx.load.may_decide(space, now, FLUSH_SECONDS * 1000, THROTTLE_SECONDS * 1000):
-            # The client's other processes' reports too: a receiver throttled on claims sends nothing itself.
-            reports = [_read(ctx, space, now - THROTTLE_SECONDS * 1000)]
-            decide(ctx, settings.name, reports=reports, grow_only=True)
+        if sample.throttles and _may_grow(settings, now) and ctx.load.may_decide(space, now, FLUSH_SECONDS * 1000):
+            # The client's other processes' reports too: a receiver throttled on claims sends nothing itself, and a
+            # fleet's throttles are spread over processes that each meet a few.
+            reports = _read(ctx, space, now - THROTTLE_SECONDS * 1000)
+            if throttled_since(reports, now) <= now - FLUSH_SECONDS * 1000:
+                decide(ctx, settings.name, reports=[reports], grow_only=True)
     except QueueError as error:  # e.g. a tenant confined to its sub-queue may not change settings
         logger.debug("load report or decision skipped: %s", error)
+
+
+def _may_grow(settings: QueueSettings, now: int) -> bool:
+    """Whether a decision now could grow the queue, as this process's settings say (a stale copy only costs a read
+    of the reports): not at its ceiling, past the cooldown, and its throttles counted by the current count."""
+    cooled = now - settings.shards_changed_at >= GROW_COOLDOWN_SECONDS * 1000
+    return settings.shards < settings.max_shards and cooled and now >= counted_from(settings)
+
+
+def throttled_since(reports: Reports, now: int) -> int:
+    """When the throttles the reports show began (ms; `now` when they show none): the first report that carried
+    throttles, whichever process made it. The reports of a load that just rose do not show its rate yet, so a
+    throttled process decides only once the throttles have gone on for `FLUSH_SECONDS`."""
+    return min((sample.at for sample in reports.samples if sample.throttles), default=now)
 
 
 def _item(sample: Sample) -> dict[str, Any]:

@@ -88,9 +88,8 @@ class LoadMeter:
         self._tallies: dict[Space, _Tally] = {}
         # Its own reports: clients in one process (threads, a worker pool) each count only their own load.
         self.reporter = f"{PROCESS}-{uuid.uuid4().hex[:6]}"
-        # When the throttles of a sub-queue began (or it last decided) and were last reported (see `may_decide`).
-        self._throttled_since: dict[Space, int] = {}
-        self._throttled_at: dict[Space, int] = {}
+        # When this process last read a sub-queue's reports to decide (see `may_decide`).
+        self._decided_at: dict[Space, int] = {}
         self._numbers = itertools.count()
 
     def record(
@@ -141,18 +140,15 @@ class LoadMeter:
             throttled = throttle_reports * throttle_quantum
             return Sample(now, worth, throttled, groups, unit_quantum, next(self._numbers))
 
-    def may_decide(self, space: Space, now: int, every_ms: int, gap_ms: int) -> bool:
-        """Called when a report of `space` carried throttles: whether this process may decide now. Only once the
-        throttles have gone on for `every_ms` (the reports of a load that just rose do not show its rate yet), then
-        at most once every `every_ms`; throttles after `gap_ms` without any begin anew."""
+    def may_decide(self, space: Space, now: int, every_ms: int) -> bool:
+        """Called when a report of `space` carried throttles: whether this process may read the sub-queue's reports
+        and decide now, at most once every `every_ms`. Whether the throttles have gone on long enough to decide is
+        for those reports to say, the whole fleet's: a process of a fleet meets a throttle or two in its life."""
         with self._lock:
-            last = self._throttled_at.get(space)
-            self._throttled_at[space] = now
-            if last is None or now - last > gap_ms:
-                self._throttled_since[space] = now
-            if now - self._throttled_since[space] < every_ms:
+            last = self._decided_at.get(space)
+            if last is not None and now - last < every_ms:
                 return False
-            self._throttled_since[space] = now
+            self._decided_at[space] = now
             return True
 
 
