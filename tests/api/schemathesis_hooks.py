@@ -33,6 +33,11 @@ RULES_NO_SCHEMA_CAN_SAY: Final = tuple(
         r"min_shards \(\d+\) must be at most max_shards",
         # The queue's retention (CreateQueueRequest, UpdateQueueRequest, SendMessageRequest).
         r"retention",
+        # A replay: of a queue that keeps an archive (archive_days), a time range or ids, a range in order
+        # (ReplayRequest; the 400 description).
+        r"keeps no archive",
+        r"give a time range \(since, until\) or message_ids, not both",
+        r"since must not be after until",
         # Handles and cursors of the right shape that the sub-queue did not give (ReceiptHandle, Cursor).
         r"receipt_handle is not valid for this queue",
         r"receipt_handle is malformed",

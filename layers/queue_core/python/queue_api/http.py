@@ -110,7 +110,8 @@ _ERROR_DESCRIPTIONS: Final = {
     "value the queue's own settings rule out, which no schema can say: a group_id or a group filter on a standard "
     "queue, a priority, a priority filter or order newest on a FIFO queue, a FIFO send without group_id, a delay "
     "past the queue's retention less 60 s, shard bounds for fixed shards, min_shards over max_shards, a receipt "
-    "handle or a cursor the sub-queue did not give",
+    "handle or a cursor the sub-queue did not give, a replay of a queue that keeps no archive, or given both a time "
+    "range and message_ids, or since after until",
     404: "QueueNotFound or MessageNotFound; NotFound: a path that no route takes (a name of characters outside its "
     "pattern may be one)",
     409: "QueueExists (other settings, or the queue changed meanwhile) or ReceiptHandleStale",

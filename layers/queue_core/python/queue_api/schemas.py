@@ -524,8 +524,9 @@ class ArchivedCopies(Answer):
 
 
 class ReplayRequest(Request):
-    """A replay of the sub-queue's archive back into it (`queue_core.replays`): a time range, or message ids,
-    either narrowed by attributes; the call runs it for up to `run_seconds` before it answers."""
+    """A replay of the sub-queue's archive back into it (`queue_core.replays`), of a queue that keeps an archive
+    (`archive_days`): a time range (since at most until), or message ids (not both), either narrowed by attributes;
+    the call runs it for up to `run_seconds` before it answers."""
 
     since: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or after (epoch ms)")] = None
     until: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or before (epoch ms); null or later: now")] = None
@@ -533,7 +534,9 @@ class ReplayRequest(Request):
         list[MessageId] | None,
         Field(min_length=1, max_length=limits.MAX_REPLAY_IDS, description="instead of a time range"),
     ] = None
-    attributes: dict[str, str] | None = Field(None, description="only messages with these attribute values")
+    attributes: dict[str, str] | None = Field(
+        None, max_length=limits.MAX_ATTRIBUTES, description="only messages with these attribute values"
+    )
     rate: Annotated[int | None, _int(1, limits.MAX_REPLAY_RATE, "new messages a second; null: 100")] = None
     run_seconds: Annotated[
         float, Field(ge=0, le=limits.MAX_REPLAY_RUN_SECONDS, description="run it this long before answering")

@@ -126,7 +126,7 @@ def selection(since: Any, until: Any, message_ids: Any, attributes: Any, now: in
         attributes = {}
     if not isinstance(attributes, dict) or len(attributes) > limits.MAX_ATTRIBUTES:
         raise ValidationError(f"attributes must be an object of at most {limits.MAX_ATTRIBUTES} string values")
-    if not all(isinstance(name, str) and name and isinstance(value, str) for name, value in attributes.items()):
+    if not all(isinstance(name, str) and isinstance(value, str) for name, value in attributes.items()):
         raise ValidationError("attributes must map attribute names to the string values to match")
     until = now if message_ids is None and (until is None or until > now) else until
     return Selection(since, until, message_ids, dict(attributes))

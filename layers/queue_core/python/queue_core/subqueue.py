@@ -473,10 +473,11 @@ class SubQueue:
         (epoch ms, either open; an open or later `until` is now), or the latest archived copy of each of
         `message_ids`, only those whose `attributes` include the given ones; at most `rate` a second. Records the
         job and sends nothing: `replay_run` sends. `ValidationError` when the queue keeps no archive."""
+        space = self.engine().space  # an unknown queue is a 404 before any refusal of the request
         now = self._now()
         chosen = replays.selection(since, until, message_ids, attributes, now)
         rate = replays.checked_rate(rate)
-        return replays.start(self._ctx, self.engine().space, self.settings, chosen, rate, now)
+        return replays.start(self._ctx, space, self.settings, chosen, rate, now)
 
     def replay_run(
         self, replay_id: str, seconds: float = 10.0, sleep: Callable[[float], None] = time.sleep
