@@ -30,6 +30,10 @@ class Opened:
     path: Path
     _timer: threading.Timer | None = field(default=None, repr=False)
 
+    def show(self) -> None:
+        """Hands the page to the default browser (which may take until the browser process ends)."""
+        webbrowser.open(self.path.as_uri())
+
     def remove(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -53,12 +57,13 @@ def private_page(url: str) -> Path:
 
 
 def open_privately(url: str, keep_seconds: float = KEEP_SECONDS) -> Opened:
-    """Opens `url` in the default browser through a private page; the page goes after `keep_seconds`."""
+    """The private page that leads to `url`, gone after `keep_seconds`; `show()` hands it to the browser. Two
+    steps, so that the caller holds the page before the browser starts: a Ctrl-C while the browser starts (Python's
+    `webbrowser` may wait for the browser's process) still finds it and removes it, secret and all."""
     path = private_page(url)
     opened = Opened(path)
     timer = threading.Timer(keep_seconds, opened.remove)
     timer.daemon = True
     opened._timer = timer
     timer.start()
-    webbrowser.open(path.as_uri())
     return opened

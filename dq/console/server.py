@@ -263,9 +263,10 @@ def serve(
     if metrics is not None:
         sys.stdout.write(f"Charts read CloudWatch: {metrics.namespace} in {metrics.region}\n")
     sys.stdout.flush()
-    opened = None
+    opened = launch.open_privately(console.url) if open_browser else None
     try:
-        opened = launch.open_privately(console.url) if open_browser else None
+        if opened is not None:
+            opened.show()
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

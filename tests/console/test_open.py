@@ -21,6 +21,7 @@ page=$(printf '%s' "$1" | sed 's|^file://||')
   printf 'modes %s %s\\n' "$(stat -c %a "$page")" "$(stat -c %a "$(dirname "$page")")"
   cat "$page"
 } > "$RECORD.part" && mv "$RECORD.part" "$RECORD"
+sleep 2  # a browser runs on after reading the page, and `webbrowser` waits for it: a Ctrl-C comes meanwhile
 """
 
 
