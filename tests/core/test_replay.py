@@ -73,7 +73,8 @@ def _origins(messages: list[Any]) -> list[str]:
     return [json.loads(message.attributes["replayed_from"])["message_id"] for message in messages]
 
 
-def test_a_time_range_is_replayed_as_new_messages_carrying_replayed_from(queue: SubQueue, clock: FakeClock) -> None:
+def test_a_time_range_is_replayed_as_new_messages_carrying_replayed_from(standard: SubQueue, clock: FakeClock) -> None:
+    queue = standard
     acked = _acknowledge(queue, clock, 11)
     started = queue.replay_start()
     assert (started.state, started.replayed, started.until) == ("running", 0, queue._now())
