@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+from typing import Any
 
 import pytest
 from queue_core import Consumer, MessageTooLarge, QueueClient, ValidationError, reasons
@@ -139,3 +140,54 @@ def test_library_consumer_records_the_handlers_exception(client: QueueClient) ->
     attempts = queue.get(message_id).attempts
     assert attempts[0]["reason"] == "KeyError: 'customer_id'"
     assert "Traceback" in attempts[0]["detail"] and "handler" in attempts[0]["detail"]
+
+
+def _end_attempt(queue, handle: str, how: str, reason: str) -> None:
+    """Releases the handle's message with `reason`, or notes it (as a push delivery that timed out does)."""
+    if how == "release":
+        queue.release(handle, 0, reason=reason)
+    else:
+        queue.note_attempt(handle, reasons.TIMED_OUT, reason)
+
+
+@pytest.mark.parametrize("earlier", ["release", "note"])
+@pytest.mark.parametrize("late", ["release", "note"])
+def test_a_late_holders_reason_written_while_a_receive_moves_the_message_to_the_dlq_goes_with_it(
+    queue, client: QueueClient, clock, late: str, earlier: str
+) -> None:
+    """The claim of the last allowed attempt runs out; the next receive reads the message (past its limit) to move
+    it to the DLQ, and just before its move the late holder releases it with a reason (or notes why its attempt
+    ended, as a push delivery that timed out does), which DynamoDB applies, since nobody took the message, and
+    answers with success. The DLQ copy must carry that reason: a move of a message changed since it was read is
+    made again from the message as it is (the stress run's "the reason of attempt 3's release was lost", FIFO)."""
+    _send(queue)
+    for number in (1, 2):
+        (got,) = queue.receive()
+        _end_attempt(queue, got.receipt_handle, earlier, f"error {number}")
+        clock.advance(31)  # a noted attempt's claim runs out by itself
+    (last,) = queue.receive()
+    clock.advance(31)
+    answered = []
+
+    def late_holder_first(**_: Any) -> None:
+        if not answered:
+            answered.append("writing")
+            _end_attempt(queue, last.receipt_handle, late, "error 3")
+            answered.append("ok")
+
+    events = client.dynamodb.meta.events
+    events.register("before-call.dynamodb.TransactWriteItems", late_holder_first, unique_id="late-holder")
+    try:
+        assert queue.receive() == []
+    finally:
+        events.unregister("before-call.dynamodb.TransactWriteItems", unique_id="late-holder")
+    assert answered == ["writing", "ok"], "the late holder's write was not made before the move, or failed"
+    (dead,) = queue.dlq_list()
+    outcome = {"release": reasons.RELEASED, "note": reasons.TIMED_OUT}
+    assert [(a["attempt"], a["outcome"], a["reason"]) for a in dead.attempts] == [
+        (1, outcome[earlier], "error 1"),
+        (2, outcome[earlier], "error 2"),
+        (3, outcome[late], "error 3"),
+    ]
+    assert dead.moved_reason == "max receives 3 reached (last: error 3)"
+    assert queue.stats().to_dict().get("stuck", 0) == 0

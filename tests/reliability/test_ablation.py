@@ -37,7 +37,10 @@ def test_composed_conditions_are_known_in_each_form() -> None:
 
     assert "tok = :tok AND NOT contains(acked, :seq) AND NOT contains(gone, :goneseq)" in found["groups.ack"]
     assert any(condition.endswith("AND dlq_tok = :tok") for condition in found["messages.hold_dead_letter"])
-    assert "receive_count = :rc" in found["messages.leave_for_dlq"]
+    assert (
+        "receive_count = :rc AND released_by = :rel AND noted = :noted AND visible_at <= :now"
+        in found["messages.leave_for_dlq"]
+    )
 
 
 def test_a_removed_clause_leaves_the_rest_of_its_condition_and_only_the_values_that_rest_uses() -> None:

@@ -11,11 +11,11 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-from . import ready, reasons
+from . import ready
 from .errors import MessageBodyMissing, MessageNotFound, QueueError, Throttled, ValidationError
 from .fifo_groups import FifoGroups, unlocked_by
 from .keys import MessageRef
-from .messages import expires_s, is_expired, moved_item
+from .messages import MOVE_TRIES, dead_letter, is_expired, leaving_for_dlq, read_again
 from .receipts import new_token
 from .store import ConditionFailed, Item, TransactionCancelled
 from .store import groups as group_writes
@@ -123,32 +123,30 @@ class FifoHeads(FifoGroups):
         ready.announce(self.ctx, self.space, [(0, retry_at)])
 
     def _to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
-        """Atomically out of the group and into the DLQ; the group then moves on to its next message."""
+        """Atomically out of the group and into the DLQ; the group then moves on to its next message. The copy is
+        made from `item` as read; when the holder of its last attempt, whose claim ran out, released it or noted
+        why meanwhile (its reason in the message now, and answered with success), the move is made again from the
+        message as it is (`read_again`), so the copy carries that reason."""
         ref = MessageRef(shard=0, sequence=item["sk"], group=group_key["sk"])
-        attempts = reasons.carried(item)
-        dlq = moved_item(
-            item,
-            ref.dlq_key(self.space),
-            now,
-            receive_count=item["receive_count"],
-            first_received_at=item.get("first_received_at"),
-            moved_at=now,
-            dlq_id=new_token(),
-            expires_at=max(int(item["expires_at"]), expires_s(now, self.settings.retention_seconds)),
-            **attempts,
-        )
-        dlq[reasons.MOVED] = reasons.moved_reason(attempts, self.settings.max_receive_count)
-        try:
-            self.ctx.store.transact_writes(
-                [
-                    writes.leave_for_dlq({"pk": item["pk"], "sk": item["sk"]}, int(item["receive_count"])),
-                    writes.store_new(dlq),
-                    group_writes.dead_lettered(group_key, token),
-                ]
+        key = {"pk": item["pk"], "sk": item["sk"]}
+        receive_count = int(item["receive_count"])
+        current: Item | None = item
+        settings = self.settings
+        for _ in range(MOVE_TRIES):
+            if current is None or int(current["receive_count"]) != receive_count:
+                return False
+            dlq = dead_letter(
+                current, ref.dlq_key(self.space), now, settings.retention_seconds, settings.max_receive_count
             )
-        except TransactionCancelled:
-            return False
-        return True
+            try:
+                self.ctx.store.transact_writes(
+                    [leaving_for_dlq(key, current), writes.store_new(dlq), group_writes.dead_lettered(group_key, token)]
+                )
+            except TransactionCancelled as cancelled:
+                current = read_again(cancelled)
+                continue
+            return True
+        return False
 
     def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
         item = self.ctx.store.get(ref.live_key(self.space))

@@ -9,8 +9,10 @@ from . import limits, reasons
 from .bodies import COMPRESSED, FORMS, OFFLOADED, Bodies, item_size
 from .keys import MessageRef, message_index_sk, object_prefix_of
 from .models import Message, ReceivedMessage, SendResult
+from .receipts import new_token
 from .sqs_ids import SQS_ID_ATTRIBUTE, sqs_id_of
-from .store import Item
+from .store import Item, TransactionCancelled, Write
+from .store import messages as writes
 
 VISIBLE, IN_FLIGHT, DELAYED, DLQ = "visible", "in_flight", "delayed", "dlq"
 
@@ -91,6 +93,54 @@ def moved_item(item: Item, key: dict[str, str], now_ms: int, **extra: Any) -> It
     """A copy of a message under another key (DLQ or back), keeping its body, attributes, group and sent time."""
     names = (*FORMS, "attrs", "attr_types", "group_id", "dedup_id", "sent_at", "priority", SQS_ID_ATTRIBUTE)
     return {**key, **{k: item[k] for k in names if k in item}, **extra}
+
+
+def dead_letter(
+    item: Item,
+    key: dict[str, str],
+    now_ms: int,
+    retention_seconds: int,
+    max_receive_count: int,
+    ended: dict[str, Any] | None = None,
+    why: str | None = None,
+) -> Item:
+    """The DLQ copy of the live message `item` moved at `now_ms` under `key`: its attempts so far (`ended`: the
+    last one's end, when the mover knows it) and why it moved (`reasons`), kept at least a retention from now."""
+    attempts = reasons.carried(item, ended)
+    copy = moved_item(
+        item,
+        key,
+        now_ms,
+        receive_count=int(item["receive_count"]),
+        first_received_at=item.get("first_received_at"),
+        moved_at=now_ms,
+        dlq_id=new_token(),
+        expires_at=max(int(item["expires_at"]), expires_s(now_ms, retention_seconds)),
+        **attempts,
+    )
+    copy[reasons.MOVED] = reasons.moved_reason(attempts, max_receive_count, why)
+    return copy
+
+
+# How often a move to the DLQ is made again from the message as it is, after the last holder's write changed it.
+MOVE_TRIES = 3
+
+
+def leaving_for_dlq(key: dict[str, str], item: Item, visible_before: int | None = None) -> Write:
+    """The removal of `item` (as read) for its move to the DLQ, fenced on what the copy is made of: its receive
+    count and its last holder's release and note as read (`store.messages.leave_for_dlq`)."""
+    released_by, noted = str(item.get("released_by", "")), str(item.get("noted", ""))
+    return writes.leave_for_dlq(key, int(item["receive_count"]), visible_before, released_by, noted)
+
+
+def read_again(cancelled: TransactionCancelled) -> Item | None:
+    """The message as a cancelled move to the DLQ found it, when only its removal's condition failed (the
+    transaction's first action): the move is then made again from it, so that the copy carries the reason a late
+    holder's release or note wrote meanwhile. None when any other part failed (the move is not for this claim)."""
+    (code, item), *others = cancelled.reasons
+    if code != "ConditionalCheckFailed" or any(other not in ("None", "") for other, _ in others):
+        return None
+    return item
 
 
 def sent(ref: MessageRef, item: Item) -> SendResult:

@@ -15,7 +15,7 @@ import random
 from . import keys, limits, partial, reasons
 from .errors import MessageBodyMissing, MessageNotFound, MessageTooLarge, QueueError, Throttled, ValidationError
 from .keys import MessageRef
-from .messages import expires_s, is_expired, moved_item, received
+from .messages import MOVE_TRIES, dead_letter, is_expired, leaving_for_dlq, read_again, received
 from .models import ReceivedMessage
 from .receipts import Receipt, new_token
 from .shards import visit
@@ -240,31 +240,35 @@ class StandardClaims(StandardSpace):
         """Atomically: the message leaves the queue and enters the DLQ, or neither happens. Reads the message
         only when the caller does not have it (the index holds no body). A `held` message is the caller's own
         claim (`receive_count` is the claim's), moved while it is in flight, its attempt ended by `why`. The copy
-        carries the message's attempts and why it moved (`reasons`)."""
+        carries the message's attempts and why it moved (`reasons`): when the holder of its last attempt, whose
+        claim ran out, released it or noted why since it was read, the move is made again from the message as it
+        is (`read_again`), so the copy carries that reason."""
         ref = MessageRef.of_live(key)
-        old = old or self.ctx.store.get(key)
-        if old is None or int(old["receive_count"]) != receive_count or (int(old["visible_at"]) > now and not held):
-            return False
-        ended = reasons.entry(receive_count, reasons.FAILED, why, now) if held and why else None
-        attempts = reasons.carried(old, ended)
-        dlq = moved_item(
-            old,
-            ref.dlq_key(self.space),
-            now,
-            receive_count=receive_count,
-            first_received_at=old.get("first_received_at"),
-            moved_at=now,
-            dlq_id=new_token(),
-            expires_at=max(int(old["expires_at"]), expires_s(now, self.settings.retention_seconds)),
-            **attempts,
-        )
-        dlq[reasons.MOVED] = reasons.moved_reason(attempts, self.settings.max_receive_count, why)
-        try:
-            leave = writes.leave_for_dlq(key, receive_count, None if held else now)
-            self.ctx.store.transact_writes([leave, writes.store_new(dlq)])
-        except TransactionCancelled:
-            return False
-        return True
+        current = old or self.ctx.store.get(key)
+        settings = self.settings
+        for _ in range(MOVE_TRIES):
+            if current is None or int(current["receive_count"]) != receive_count:
+                return False
+            if int(current["visible_at"]) > now and not held:
+                return False
+            ended = reasons.entry(receive_count, reasons.FAILED, why, now) if held and why else None
+            dlq = dead_letter(
+                current,
+                ref.dlq_key(self.space),
+                now,
+                settings.retention_seconds,
+                settings.max_receive_count,
+                ended,
+                why,
+            )
+            try:
+                leave = leaving_for_dlq(key, current, None if held else now)
+                self.ctx.store.transact_writes([leave, writes.store_new(dlq)])
+            except TransactionCancelled as cancelled:
+                current = read_again(cancelled)  # a late holder's release or note since the read: moved as it is
+                continue
+            return True
+        return False
 
     def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
         key = ref.live_key(self.space)

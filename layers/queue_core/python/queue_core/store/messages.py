@@ -182,11 +182,27 @@ def delete_expired(key: Key, now: int) -> Write:
     return delete(key, condition="expires_at <= :nows", values={":nows": now // 1000})
 
 
-def leave_for_dlq(key: Key, receive_count: int, visible_before: int | None = None) -> Write:
+def leave_for_dlq(
+    key: Key, receive_count: int, visible_before: int | None = None, released_by: str = "", noted: str = ""
+) -> Write:
     """The message leaves the queue for the DLQ (in the same transaction as `put_new` of its DLQ item), only if
-    nobody received it since it was read (and, for a standard message, it is not held)."""
+    nobody received it since it was read (and, for a standard message, it is not held), and its last holder, whose
+    claim ran out, neither released it nor noted why its attempt ended since (`released_by` and `noted` as read,
+    "" when absent): such a write is applied and answered with success while nobody else holds the message, and
+    the DLQ item, made from the read, would not carry its reason. The mover reads the message again and moves it
+    as it is."""
     values: dict[str, Any] = {":rc": receive_count}
     condition = "receive_count = :rc"
+    if released_by:
+        condition += " AND released_by = :rel"
+        values[":rel"] = released_by
+    else:
+        condition += " AND attribute_not_exists(released_by)"
+    if noted:
+        condition += " AND noted = :noted"
+        values[":noted"] = noted
+    else:
+        condition += " AND attribute_not_exists(noted)"
     if visible_before is not None:
         condition += " AND visible_at <= :now"
         values[":now"] = visible_before
