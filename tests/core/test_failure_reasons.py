@@ -191,3 +191,21 @@ def test_a_late_holders_reason_written_while_a_receive_moves_the_message_to_the_
     ]
     assert dead.moved_reason == "max receives 3 reached (last: error 3)"
     assert queue.stats().to_dict().get("stuck", 0) == 0
+
+
+def test_a_release_of_a_parked_fifo_message_keeps_its_reason(client: QueueClient) -> None:
+    """One of two FIFO messages held by one claim is given back by a visibility of 0 (parked: acked in its group,
+    still its claim's), then released with a reason. The release answers with success, so its reason is kept,
+    though it gives nothing back again (the park did, and the handle still deletes the message); it was dropped
+    before, the attempt reading "visibility expired"."""
+    client.create_queue("parks.fifo", fifo=True, visibility_timeout=30, max_receive_count=3)
+    queue = client.queue("parks.fifo", "a")
+    first_id = queue.send("m1", group_id="g").message_id
+    queue.send("m2", group_id="g")
+    first, second = queue.receive(max_messages=2)
+    queue.change_visibility(first.receipt_handle, 0)
+    queue.release(first.receipt_handle, 0, reason="after the park")
+    queue.delete(second.receipt_handle)
+    (again,) = queue.receive(max_messages=2)
+    assert (again.body, again.receive_count) == ("m1", 2)
+    assert [(a["attempt"], a["reason"]) for a in queue.get(first_id).attempts] == [(1, "after the park")]

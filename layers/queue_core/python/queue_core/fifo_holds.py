@@ -98,14 +98,16 @@ class FifoHolds(FifoGroups):
         slot = reasons_write(receipt, why)
         if receipt.held > 1:
             try:
-                self._settle_one_of_several(
+                parked = self._settle_one_of_several(
                     receipt, ref, writes.give_back(key, receipt.token, release_id, slot), available_at
                 )
             except MessageTooLarge:
                 if slot is None:
                     raise
                 give_back = writes.give_back(key, receipt.token, release_id, dropped(slot))
-                self._settle_one_of_several(receipt, ref, give_back, available_at)
+                parked = self._settle_one_of_several(receipt, ref, give_back, available_at)
+            if parked and slot is not None:
+                self._note_parked(key, receipt.token, slot)
             return available_at
         self._give_back(
             lambda why_slot: writes.give_back(key, receipt.token, release_id, why_slot), slot, release_id, receipt.token
@@ -129,13 +131,26 @@ class FifoHolds(FifoGroups):
         self._give_back(lambda _: write, None, release_id, receipt.token)
         self._ack(receipt, ref, now, removed=0)
 
-    def _settle_one_of_several(self, receipt: Receipt, ref: MessageRef, message: Write, available_at: int) -> None:
+    def _note_parked(self, key: dict[str, str], token: str, why: writes.Why) -> None:
+        """A release of a message its holder parked gives nothing back again (the park did; its handle still
+        deletes it until another receive takes it): it records the attempt's reason alone, as a note does, so a
+        release answered with success always keeps its reason."""
+        try:
+            write_once(self.ctx, lambda slot: writes.note(key, token, slot or why), why, token)
+        except ConditionFailed as failed:
+            if failed.item is None:
+                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+
+    def _settle_one_of_several(self, receipt: Receipt, ref: MessageRef, message: Write, available_at: int) -> bool:
         """One of several messages held by one claim is done without leaving the group (given back, returned
         unseen, parked): the message's write and the group's ack in one transaction, so a throttle or a crash
         between them never leaves the group waiting for an ack that was not written; then the last one done unlocks
         the group (one read). The group waits for the latest time any of them was given back for (`retry_at`).
-        A repeat finds the ack done: nothing more to do; a handle whose claim no longer holds the group is spent."""
+        A repeat finds the ack done: nothing more to do; a handle whose claim no longer holds the group is spent.
+        True when the message was parked by its holder before (acked then, still held): nothing was written."""
         key = self._group_key(ref.group or "", receipt.group_shard)
+        parked = False
         for retry_at in (available_at, None):
             try:
                 self.ctx.store.transact_writes(
@@ -152,14 +167,18 @@ class FifoHolds(FifoGroups):
                     raise ReceiptHandleStale("the message was received again since this receipt handle") from None
                 if not holds_group(group, receipt.token):
                     if unlocked_by(group, receipt.token) and message.update == writes.PARK:
-                        return  # parked before, and every message of the claim settled since: nothing left to do
+                        return False  # parked before, and every message of the claim settled since: nothing left
                     raise ReceiptHandleStale("the group was received again since this receipt handle") from None
                 assert group is not None
                 if ref.sequence in group.get("acked", set()):
-                    break  # done before (a repeat of this very call)
+                    # Acked while the message is still held: a repeat of this very park, or parked before (a
+                    # give-back ends the claim's hold of the message).
+                    parked = message.update != writes.PARK
+                    break
         group = self.ctx.store.get(key)
         if group is not None and holds_group(group, receipt.token) and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
+        return parked
 
     def _give_back(
         self, build: Callable[[writes.Why | None], Write], why: writes.Why | None, release_id: str, token: str
