@@ -26,6 +26,11 @@ MAX_FIGURES: Final = 100
 # Parallel calls to the target for one console request; the API answers each on its own.
 FAN_OUT: Final = 8
 MAX_LIMIT: Final = 100
+# The latest time the archive's bounds take (epoch ms), as the API's.
+MAX_EPOCH_MS: Final = 10**13 - 1
+# The longest run of a replay one console request makes: the page asks again while the replay runs, so a request
+# never holds the console's thread (or the browser's wait) for the API's longest run.
+REPLAY_RUN_SECONDS: Final = 5
 
 
 class ConsoleError(Exception):
@@ -161,7 +166,50 @@ def dlq_list(target: Target, params: Mapping[str, str], query: Mapping[str, list
 
 
 def redrive(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
-    return target.redrive(params["q"], params["c"], body.get("max_messages"), body.get("message_ids"))
+    """All, the oldest, by id, or (`reason`) the dead letters whose last reason contains the text, as `dq`."""
+    reason = body.get("reason")
+    return target.redrive(params["q"], params["c"], body.get("max_messages"), body.get("message_ids"), reason)
+
+
+def dlq_reasons(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.dlq_reasons(params["q"], params["c"])
+
+
+def archive_list(target: Target, params: Mapping[str, str], query: Mapping[str, list[str]], _b: Json) -> Json:
+    """A page of the sub-queue's archive by time range (epoch ms), newest first unless `order=oldest`; the API
+    checks the order and the cursor (its 400s pass on)."""
+    given: dict[str, Any] = {name: (query.get(name) or [None])[0] or None for name in ("order", "cursor")}
+    for bound in ("since", "until"):
+        if query.get(bound, [""])[0]:
+            given[bound] = _int(query, bound, 0, 0, MAX_EPOCH_MS)
+    given["limit"] = _int(query, "limit", 10, 1, MAX_LIMIT)
+    return target.archive_list(params["q"], params["c"], given)
+
+
+def archive_get(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], _b: Json) -> Json:
+    return target.archive_get(params["q"], params["c"], params["id"])
+
+
+def replay_start(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    """A new replay (the API's `ReplayRequest`, checked by the API), run for its `run_seconds` before it answers;
+    the page then runs it on a call at a time, as `dq archive replay` does."""
+    return target.replay_start(params["q"], params["c"], body)
+
+
+def replay_list(target: Target, params: Mapping[str, str], query: Mapping[str, list[str]], _b: Json) -> Json:
+    replay_id = (query.get("replay_id") or [None])[0] or None
+    return target.replay_list(params["q"], params["c"], replay_id, _int(query, "limit", 10, 1, MAX_LIMIT))
+
+
+def replay_run(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    seconds = body.get("seconds", REPLAY_RUN_SECONDS)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= REPLAY_RUN_SECONDS:
+        raise ConsoleError(f"seconds must be a number from 0 to {REPLAY_RUN_SECONDS}")
+    return target.replay_run(params["q"], params["c"], str(body.get("replay_id", "")), seconds)
+
+
+def replay_cancel(target: Target, params: Mapping[str, str], _q: Mapping[str, list[str]], body: Json) -> Json:
+    return target.replay_cancel(params["q"], params["c"], str(body.get("replay_id", "")))
 
 
 _NAME: Final = r"[^/]+"
@@ -189,6 +237,13 @@ ROUTES: Final = tuple(
         ("POST", f"{_SUB}/release", release),
         ("GET", f"{_SUB}/dlq", dlq_list),
         ("POST", f"{_SUB}/dlq/redrive", redrive),
+        ("GET", f"{_SUB}/dlq/reasons", dlq_reasons),
+        ("GET", f"{_SUB}/archive", archive_list),
+        ("GET", rf"{_SUB}/archive/(?P<id>{_NAME})", archive_get),
+        ("GET", f"{_SUB}/replays", replay_list),
+        ("POST", f"{_SUB}/replays", replay_start),
+        ("POST", f"{_SUB}/replays/run", replay_run),
+        ("POST", f"{_SUB}/replays/cancel", replay_cancel),
     )
 )
 

@@ -39,7 +39,7 @@ _REFUSALS: Final = frozenset({400, 403, 405, 411, 413, 415, 421})
 # The page and its style; its script is ES modules that console.js imports (one file per part of the page).
 ASSETS: Final = (
     *("index.html", "console.css", "console.js"),
-    *("core.js", "pieces.js", "charts.js", "queues.js", "messages.js"),
+    *("core.js", "pieces.js", "charts.js", "queues.js", "messages.js", "archive.js"),
 )
 API: Final = "/api/"
 CSP: Final = (

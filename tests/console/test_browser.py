@@ -325,6 +325,86 @@ def test_an_operator_takes_a_queue_through_its_life(
     assert not any(serious.values()), serious
 
 
+FAILURE = "KeyError: 'customer_id' </script><script>window.__injected = 1</script>"
+TRACEBACK = 'Traceback (most recent call last):\n  File "<img src=x onerror=window.__injected=1>", line 1'
+
+
+def test_an_operator_reads_why_messages_failed_and_replays_the_archive(
+    signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
+) -> None:
+    """Failure reasons on the DLQ (each dead letter's last, grouped with counts, redriven by reason) and on the
+    message (its attempts); the archive listed and replayed by id to its end, a replay cancelled; a queue with no
+    archive says so. Hostile reasons stay text."""
+    browser, queue, client = signed_in, "undo", "tenant-r"
+    report: dict[str, list[dict[str, Any]]] = {}
+    api.create_queue(queue, {"archive_days": 1, "max_receive_count": 1})
+    for n in range(4):
+        api.send(queue, client, {"body": f"order {n}"})
+    taken = api.receive(queue, client, {"max_messages": 10, "visibility_timeout": 60})["messages"]
+    assert len(taken) == 4
+    failed, acked = taken[:2], taken[2:]
+    for message in failed:
+        api.release(queue, client, message["receipt_handle"], 0, f"{FAILURE}\n{TRACEBACK}")
+    api.delete(queue, client, [message["receipt_handle"] for message in acked])
+    # Past their one receive: the next receive moves them to the DLQ, the release's reason with them.
+    assert api.receive(queue, client, {"max_messages": 10})["messages"] == []
+    dead = failed[0]["message_id"]
+
+    visit(browser, console, f"#/q/{queue}/c/{client}/dlq", "dlq")
+    wait_text(browser, f'#dlq tr[data-message="{dead}"]', FAILURE)
+    wait_text(browser, '#reasons tr[data-reason="0"]', f"2 \N{MULTIPLICATION SIGN} {FAILURE}")
+    accessibility(browser, "dlq-reasons", report)
+    screenshot(browser, "dlq-reasons")
+
+    visit(browser, console, f"#/q/{queue}/c/{client}/m/{dead}", "message")
+    attempt = text_of(browser, '#attempts tr[data-attempt="1"]')
+    assert attempt.startswith(f"1 released {FAILURE}") and TRACEBACK in attempt, attempt
+    assert "max receives 1 reached" in text_of(browser, "dl.detail")
+    accessibility(browser, "message-attempts", report)
+    screenshot(browser, "message-attempts")
+
+    visit(browser, console, f"#/q/{queue}/c/{client}/dlq", "dlq")
+    confirm(browser, '#reasons tr[data-reason="0"] [data-action=redrive-reason]')
+    wait_text(browser, "#redrive-result", f"Redrove 2 message(s) (last reason: {FAILURE})")
+    wait_text(browser, "#dlq", "The DLQ is empty.")
+    assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
+
+    # The archive: the two acknowledged, newest first; one replayed by id, run by the page to its end; a replay
+    # left running (started elsewhere) shown with its counts, and cancelled after a confirmation.
+    running = api.replay_start(queue, client, {"rate": 1, "run_seconds": 0})["replay_id"]
+    visit(browser, console, f"#/q/{queue}/c/{client}/archive", "archive")
+    archived = [
+        row.get_attribute("data-message") for row in browser.find_elements(By.CSS_SELECTOR, "#archive tr[data-message]")
+    ]
+    assert sorted(archived) == sorted(message["message_id"] for message in acked)
+    assert "the end of the range" in text_of(browser, "#archive-page")
+    click(browser, f'#archive tr[data-message="{archived[0]}"] input[type=checkbox]')
+    confirm(browser, "#replay-selected")
+    wait_text(browser, "#replays-table tr[data-state=done]", "done, 1 replayed, 0 skipped, 0 failed of 1 ids")
+    replayed = api.replay_list(queue, client, None, 2)["replays"][0]
+    assert (replayed["state"], replayed["replayed"], replayed["message_ids"]) == ("done", 1, archived[:1])
+    assert stats(api, queue, client)["visible"] == 3
+    click(browser, f'#archive tr[data-message="{archived[1]}"] button')
+    wait_text(browser, "#archived", "order ")
+    accessibility(browser, "archive", report)
+    screenshot(browser, "archive")
+
+    wait_text(browser, f'#replays-table tr[data-replay="{running}"]', "running, 0 replayed")
+    confirm(browser, f'#replays-table tr[data-replay="{running}"] [data-action=cancel]')
+    wait_text(browser, "#notice", f"Cancelled replay {running}: cancelled, 0 replayed")
+    assert api.replay_list(queue, client, running, 1)["replays"][0]["state"] == "cancelled"
+
+    api.create_queue("kept-none", {})
+    visit(browser, console, f"#/q/kept-none/c/{client}/archive", "archive")
+    assert "kept-none keeps no archive" in text_of(browser, "#no-archive")
+
+    assert browser.execute_script("return window.__injected") is None
+    serious = {view: [v for v in found if v["impact"] in SERIOUS] for view, found in report.items()}
+    assert not any(serious.values()), serious
+    api.delete_queue(queue)
+    api.delete_queue("kept-none")
+
+
 HOSTILE = (
     '<img src=x onerror="window.__injected = 1">',
     "</script><script>window.__injected = 1</script>",

@@ -245,3 +245,16 @@ def test_a_browser_that_drops_its_connection_prints_no_traceback(
     assert request(console, "GET", "/console.css")[0] == 200
     printed = capfd.readouterr()
     assert "Traceback" not in printed.err and "Error" not in printed.err, printed.err
+
+
+def test_the_archive_and_replay_routes_refuse_bad_numbers_before_asking_the_api(console: ConsoleServer) -> None:
+    """A time out of range, or a replay run longer than the console lets one request hold its thread, is a clear
+    400 naming the field, and nothing reaches the API (this console's target answers nothing)."""
+    for query in ("since=-1", "until=soon", "limit=101"):
+        status, _, body = request(console, "GET", f"/api/queues/q/clients/c/archive?{query}", secret(console))
+        assert status == 400 and query.split("=")[0].encode() in body, query
+    headers = {**secret(console), "Origin": console.origin, "Content-Type": "application/json"}
+    for seconds in (30, -1, "5", True):
+        raw = json.dumps({"replay_id": "r", "seconds": seconds}).encode()
+        status, _, body = request(console, "POST", "/api/queues/q/clients/c/replays/run", headers, raw)
+        assert status == 400 and b"seconds" in body, seconds

@@ -7,6 +7,7 @@ import { REFRESH_MS, state, h, append, clear, notice, status, takeSecret, api, f
 import { chartsView } from "./charts.js";
 import { queuesView, createView, queueView } from "./queues.js";
 import { subQueueView, messageView, dlqView } from "./messages.js";
+import { archiveView } from "./archive.js";
 
 // ---- router ---------------------------------------------------------------------------------------------------
 
@@ -29,6 +30,7 @@ function route() {
   if (third !== "c" || !client) return null;
   if (parts.length === 4) return ["client", (root) => subQueueView(root, queue, client)];
   if (parts.length === 5 && fifth === "dlq") return ["dlq", (root) => dlqView(root, queue, client)];
+  if (parts.length === 5 && fifth === "archive") return ["archive", (root) => archiveView(root, queue, client)];
   if (parts.length === 5 && fifth === "charts") return ["client-charts", (root) => chartsView(root, queue, client)];
   if (parts.length === 6 && fifth === "m") return ["message", (root) => messageView(root, queue, client, id)];
   return null;

@@ -144,6 +144,7 @@ export const link = {
   client: (q, c) => `#/q/${enc(q)}/c/${enc(c)}`,
   clientCharts: (q, c) => `#/q/${enc(q)}/c/${enc(c)}/charts`,
   dlq: (q, c) => `#/q/${enc(q)}/c/${enc(c)}/dlq`,
+  archive: (q, c) => `#/q/${enc(q)}/c/${enc(c)}/archive`,
   message: (q, c, id) => `#/q/${enc(q)}/c/${enc(c)}/m/${enc(id)}`,
 };
 

@@ -1,7 +1,7 @@
 // A client's sub-queue, one message, and the dead-letter queue.
 import { PAGE_SIZE, state, h, append, clear, refill, notice, api, enc, sub, link, failure, when, whenShort, timeCell, preview, stateText, prettyBody } from "./core.js";
 import { sample } from "./charts.js";
-import { crumbs, pageHead, loading, missing, figuresList, input, confirmAction, idLink, sendPanel } from "./pieces.js";
+import { crumbs, pageHead, loading, figuresList, input, confirmAction, idLink, sendPanel, attemptsTable, cursorPager, queueOnce, pickBox } from "./pieces.js";
 
 export function subQueueView(root, queue, client) {
   const base = sub(queue, client);
@@ -16,15 +16,13 @@ export function subQueueView(root, queue, client) {
   const groupFilter = h("input", { id: "group-filter", type: "search", autocomplete: "off" });
   let listed = [];
   let described = null;
-  let gone = false;
-  // Pages of the API's browse: `cursor` is the shown page's, `earlier` the cursors of the pages before it.
-  let cursor = null;
-  let nextCursor = null;
-  const earlier = [];
-  const pager = h("div", { class: "toolbar", id: "messages-pager" });
+  const readQueue = queueOnce(root, queue, (found) => {
+    described = found;
+    build();
+  });
+  const pages = cursorPager("messages", "sub-queue", () => refresh());
   const firstPage = () => {
-    cursor = null;
-    earlier.length = 0;
+    pages.reset();
     refresh().catch((error) => notice(failure(error), "error"));
   };
   // A pick of a list fires `change` whatever made it (a person, the keyboard, a driver); `input` not always.
@@ -130,6 +128,7 @@ export function subQueueView(root, queue, client) {
     append(root.querySelector("#page-actions"), [
       h("span", { class: "badge" }, fifo ? "FIFO" : "Standard"),
       h("a", { class: "button secondary", href: link.dlq(queue, client), id: "dlq-link" }, "Dead-letter queue"),
+      h("a", { class: "button secondary", href: link.archive(queue, client), id: "archive-link" }, "Archive"),
       h("a", { class: "button secondary", href: link.clientCharts(queue, client) }, "Charts"),
       h("button", { type: "button", class: "danger", id: "purge", onclick: purge }, "Purge…"),
     ]);
@@ -145,7 +144,7 @@ export function subQueueView(root, queue, client) {
           fifo ? h("div", {}, h("label", { for: "group-filter" }, "Group (Enter)"), groupFilter) : h("div", {}, h("label", { for: "priority-filter" }, "Priority"), priorityFilter),
         ),
         messages,
-        pager,
+        pages.node,
         lookup,
       ),
       h(
@@ -172,7 +171,6 @@ export function subQueueView(root, queue, client) {
     // The API filtered the page; shown in receive order: highest priority first, then the oldest.
     const rows = [...listed].sort((a, b) => (b.priority || 0) - (a.priority || 0) || a.sent_at - b.sent_at || (a.sequence < b.sequence ? -1 : 1));
     const titles = ["Message id", "State", fifo ? "Group" : "Priority", "Receives", "Sent", "Body"];
-    renderPager();
     refill(messages, 
       h(
         "div",
@@ -205,54 +203,22 @@ export function subQueueView(root, queue, client) {
     );
   }
 
-  function renderPager() {
-    const move = (to) => {
-      if (to) {
-        earlier.push(cursor);
-        cursor = nextCursor;
-      } else {
-        cursor = earlier.pop() || null;
-      }
-      refresh().catch((error) => notice(failure(error), "error"));
-    };
-    refill(pager, 
-      h("button", { type: "button", class: "secondary", id: "messages-previous", disabled: !earlier.length, onclick: () => move(false) }, "Previous page"),
-      h("button", { type: "button", class: "secondary", id: "messages-next", disabled: !nextCursor, onclick: () => move(true) }, "Next page"),
-      h(
-        "span",
-        { id: "messages-page", role: "status" },
-        `Page ${earlier.length + 1}` + (nextCursor ? (listed.length < PAGE_SIZE ? ": a part of the sub-queue was read; more on the next page" : "") : ": the end of the sub-queue"),
-      ),
-    );
-  }
-
   function browse() {
     const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
     if (stateFilter.value) query.set("state", stateFilter.value);
     if (!described.fifo && priorityFilter.value !== "") query.set("priority", priorityFilter.value);
     if (described.fifo && groupFilter.value.trim()) query.set("group", groupFilter.value.trim());
-    if (cursor) query.set("cursor", cursor);
+    if (pages.cursor) query.set("cursor", pages.cursor);
     return api("GET", `${base}/browse?${query.toString()}`);
   }
 
   async function refresh() {
-    if (gone) return;
-    if (described === null) {
-      try {
-        described = (await api("GET", `/queues/${enc(queue)}`)).queue;
-      } catch (error) {
-        if (error.status !== 404) throw error;
-        gone = true;
-        missing(root, error, `No queue named ${queue}`);
-        return;
-      }
-      build();
-    }
+    if (!(await readQueue())) return;
     const [stats, page] = await Promise.all([api("GET", base + "/stats"), browse()]);
     sample(key, stats);
     refill(figures, figuresList(stats, link.dlq(queue, client)));
     listed = page.messages;
-    nextCursor = page.cursor;
+    pages.show(page.cursor, listed.length);
     renderMessages();
     root.setAttribute("data-loaded", "true");
   }
@@ -357,7 +323,8 @@ export function messageView(root, queue, client, id) {
             ["Sequence", message.sequence],
             ["Body stored", { item: "in the item, as sent", compressed: "in the item, compressed", s3: "in S3 (too large for an item)" }[message.body_stored] || "—"],
             ["Moved to the DLQ", when(message.moved_at)],
-          ].map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
+            message.moved_reason ? ["Moved because", message.moved_reason] : null,
+          ].filter(Boolean).map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]),
         ),
         h("h2", {}, "Attributes"),
         attributes.length
@@ -396,6 +363,7 @@ export function messageView(root, queue, client, id) {
         ),
         h("pre", { class: "body", id: "body", tabindex: 0, "aria-label": "Body" }, body.text),
       ),
+      h("section", { class: "panel wide", "aria-labelledby": "attempts-title" }, h("h2", { id: "attempts-title" }, "Attempts"), attemptsTable(message, "attempts")),
     );
     showActions(message);
     root.setAttribute("data-loaded", "true");
@@ -406,6 +374,7 @@ export function messageView(root, queue, client, id) {
 export function dlqView(root, queue, client) {
   const base = sub(queue, client);
   const list = h("div", {}, loading("Reading the dead letters…"));
+  const reasons = h("div", {}, loading("Reading the reasons…"));
   const result = h("p", { id: "redrive-result", role: "status" });
   const selected = new Set();
   const countInput = h("input", { id: "redrive-count", type: "number", min: 1, value: 1, class: "short" });
@@ -421,6 +390,16 @@ export function dlqView(root, queue, client) {
       result.className = "error";
       result.textContent = failure(error);
     }
+  }
+
+  // A reason's group redriven as `dq dlq redrive --reason` does: every dead letter whose last reason contains it.
+  async function redriveReason(group, count) {
+    const sure = await confirmAction({
+      title: "Redrive these dead letters?",
+      text: `Every dead letter of ${queue} / ${client} whose last reason contains "${group.reason}" (${count} now) goes back to the sub-queue with its receive count reset, to be delivered again.`,
+      confirm: "Redrive them",
+    });
+    if (sure) await redrive({ max_messages: null, message_ids: null, reason: group.reason }, `last reason: ${group.reason}`);
   }
 
   append(
@@ -442,11 +421,47 @@ export function dlqView(root, queue, client) {
       ),
       result,
       list,
-    )],
+    ),
+    h("section", { class: "panel", "aria-labelledby": "reasons-title" }, h("h2", { id: "reasons-title" }, "Reasons"), reasons)],
   );
 
+  function renderReasons(answer) {
+    const plus = answer.approximate ? "+" : "";
+    const groups = answer.reasons || [];
+    refill(reasons, 
+      h(
+        "div",
+        { class: "scroll" },
+        h(
+          "table",
+          { id: "reasons" },
+          h("caption", {}, "Why the dead letters failed: each distinct last reason, the most frequent first" + (plus ? " (the DLQ was longer than one read: counts are at least)" : "")),
+          h("thead", {}, h("tr", {}, ["Count", "Last reason", "First seen", "Last seen", "Action"].map((t) => h("th", { scope: "col", class: t === "Count" ? "num" : null }, t)))),
+          h(
+            "tbody",
+            {},
+            groups.length
+              ? groups.map((group, n) =>
+                  h(
+                    "tr",
+                    { "data-reason": n },
+                    h("td", { class: "num" }, `${group.count}${plus} ×`),
+                    h("td", { class: "reason" }, group.reason),
+                    timeCell(group.first_seen),
+                    timeCell(group.last_seen),
+                    h("td", {}, h("button", { type: "button", class: "secondary", "data-action": "redrive-reason", onclick: () => redriveReason(group, `${group.count}${plus}`) }, "Redrive these…")),
+                  ),
+                )
+              : h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No dead letter has a reason.")),
+          ),
+        ),
+      ),
+    );
+  }
+
   async function refresh() {
-    const answer = await api("GET", base + "/dlq?limit=100");
+    const [answer, grouped] = await Promise.all([api("GET", base + "/dlq?limit=100"), api("GET", base + "/dlq/reasons")]);
+    renderReasons(grouped);
     refill(list, 
       h(
         "div",
@@ -455,26 +470,25 @@ export function dlqView(root, queue, client) {
           "table",
           { id: "dlq" },
           h("caption", {}, "Messages moved here after too many receives, or by an operator; a redrive puts them back in the sub-queue"),
-          h("thead", {}, h("tr", {}, ["Select", "Message id", "Receives", "Moved", "Sent", "Body"].map((t) => h("th", { scope: "col", class: t === "Receives" ? "num" : null }, t)))),
+          h("thead", {}, h("tr", {}, ["Select", "Message id", "Receives", "Moved", "Sent", "Last reason", "Body"].map((t) => h("th", { scope: "col", class: t === "Receives" ? "num" : null }, t)))),
           h(
             "tbody",
             {},
             answer.messages.length
               ? answer.messages.map((m) => {
-                  const box = h("input", { type: "checkbox", id: "pick-" + m.message_id, "aria-label": "Select " + m.message_id, checked: selected.has(m.message_id) });
-                  box.addEventListener("change", () => (box.checked ? selected.add(m.message_id) : selected.delete(m.message_id)));
                   return h(
                     "tr",
                     { "data-message": m.message_id },
-                    h("td", {}, box),
+                    h("td", {}, pickBox(selected, m.message_id)),
                     h("td", {}, idLink(link.message(queue, client, m.message_id), m.message_id)),
                     h("td", { class: "num" }, m.receive_count),
                     timeCell(m.moved_at),
                     timeCell(m.sent_at),
+                    h("td", { class: "reason" }, m.last_reason ? preview(m.last_reason, 120) : "—"),
                     h("td", { class: "preview" }, preview(m.body, 80)),
                   );
                 })
-              : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "The DLQ is empty.")),
+              : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "The DLQ is empty.")),
           ),
         ),
       ),

@@ -1,5 +1,5 @@
 // What several views share: headings, figures, the confirmation dialog, the send form.
-import { DELIVERY_WINDOW_SECONDS, DEFAULT_CLIENT, state, h, refill, api, sub, link, failure, age, duration } from "./core.js";
+import { DELIVERY_WINDOW_SECONDS, DEFAULT_CLIENT, PAGE_SIZE, state, h, refill, notice, api, enc, sub, link, failure, age, duration, when } from "./core.js";
 
 // ---- shared pieces --------------------------------------------------------------------------------------------
 
@@ -27,6 +27,28 @@ export function missing(root, error, what) {
     h("div", { class: "panel", id: "not-found" }, h("p", { class: "error" }, `${what}: ${failure(error)}`), h("p", {}, h("a", { href: link.queues() }, "Back to the queues"))),
   );
   root.setAttribute("data-loaded", "true");
+}
+
+// A view's queue, read on the view's first refresh, which then draws the view around it (`build`); each refresh
+// after has it at once. Null when the API knows no such queue: the view says so, once, and reads nothing more.
+export function queueOnce(root, queue, build) {
+  let described = null;
+  let gone = false;
+  return async () => {
+    if (gone) return null;
+    if (described === null) {
+      try {
+        described = (await api("GET", `/queues/${enc(queue)}`)).queue;
+      } catch (error) {
+        if (error.status !== 404) throw error;
+        gone = true;
+        missing(root, error, `No queue named ${queue}`);
+        return null;
+      }
+      build(described);
+    }
+    return described;
+  };
 }
 
 export function figuresList(stats, dlqHref) {
@@ -99,6 +121,43 @@ export function statsRow(stats) {
     h("td", { class: "num" }, stats.dlq),
     h("td", { class: "num" }, age(stats.oldest_age_seconds)),
   ];
+}
+
+// The pages of a listing the API reads with a cursor (browse, the archive): `cursor` is the shown page's, `earlier`
+// the cursors of the pages before it. `load` reads the page `cursor` names; `show` draws the buttons after it.
+export function cursorPager(prefix, what, load) {
+  const node = h("div", { class: "toolbar", id: `${prefix}-pager` });
+  const pages = { node, cursor: null, next: null, earlier: [] };
+  pages.reset = () => {
+    pages.cursor = null;
+    pages.earlier.length = 0;
+  };
+  const move = (forward) => {
+    if (forward) {
+      pages.earlier.push(pages.cursor);
+      pages.cursor = pages.next;
+    } else {
+      pages.cursor = pages.earlier.pop() || null;
+    }
+    load().catch((error) => notice(failure(error), "error"));
+  };
+  pages.show = (next, count) => {
+    pages.next = next;
+    const more = next ? (count < PAGE_SIZE ? `: a part of the ${what} was read; more on the next page` : "") : `: the end of the ${what}`;
+    refill(node, 
+      h("button", { type: "button", class: "secondary", id: `${prefix}-previous`, disabled: !pages.earlier.length, onclick: () => move(false) }, "Previous page"),
+      h("button", { type: "button", class: "secondary", id: `${prefix}-next`, disabled: !next, onclick: () => move(true) }, "Next page"),
+      h("span", { id: `${prefix}-page`, role: "status" }, `Page ${pages.earlier.length + 1}${more}`),
+    );
+  };
+  return pages;
+}
+
+// A row's tick box for a set of picked ids: the set, not the box, holds the pick, so a redrawn page keeps it.
+export function pickBox(selected, id) {
+  const box = h("input", { type: "checkbox", id: "pick-" + id, "aria-label": "Select " + id, checked: selected.has(id) });
+  box.addEventListener("change", () => (box.checked ? selected.add(id) : selected.delete(id)));
+  return box;
 }
 
 // A message id on one line, whole: ids are copied and compared, never read in halves.
@@ -192,4 +251,39 @@ export function sendPanel(described, client, clients, onSent) {
     }
   });
   return form;
+}
+
+// ---- failure reasons ------------------------------------------------------------------------------------------
+
+export const OUTCOMES = { released: "released", failed: "failed", timed_out: "timed out", visibility_expired: "visibility expired" };
+
+// A message's attempts that ended without an acknowledgement, oldest first, as `dq get` prints them: the number,
+// how it ended, why (a traceback's further lines below its first), and when (a claim that ran out has no time).
+export function attemptsTable(message, id) {
+  const attempts = message.attempts || [];
+  return [
+    attempts.length
+      ? h(
+          "table",
+          { id },
+          h("caption", {}, "Its last attempts that ended without an acknowledgement, oldest first"),
+          h("thead", {}, h("tr", {}, ["Attempt", "Outcome", "Reason", "Ended"].map((t) => h("th", { scope: "col", class: t === "Attempt" ? "num" : null }, t)))),
+          h(
+            "tbody",
+            {},
+            attempts.map((a) =>
+              h(
+                "tr",
+                { "data-attempt": a.attempt },
+                h("td", { class: "num" }, a.attempt),
+                h("td", {}, OUTCOMES[a.outcome] || a.outcome),
+                h("td", {}, h("span", { class: "reason" }, a.reason), a.detail ? h("pre", { class: "detail", tabindex: 0, "aria-label": `Attempt ${a.attempt}'s detail` }, a.detail) : null),
+                h("td", { class: "nowrap" }, a.at ? when(a.at) : "claim ran out"),
+              ),
+            ),
+          ),
+        )
+      : h("p", { class: "muted", id }, "No attempt has ended without an acknowledgement."),
+    message.reasons_dropped ? h("p", { class: "muted" }, `Reasons dropped ${message.reasons_dropped} times to keep the body in its item.`) : null,
+  ];
 }
