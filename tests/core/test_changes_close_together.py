@@ -127,3 +127,24 @@ def test_a_process_whose_settings_are_older_than_the_cache_time_does_not_start_t
     assert len({m1.message_id, x.message_id, y.message_id}) == 3, "one sequence: no id handed out twice"
     assert int(m1.sequence) < int(x.sequence) < int(y.sequence)
     assert [m.body for m in _drain(client.queue(QUEUE, "c"))] == ["X", "Y"], "one place: the group's order holds"
+
+
+def test_a_sweep_on_settings_older_than_its_listing_keeps_the_layout_a_group_still_lives_at(
+    client: QueueClient, dynamodb, clock: FakeClock
+) -> None:
+    """A sweeper whose cached settings are from before a change (1 shard) lists the queue after it (8, the old
+    layout kept): it looked for groups at old places by its own count, where the group's place is the current one,
+    and the layout was dropped while the group still lived there; a process with the new settings then started the
+    group again at its place by 8, with sequence 1 (found by the fleet run: a message delivered before the one sent
+    ahead of it)."""
+    client.create_queue(QUEUE, max_receive_count=0)
+    stale_sweeper = _process(dynamodb, clock)
+    group = next(name for name in (f"g{n}" for n in range(100)) if keys.group_shard(name, 8) != 0)
+    stale_sweeper.queue(QUEUE, "c").send("m1", group_id=group)
+    assert client.reshard_automatically(QUEUE, 8) == 8
+    clock.advance(limits.SETTINGS_CACHE_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 60)
+    stale_sweeper.sweep()
+    fresh = _process(dynamodb, clock)
+    m2 = fresh.queue(QUEUE, "c").send("m2", group_id=group)
+    assert int(m2.sequence) == 2, "one sequence"
+    assert [m.body for m in _drain(fresh.queue(QUEUE, "c"))] == ["m1", "m2"], "one place: the group's order holds"

@@ -132,7 +132,9 @@ class Sweeper:
                         return report
                     swept += 1
                     try:
-                        old_place_in_use |= self._sweep_one(self._sub_queue(settings.name, client), report, building)
+                        old_place_in_use |= self._sweep_one(
+                            self._sub_queue(settings.name, client), report, building, settings
+                        )
                     except Throttled:
                         _failed(report, "/".join(position))
                         missed = True
@@ -263,12 +265,19 @@ class Sweeper:
             remove_sub_queue(self._ctx, settings, client, keep_registration=False)
         self._ctx.registry.drop_tombstone(settings)
 
-    def _sweep_one(self, sub: SubQueue, report: SweepReport, build_markers: bool = False) -> bool:
-        """Returns whether a FIFO group item of this sub-queue still lives at an earlier layout's place."""
+    def _sweep_one(
+        self, sub: SubQueue, report: SweepReport, build_markers: bool = False, listed: QueueSettings | None = None
+    ) -> bool:
+        """Returns whether a FIFO group item of this sub-queue still lives at an earlier layout's place. The
+        layouts are dropped on the `listed` settings: a sub-queue whose engine judged old places by other settings
+        (its process's cache, older or newer) counts as in use, since a place current by one count is an old one by
+        another, and a group still living there would be started again elsewhere with sequence 1."""
         now = self._ctx.now_ms()
         report.sub_queues += 1
         engine = sub.engine()
         old_place_in_use = engine.sweep(now, report)
+        if listed is not None and engine.settings.version != listed.version:
+            old_place_in_use = True
         if build_markers:
             ready.build(self._ctx, engine, engine.priorities(), now)
         for item in list(sub.dlq_items(now, max_items=limits.STATS_SCAN_LIMIT, include_expired=True)):
