@@ -122,10 +122,12 @@ def error_shape_problem(status: int, answer: Any) -> str | None:
 
 
 def _no_long_polls(case: Case) -> Case:
-    """A receive that waits would wait in real time on an empty queue: generated waits are made zero."""
+    """A receive that waits would wait in real time on an empty queue, and a replay started or run for
+    `run_seconds` runs that long: generated waits are made zero."""
     body = case.body
-    if isinstance(body, dict) and isinstance(body.get("wait_seconds"), int) and body["wait_seconds"] > 0:
-        body["wait_seconds"] = 0
+    for name in ("wait_seconds", "run_seconds"):
+        if isinstance(body, dict) and isinstance(body.get(name), int | float) and body[name] > 0:
+            body[name] = 0
     return case
 
 
