@@ -276,7 +276,8 @@ class Sweeper:
         report.sub_queues += 1
         engine = sub.engine()
         old_place_in_use = engine.sweep(now, report)
-        if listed is not None and engine.settings.version != listed.version:
+        seen = (engine.settings.generation, engine.settings.version)
+        if listed is not None and seen != (listed.generation, listed.version):  # a queue made anew counts again
             old_place_in_use = True
         if build_markers:
             ready.build(self._ctx, engine, engine.priorities(), now)
