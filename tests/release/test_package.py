@@ -169,6 +169,10 @@ def test_the_wheels_local_extra_runs_dq_local_outside_the_checkout(wheel: Path, 
         request = urllib.request.Request(f"http://127.0.0.1:{port}/queues/from-the-wheel", method="PUT")
         with urllib.request.urlopen(request, timeout=30) as answer:
             assert answer.status == 201 and json.loads(answer.read())["name"] == "from-the-wheel"
+        # The request's line is written once its answer is sent: the client can hold the answer first.
+        while "PUT /queues/from-the-wheel 201" not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.05)
     finally:
         server.terminate()
         server.wait(timeout=10)
