@@ -215,8 +215,9 @@ class LocalServer:
                 continue
             self.write_log(
                 f"sweep {report.get('sub_queues', 0)} sub-queues: {report.get('moved_to_dlq', 0)} to DLQ, "
-                f"{report.get('expired_deleted', 0)} expired, {report.get('groups_freed', 0)} groups freed "
-                f"{elapsed:.0f} ms"
+                f"{report.get('expired_deleted', 0)} expired, {report.get('groups_freed', 0)} groups freed"
+                + (f", {report['replayed']} replayed" if report.get("replayed") else "")
+                + f" {elapsed:.0f} ms"
             )
 
     def write_log(self, line: str) -> None:

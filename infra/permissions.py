@@ -115,7 +115,9 @@ BUCKET_ACTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     # A redrive copies each offloaded body onto itself (read and write of the object), so that it outlives the
     # message's new life.
     "dlq_redriver": ("s3:GetObject", "s3:PutObject"),
-    "visibility_sweeper": ("s3:DeleteObject",),
+    # The sweeper removes the objects of expired messages, and runs on replays nobody runs any more, which read
+    # archived bodies and write those of the new messages (`queue_core.replays.orphaned`).
+    "visibility_sweeper": ("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
     # Push delivery receives and deletes through the core, as the poller does.
     "dispatcher": ("s3:GetObject", "s3:DeleteObject"),
     # The SQS protocol sends, receives, deletes and purges, and deletes queues.

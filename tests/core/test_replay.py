@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from queue_core import MessageNotFound, QueueClient, SubQueue, Throttled, ValidationError
+from queue_core import MessageNotFound, QueueClient, SubQueue, Throttled, ValidationError, replays
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector, Kind
@@ -317,4 +317,34 @@ def test_a_throttle_while_a_fifo_send_is_built_stops_the_run_and_loses_nothing(
         faults.detach()
     done = queue.replay(replay_id, clock.advance)
     assert (done.state, done.replayed, done.failed) == ("done", 4, 0)
+    assert sorted(_origins(_drain(queue))) == sorted(acked)
+
+
+def test_the_sweep_runs_on_a_replay_whose_runner_is_gone_a_slice_a_pass_and_leaves_a_moving_one_alone(
+    queue: SubQueue, client: QueueClient, clock: FakeClock
+) -> None:
+    """A replay started and run for one batch, then left (a closed `dq archive replay`, a run_seconds of 0): the
+    sweep finds it once its job has not moved for `ORPHANED_SECONDS` and runs it on, for at most
+    `SWEEP_SLICE_SECONDS` a pass (at rate 1: three batches of 10), and a pass out of time for one batch, until it
+    is done; a pass right after one that moved it leaves it alone, and a done replay is never run again."""
+    acked = _acknowledge(queue, clock, 55, groups=55)
+    replay_id = queue.replay_start(rate=1).replay_id
+    assert queue.replay_run(replay_id, seconds=0, sleep=clock.advance).replayed == 10
+    clock.advance(replays.ORPHANED_SECONDS - 1)
+    assert client.sweep(sleep=clock.advance).replays_resumed == 0, "its runner may still be there"
+    assert queue.replay_status(replay_id).replayed == 10
+    clock.advance(1)
+    out_of_time = client.sweep(budget_seconds=0, lease_seconds=30, sleep=clock.advance)
+    assert (out_of_time.replays_resumed, out_of_time.replayed, queue.replay_status(replay_id).replayed) == (1, 10, 20)
+    assert client.sweep(sleep=clock.advance).replays_resumed == 0, "moved by the last pass: not orphaned"
+    clock.advance(replays.ORPHANED_SECONDS)
+    report = client.sweep(sleep=clock.advance)
+    status = queue.replay_status(replay_id)
+    assert (report.replays_resumed, report.replayed, status.state, status.replayed) == (1, 30, "running", 50)
+    clock.advance(replays.ORPHANED_SECONDS)
+    report = client.sweep(sleep=clock.advance)
+    status = queue.replay_status(replay_id)
+    assert (report.replays_resumed, report.replayed, status.state, status.replayed) == (1, 5, "done", 55)
+    clock.advance(replays.ORPHANED_SECONDS)
+    assert client.sweep(sleep=clock.advance).replays_resumed == 0
     assert sorted(_origins(_drain(queue))) == sorted(acked)

@@ -346,8 +346,17 @@ def _replay_session(run: Callable[..., Any], core: QueueClient, via: str) -> Non
 def _sweeper_session(driver: Driver, core: QueueClient, clock: FakeClock) -> None:
     """Sweeps over messages past their receive limit (moved to the DLQ), FIFO groups a crashed consumer left
     locked, messages and dead letters past their retention, resharded queues, deleted queues whose removal an
-    outage cut short, and a listed copy of settings an earlier release left behind."""
+    outage cut short, a listed copy of settings an earlier release left behind, and replays left running with
+    nobody to run them (standard and FIFO, by time range)."""
     orders, jobs = _arrange_resharded(core, clock, suffix="sweep", max_receive_count=1, retention_seconds=RETENTION)
+    for kept in ("kept-sweep", "kept-sweep.fifo"):
+        core.create_queue(kept, archive_days=1, content_based_dedup=kept.endswith(".fifo"))
+        sub_queue = core.queue(kept, "a")
+        for n in range(2):
+            sub_queue.send(f"m{n}", group_id="g" if kept.endswith(".fifo") else None)
+            for message in sub_queue.receive():
+                sub_queue.delete(message.receipt_handle)
+        sub_queue.replay_start(rate=1000)
     core.queue(orders, "a").receive(max_messages=3, visibility_timeout=0)
     core.queue(jobs, "a").receive(max_messages=3, visibility_timeout=20)
     # A change of settings by an earlier release, which left the copy on the queue's listing entry behind.
@@ -366,6 +375,7 @@ def _sweeper_session(driver: Driver, core: QueueClient, clock: FakeClock) -> Non
     clock.advance(2 * RETENTION + 1)
     report = run("invoke", "sweep")
     assert report["expired_deleted"] > 0, "the sweep removed messages past their retention"
+    assert (report["replays_resumed"], report["replayed"]) == (2, 4), "the sweep ran the orphaned replays on"
     run("invoke", "sweep")
 
 

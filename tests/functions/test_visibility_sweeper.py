@@ -20,6 +20,8 @@ REPORT_KEYS = {
     "groups_freed",
     "items_read",
     "complete",
+    "replays_resumed",
+    "replayed",
     "cursor",
     "depths",
     "shards",

@@ -3,7 +3,9 @@
 After a run, one client of each main queue (standard and FIFO) replays its whole archive (every acknowledgement
 the run made) with the run's faults on: throttles and timeouts stop a run of the replay, lost answers leave a
 commit's outcome unknown, writes applied and repeated by the SDK come back as failed conditions. Each stop is a
-crash of the replay's runner: a new run goes on from where the job stands. The table then holds, for each archived
+crash of the replay's runner: a new run goes on from where the job stands, or (the first stop) nobody comes back
+and the sweep finds the replay orphaned once its job has not moved for a while and runs it on, faults and all, as
+the scheduled sweeper does in a deployed stack. The table then holds, for each archived
 copy, exactly one new message whose `replayed_from` names it (never two: at most once per replay; never none: the
 job goes on until done), and the job's count says as much.
 """
@@ -15,7 +17,7 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
-from queue_core import QueueError, SubQueue
+from queue_core import QueueClient, QueueError, SubQueue, replays
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector
@@ -27,9 +29,12 @@ CLIENT = "a"
 # stops it (this many seconds of the run's clock, which moves with the calls, is more than any replay here needs).
 MAX_RUNS = 5_000
 RUN_SECONDS = 3600
+# Sweeps that may pass after a stop before one runs the replay on.
+SWEEPS_A_STOP = 10
 
 
 def replay_archives(
+    client: QueueClient,
     queues: tuple[str, ...],
     sub_queues: dict[tuple[str, str], Any],
     truth: TableTruth,
@@ -48,12 +53,13 @@ def replay_archives(
         if faults is not None:
             faults.enabled = True
         try:
-            ended[queue], stops = _run_to_end(sub_queue, replay_id, clock)
+            ended[queue], stops, swept = _run_to_end(client, sub_queue, replay_id, clock, figures)
         finally:
             if faults is not None:
                 faults.enabled = False
         figures["replayed"] += ended[queue].replayed
         figures["replay stops"] += stops
+        figures["replays run on by a sweep"] += swept
     replayed = _replayed_origins(truth)
     for queue in queues:
         copies, origins, status = archived[queue], replayed[queue], ended[queue]
@@ -94,15 +100,37 @@ def _replayed_origins(truth: TableTruth) -> defaultdict[str, Counter]:
     return origins
 
 
-def _run_to_end(sub_queue: SubQueue, replay_id: str, clock: FakeClock) -> tuple[Any, int]:
-    """Runs the replay; each error stops that run, and a new one resumes it."""
-    stops = 0
+def _run_to_end(
+    client: QueueClient, sub_queue: SubQueue, replay_id: str, clock: FakeClock, figures: Counter
+) -> tuple[Any, int, int]:
+    """Runs the replay; each error stops that run, and a new run resumes it, or (the first stop) a sweep once the
+    replay is orphaned. The replay's last status, its stops and the sweeps' runs of it."""
+    stops = swept = 0
+    by_sweep = False
     for _ in range(MAX_RUNS):
         try:
-            status = sub_queue.replay_run(replay_id, seconds=RUN_SECONDS, sleep=clock.advance)
+            if by_sweep:
+                # Passes until one runs the replay on (a pass under these faults often fails the very step of
+                # its sub-queue): as the sweeper's schedule does, a minute apart.
+                for _ in range(SWEEPS_A_STOP):
+                    clock.advance(replays.ORPHANED_SECONDS)
+                    try:
+                        report = client.sweep(sleep=clock.advance)
+                    except QueueError:  # the listing of queues failed: the whole pass
+                        figures["replay sweeps failed"] += 1
+                        continue
+                    figures["replay sweeps failed"] += report.failures
+                    if report.replays_resumed:
+                        swept += 1
+                        break
+                status = sub_queue.replay_status(replay_id)
+                by_sweep = False  # stopped short by a throttle, if still running: the next try is a run of our own
+            else:
+                status = sub_queue.replay_run(replay_id, seconds=RUN_SECONDS, sleep=clock.advance)
         except QueueError:
             stops += 1
+            by_sweep = stops == 1  # each pass sweeps the whole table under the faults: once a replay is enough
             continue
         if status.state != "running":
-            return status, stops
+            return status, stops, swept
     raise AssertionError(f"the replay {replay_id} did not end in {MAX_RUNS} runs")

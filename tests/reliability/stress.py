@@ -593,10 +593,12 @@ class StressRun:
         queue, client = lane or SUB_QUEUES[worker % len(SUB_QUEUES)]
         # Some consumers of each main queue serve every client of it (a queue-wide worker pool) beside the
         # per-client ones: two of the standard queue, two of the FIFO queue. The standard queue's pool starts
-        # mid-run, once a third of the messages are settled: its first receive switches the queue's ready
-        # markers on while sends go on (the FIFO queue's from the start), and the sweep builds the missing ones.
+        # mid-run, once a third of the messages (at most 20) are settled: its first receive switches the queue's
+        # ready markers on while sends go on (the FIFO queue's from the start), and the sweep builds the missing
+        # ones. Not later: in the short form a pool started at a third met each client only 3 to 6 times, and
+        # once (at a load of 4) none of one client's messages.
         wide = lane is None and worker % 8 in (1, 6)
-        wide_after = self.scale.messages // 3 if queue == STANDARD else 0
+        wide_after = min(self.scale.messages // 3, 20) if queue == STANDARD else 0
         sub: SubQueue | QueueWide = self.sub_queues[(queue, client)]
         self.serve(PATH_OF[(queue, client)])
         idle = IDLE_FIRST_SECONDS
@@ -1281,7 +1283,8 @@ class StressRun:
             f"({figures.churn_sent} sent, {figures.churn_refused} refused as not found, "
             f"{figures.churn_deliveries} delivered), "
             f"queue-wide deliveries {figures.counts['queue_wide:' + STANDARD]} standard, "
-            f"{figures.counts['queue_wide:' + FIFO]} FIFO (ready markers built: "
+            f"{figures.counts['queue_wide:' + FIFO]} FIFO (receives that answered each client: "
+            f"{_named(figures.counts, 'queue_wide_clients:')}; ready markers built: "
             f"{', '.join(q for q in MAIN_QUEUES if self.client.get_queue(q).markers_built) or 'none'}), "
             f"{len(self.unconfirmed)} unconfirmed sends, {len(self.resent_after_window)} resent after the dedup "
             f"window, receive errors by code {_named(figures.counts, 'receive error ')}, "

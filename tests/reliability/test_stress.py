@@ -42,7 +42,7 @@ def test_crashing_consumers_lose_nothing_and_never_share_a_message(
     problems = run.verify()
     logger.info("stress with crashes: %s", run.report())
     assert not problems, "\n".join(problems[:20])
-    problems, figures = replay_archives(MAIN_QUEUES, run.sub_queues, truth, clock, None)
+    problems, figures = replay_archives(client, MAIN_QUEUES, run.sub_queues, truth, clock, None)
     logger.info("replays of the archives: %s", dict(figures))
     assert not problems, "\n".join(problems[:20])
     assert figures["replayed"] > 0

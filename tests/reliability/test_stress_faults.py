@@ -61,12 +61,13 @@ def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
     assert not problems, "\n".join(problems[:20])
     faults.attach(client.dynamodb)
     try:
-        problems, figures = replay_archives(MAIN_QUEUES, run.sub_queues, truth, clock, faults)
+        problems, figures = replay_archives(client, MAIN_QUEUES, run.sub_queues, truth, clock, faults)
     finally:
         faults.detach()
     logger.info("replays of the archives with faults: %s", dict(figures))
     assert not problems, "\n".join(problems[:20])
     assert figures["replayed"] and figures["replay stops"], "replays were stopped by faults and resumed"
+    assert figures["replays run on by a sweep"], "a replay stopped and left was run on by a sweep"
     assert len(faults.counts) >= 7, f"most kinds of fault were injected: {dict(faults.counts)}"
     assert faults.counts[Kind.ANSWER_LOST_RETRIED], "writes applied twice by the SDK's retry were injected"
     assert run.figures.reshards == 2 * scale.reshards and run.figures.recreations == scale.recreations

@@ -204,6 +204,8 @@ SWEEP_ANSWER: Final = Shape(
         "shards": (many(QUEUE_SHARDS), list),
         "held": (many(SHARD_GROWTH_HELD), list),
         "failures": (integer, 0),
+        "replays_resumed": (integer, 0),
+        "replayed": (integer, 0),
     }
 )
 # Each shape by the name of the model it mirrors in `queue_api.schemas`.

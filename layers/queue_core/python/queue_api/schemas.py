@@ -671,6 +671,10 @@ class SweepAnswer(Answer):
     failures: int = Field(
         default=0, description="sub-queues and queue steps DynamoDB throttled: passed over, done by the next pass"
     )
+    replays_resumed: int = Field(
+        default=0, description="running replays no runner had moved for a minute that this pass ran on"
+    )
+    replayed: int = Field(default=0, description="the new messages those replays sent in this pass")
 
 
 # The API's own description.

@@ -258,7 +258,9 @@ class QueueClient:
         max_items: int | None = None,
         cursor: str | None = None,
         lease_seconds: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> SweepReport:
         """Housekeeping of every sub-queue (see `sweep.Sweeper`); the scheduled sweeper passes `lease_seconds`
-        so that two sweeps never run over each other."""
-        return Sweeper(self._ctx, self.queue).run(budget_seconds, max_items, cursor, lease_seconds)
+        so that two sweeps never run over each other. `sleep` is how a replay the sweep runs on waits for its
+        rate (a clock of the caller's own needs a sleep of its own)."""
+        return Sweeper(self._ctx, self.queue, sleep).run(budget_seconds, max_items, cursor, lease_seconds)

@@ -177,6 +177,10 @@ class SweepReport(_Json):
     held: list[dict[str, Any]] = field(default_factory=list)
     # Sub-queues and queue-wide steps DynamoDB throttled (or whose answer was lost): passed over, done next pass.
     failures: int = 0
+    # Running replays no runner had moved for a while (`replays.orphaned`) that this pass ran on, and the new
+    # messages they sent.
+    replays_resumed: int = 0
+    replayed: int = 0
 
 
 @dataclass(frozen=True)

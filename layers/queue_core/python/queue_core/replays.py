@@ -32,7 +32,12 @@ is built again by `transactions.commit`); a batch holds at most one message per 
 
 Crash anywhere: nothing is lost. The job is the only state; a run can stop after any write, and the next run
 (`run` again, by anyone holding the grant) goes on from `reached`. There is no lease: runners that overlap waste
-requests, never duplicate.
+requests, never duplicate. Nobody has to come back: a running replay whose job has not moved for
+`ORPHANED_SECONDS` (its runner closed, crashed or spent its seconds) is found by the sweep (`orphaned`, one Query
+of the sub-queue's newest replays, only for a queue that keeps an archive) and run on within the sweep's time
+(`SWEEP_SLICE_SECONDS` at most a pass), so a replay started with `run_seconds` 0 ends by itself, as SQS's move
+tasks do. A runner that is only slow at a low rate is not taken for gone: the wait is at least three of its
+batches.
 
 Rate: at most `rate` new messages a second of the run (a batch waits its turn), default `DEFAULT_RATE`, at most
 `limits.MAX_REPLAY_RATE`. A replay at rate R adds R sends a second to its sub-queue, whose life writes each shard's
@@ -83,6 +88,12 @@ _REPLAY_ID: Final = re.compile(REPLAY_ID_PATTERN)
 _KEEP_DAYS: Final = 90
 _DAY_SECONDS: Final = 86_400
 _ERROR_CHARS: Final = 500
+# A running replay whose job has not moved for this long has no runner (see `orphaned`).
+ORPHANED_SECONDS: Final = 60
+# The sweep's run of an orphaned replay: at most this long a pass, within the pass's time left.
+SWEEP_SLICE_SECONDS: Final = 20
+# Of a sub-queue's replays, the newest this many are looked at for orphans (one Query page).
+ORPHANS_LOOKED_AT: Final = 20
 
 
 class Target(Protocol):
@@ -194,6 +205,17 @@ def run(
     item = _job(ctx, target.space, replay_id)
     _Runner(ctx, target, item, sleep).run(seconds)
     return status(ctx, target.space, target.settings.name, replay_id)
+
+
+def orphaned(ctx: Context, space: Space, now: int) -> list[str]:
+    """The running replays among the sub-queue's newest `ORPHANS_LOOKED_AT` that no runner has moved for
+    `ORPHANED_SECONDS`, nor for three batches at its rate, oldest first. One Query."""
+    found = []
+    for item in jobs.newest(ctx.store, space.replays_pk(), ORPHANS_LOOKED_AT):
+        quiet_seconds = max(ORPHANED_SECONDS, 3 * BATCH / max(1, int(item.get("rate", DEFAULT_RATE))))
+        if item.get("phase") == jobs.RUNNING and now - int(item["updated_at"]) >= quiet_seconds * 1000:
+            found.append(str(item["replay_id"]))
+    return found[::-1]
 
 
 def shown(item: Item, queue: str) -> ReplayStatus:

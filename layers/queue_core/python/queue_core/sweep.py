@@ -6,8 +6,9 @@ crashed consumer left locked, deletes messages past retention before TTL does, d
 under any more, sizes automatic shard counts by their load (see `autoshard`), finishes the removal of deleted
 queues, puts the ready markers of what was sent to a queue before its first queue-wide receive (see `ready`),
 refreshes the copies of settings the list of queues shows where an earlier release's settings write left them
-behind (see `Registry.refresh_copy`), and reports each sub-queue's depth. Every write it makes is conditional,
-so it is safe beside receives and beside another sweep.
+behind (see `Registry.refresh_copy`), runs on the replays whose runner is gone (see `replays.orphaned`), and
+reports each sub-queue's depth. Every write it makes is conditional, so it is safe beside receives and beside
+another sweep (a replay's runs overlap at no risk: each commit is a compare-and-set on where the job stands).
 
 A throttle or a lost answer (`Throttled`) stops only the step it hit: that sub-queue, or that queue-wide step, is
 counted in the report's `failures` and the pass goes on with the rest; the next pass does it again. A pass that
@@ -21,9 +22,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from . import autoshard, limits, ready
+from . import archive, autoshard, limits, ready, replays
 from .context import Context
-from .errors import QueueNotFound, Throttled
+from .errors import QueueError, QueueNotFound, Throttled
 from .keys import Space
 from .messages import is_expired
 from .models import SweepReport
@@ -47,9 +48,13 @@ def _failed(report: SweepReport, what: str) -> None:
 
 
 class Sweeper:
-    def __init__(self, ctx: Context, sub_queue: Callable[[str, str], SubQueue]) -> None:
+    def __init__(
+        self, ctx: Context, sub_queue: Callable[[str, str], SubQueue], sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self._ctx = ctx
         self._sub_queue = sub_queue
+        self._sleep = sleep  # a resumed replay's wait for its rate
+        self._orphans: list[tuple[SubQueue, str]] = []
 
     def run(
         self, budget_seconds: float | None, max_items: int | None, cursor: str | None, lease_seconds: float | None
@@ -129,15 +134,16 @@ class Sweeper:
                     spent = out_of_time or (max_items is not None and report.items_read >= max_items)
                     if spent and (swept or not leased):
                         report.complete = False
+                        self._resume_orphans(report, deadline)
                         return report
                     swept += 1
+                    sub = self._sub_queue(settings.name, client)
                     try:
-                        old_place_in_use |= self._sweep_one(
-                            self._sub_queue(settings.name, client), report, building, settings
-                        )
+                        old_place_in_use |= self._sweep_one(sub, report, building, settings)
                     except Throttled:
                         _failed(report, "/".join(position))
                         missed = True
+                    self._find_orphans(sub, settings, report)
                     report.cursor = "/".join(position)
             except QueueNotFound:
                 # Deleted since the listing: what it left is its deletion's to remove (see the tombstones), and the
@@ -148,7 +154,29 @@ class Sweeper:
                     settings, clients, listed_at, report, old_place_in_use or missed, building and not missed, deadline
                 )
         report.cursor = None
+        self._resume_orphans(report, deadline)
         return report
+
+    def _resume_orphans(self, report: SweepReport, deadline: float | None) -> None:
+        """The orphaned replays this pass found, run on in turn, each for its share of the time left (at most
+        `replays.SWEEP_SLICE_SECONDS`, at least one batch); a throttle stops that one run until the next pass. A
+        pass out of time still runs the first one a batch (a transaction), so that passes that always run out of
+        time (a table of many sub-queues) still move every replay they find."""
+        for index, (sub, replay_id) in enumerate(self._orphans):
+            share = replays.SWEEP_SLICE_SECONDS
+            if deadline is not None:
+                share = min(share, (deadline - time.monotonic()) / (len(self._orphans) - index))
+            if share <= 0 and index:
+                report.complete = False
+                return
+            try:
+                before = sub.replay_status(replay_id).replayed
+                after = sub.replay_run(replay_id, max(0.0, share), self._sleep).replayed
+            except QueueError:
+                _failed(report, f"{sub.queue}/{sub.client} (replay {replay_id})")
+                continue
+            report.replays_resumed += 1
+            report.replayed += after - before
 
     def _refresh_copies(
         self,
@@ -288,6 +316,18 @@ class Sweeper:
         stats = sub.stats()
         report.depths.append({"queue": sub.queue, "client": sub.client, **stats.to_dict()})
         return old_place_in_use
+
+    def _find_orphans(self, sub: SubQueue, listed: QueueSettings, report: SweepReport) -> None:
+        """The sub-queue's replays that no runner moves any more, if its queue keeps an archive: a step of its own,
+        so that a throttle of the sub-queue's other steps leaves its replays to run on in this pass."""
+        if not archive.is_on(listed):
+            return
+        try:
+            found = replays.orphaned(self._ctx, sub.engine().space, self._ctx.now_ms())
+        except Throttled:
+            _failed(report, f"{sub.queue}/{sub.client} (replays)")
+            return
+        self._orphans += [(sub, replay_id) for replay_id in found]
 
     def _delete_expired(self, item: dict, now: int) -> bool:
         """Only if it is still expired: a redrive or a new DLQ move may have put a fresh item under the key."""
