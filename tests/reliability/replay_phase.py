@@ -53,7 +53,7 @@ def replay_archives(
         if faults is not None:
             faults.enabled = True
         try:
-            ended[queue], stops, swept = _run_to_end(client, sub_queue, replay_id, clock, figures)
+            ended[queue], stops, swept = _run_to_end(client, sub_queue, replay_id, clock, figures, faults)
         finally:
             if faults is not None:
                 faults.enabled = False
@@ -101,7 +101,12 @@ def _replayed_origins(truth: TableTruth) -> defaultdict[str, Counter]:
 
 
 def _run_to_end(
-    client: QueueClient, sub_queue: SubQueue, replay_id: str, clock: FakeClock, figures: Counter
+    client: QueueClient,
+    sub_queue: SubQueue,
+    replay_id: str,
+    clock: FakeClock,
+    figures: Counter,
+    faults: FaultInjector | None,
 ) -> tuple[Any, int, int]:
     """Runs the replay; each error stops that run, and a new run resumes it, or (the first stop) a sweep once the
     replay is orphaned. The replay's last status, its stops and the sweeps' runs of it."""
@@ -112,15 +117,17 @@ def _run_to_end(
             if by_sweep:
                 # Passes until one runs the replay on (a pass under these faults often fails the very step of
                 # its sub-queue): as the sweeper's schedule does, a minute apart.
+                # A pass that ran it on moved its job, even when a fault stopped that run (the job is read with
+                # the faults off).
                 for _ in range(SWEEPS_A_STOP):
                     clock.advance(replays.ORPHANED_SECONDS)
+                    before = _updated_at(sub_queue, replay_id, faults)
                     try:
                         report = client.sweep(sleep=clock.advance)
+                        figures["replay sweeps failed"] += report.failures
                     except QueueError:  # the listing of queues failed: the whole pass
                         figures["replay sweeps failed"] += 1
-                        continue
-                    figures["replay sweeps failed"] += report.failures
-                    if report.replays_resumed:
+                    if _updated_at(sub_queue, replay_id, faults) != before:
                         swept += 1
                         break
                 status = sub_queue.replay_status(replay_id)
@@ -134,3 +141,13 @@ def _run_to_end(
         if status.state != "running":
             return status, stops, swept
     raise AssertionError(f"the replay {replay_id} did not end in {MAX_RUNS} runs")
+
+
+def _updated_at(sub_queue: SubQueue, replay_id: str, faults: FaultInjector | None) -> int:
+    if faults is not None:
+        faults.enabled = False
+    try:
+        return sub_queue.replay_status(replay_id).updated_at
+    finally:
+        if faults is not None:
+            faults.enabled = True
