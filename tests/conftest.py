@@ -117,6 +117,15 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
+def instant_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's pause between retries of a throttled call made instant, for tests that throttle every call
+    and count the throttles, not the time (a batch send's eight tries wait about a second of real time)."""
+    import queue_core.store
+
+    monkeypatch.setattr(queue_core.store, "_backoff", lambda _attempt: None)
+
+
+@pytest.fixture
 def dynamodb() -> Iterator[object]:
     from dq.embedded_dynamodb import fast_transactions, idempotent_transactions, serialize_moto_requests
 

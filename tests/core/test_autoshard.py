@@ -136,6 +136,7 @@ def _throttled_sends(client: QueueClient, clock: FakeClock, dynamodb) -> list[st
     return sorted(_drain(queue))
 
 
+@pytest.mark.usefixtures("instant_backoff")
 def test_a_throttled_sender_grows_the_count_at_once(
     client: QueueClient, clock: FakeClock, dynamodb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +146,7 @@ def test_a_throttled_sender_grows_the_count_at_once(
     assert client.get_queue("hot").shards == 4, "grown by the throttled sender itself, without a sweep"
 
 
+@pytest.mark.usefixtures("instant_backoff")
 def test_throttles_the_load_does_not_explain_grow_nothing(client: QueueClient, clock: FakeClock, dynamodb) -> None:
     # The same throttles against a key's real limit: the load is under 2 % of it (a table-level quota, say), and
     # more shards would not help.

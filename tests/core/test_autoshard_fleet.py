@@ -192,6 +192,7 @@ def test_a_throttled_fleet_of_short_lived_senders_grows_the_queue_by_itself(
     assert client.get_queue("busy").shards >= 4
 
 
+@pytest.mark.usefixtures("instant_backoff")
 def test_throttles_without_growth_say_why(
     client: QueueClient, dynamodb, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
