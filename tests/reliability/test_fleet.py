@@ -71,14 +71,6 @@ def test_no_message_has_two_holders_at_once(fleet: FleetRun) -> None:
     _held(fleet, "two holders")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the short form broke it about once in ten runs after the ledger's fix (a message claimed with a later "
-    "one, given back and received again over the other path: test_a_fifo_message_received_again_over_the_other_path_"
-    "is_no_first_claim); one such break was traced to a sweep on stale cached settings dropping a layout a group "
-    "still lived at (fixed: test_a_sweep_on_settings_older_than_its_listing_keeps_the_layout_a_group_still_lives_at), "
-    "not yet confirmed over ten clean runs",
-)
 def test_fifo_groups_keep_their_order(fleet: FleetRun) -> None:
     _held(fleet, "FIFO order")
 
