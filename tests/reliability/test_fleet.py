@@ -105,11 +105,6 @@ def test_a_receive_repeated_with_its_attempt_id_answers_what_it_kept(fleet: Flee
     _held(fleet, "attempts")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a DLQ move that DynamoDB throttles once marks its FIFO head stuck for five minutes "
-    "(test_a_fifo_head_whose_move_to_the_dlq_is_throttled_once_is_not_stuck); the fleet meets it in some runs",
-)
 def test_no_message_is_left_stuck_by_a_passing_fault(fleet: FleetRun) -> None:
     _held(fleet, "stuck")
 

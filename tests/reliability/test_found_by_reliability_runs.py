@@ -461,11 +461,6 @@ def test_a_receive_repeated_with_its_attempt_id_at_a_fifo_dlq_is_not_spent_by_a_
     assert again == first
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a DLQ move that DynamoDB throttles once marks its head stuck: the group is held for five minutes and the "
-    "operator is told to cancel the message (the fleet run's 'can be neither delivered nor moved to the DLQ')",
-)
 def test_a_fifo_head_whose_move_to_the_dlq_is_throttled_once_is_not_stuck(
     client: QueueClient, clock: FakeClock, dynamodb: Any
 ) -> None:

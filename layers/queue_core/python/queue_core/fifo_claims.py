@@ -211,7 +211,10 @@ class FifoClaims(FifoGroups):
             return error
         except MessageTooLarge:
             # Stored before sizes were checked, it cannot take a claim's attributes: to the DLQ, not in the way.
-            return None if self._dead_letter(item, group_key, token, now) else Stuck(item)
+            try:
+                return None if self._dead_letter(item, group_key, token, now) else Stuck(item)
+            except Throttled as error:
+                return error
 
 
 MISSED: Final = _Missed()

@@ -40,7 +40,11 @@ class FifoHeads(FifoGroups):
             if is_expired(item, now):
                 self._remove_expired(item, group_key, now)
             elif limit and int(item["receive_count"]) >= limit:
-                if not self._dead_letter(item, group_key, token, now):
+                try:
+                    moved = self._dead_letter(item, group_key, token, now)
+                except Throttled:
+                    return taken, item, None  # a throttle passes: the next claim moves it, nothing is stuck
+                if not moved:
                     return taken, item, item
             elif int(item["visible_at"]) > now or len(taken) >= budget:
                 return taken, item, None
@@ -94,10 +98,16 @@ class FifoHeads(FifoGroups):
                 self.ctx.store.write(write)
 
     def _dead_letter(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
-        """`_to_dlq`, False also when DynamoDB refuses the DLQ copy (too large for the backend's item limit) or
-        fails: the message then stays where it is."""
+        """`_to_dlq`, False also when DynamoDB refuses the DLQ copy (too large for the backend's item limit): the
+        message then stays where it is, stuck. A throttle or a lost answer (`Throttled`) is raised, not taken for
+        a refusal: it passes, and the group's next claim moves the message (the move is one transaction, applied
+        or not; the next claim reads which). Held as stuck, the group would wait `STUCK_RETRY_SECONDS` and its
+        operator be told to cancel a message nothing was wrong with."""
         try:
             return self._to_dlq(item, group_key, token, now)
+        except Throttled:
+            logger.warning("message %s of group %s: its move to the DLQ was throttled", item["sk"], group_key["sk"])
+            raise
         except QueueError:
             logger.warning("message %s of group %s could not be moved to the DLQ", item["sk"], group_key["sk"])
             return False
