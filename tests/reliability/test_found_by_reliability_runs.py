@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from queue_core import MessageNotFound, QueueClient, ReceiptHandleStale, ReceivedMessage
+from queue_core import MessageNotFound, QueueClient, QueueError, ReceiptHandleStale, ReceivedMessage
 
 from tests.conftest import FakeClock
 from tests.reliability.ledger import Ledger
@@ -479,6 +479,39 @@ def test_a_fifo_head_whose_move_to_the_dlq_is_throttled_once_is_not_stuck(
 
     assert [message.body for message in jobs.receive()] == ["m2"]
     assert [message.body for message in jobs.dlq_list()] == [first.body]
+    assert jobs.stats().to_dict().get("stuck", 0) == 0
+
+
+def test_a_fifo_head_whose_move_to_the_dlq_was_applied_with_every_answer_lost_is_moved_once_and_not_stuck(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """The same move applied by DynamoDB, its answer lost every time the SDK and the core sent it again: the claim
+    cannot know it moved. The group is given back; the next claim finds the head gone and delivers the message
+    behind it; the DLQ holds one copy."""
+    client.create_queue("jobs.fifo", visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue("jobs.fifo", "a")
+    jobs.send("m1", group_id="g", dedup_id="d1")
+    jobs.send("m2", group_id="g", dedup_id="d2")
+    jobs.receive()
+    clock.advance(31)
+    lost: list[str] = []
+
+    def lose_the_answer(model: Any, **_: Any) -> None:
+        if model.name == "TransactWriteItems":
+            lost.append(model.name)
+            raise throttle_error(model.name)
+
+    dynamodb.meta.events.register("after-call.dynamodb", lose_the_answer)
+    try:
+        with contextlib.suppress(QueueError):
+            jobs.receive()
+    finally:
+        dynamodb.meta.events.unregister("after-call.dynamodb", lose_the_answer)
+    assert lost
+    clock.advance(1)
+
+    assert [message.body for message in jobs.receive()] == ["m2"]
+    assert [message.body for message in jobs.dlq_list()] == ["m1"]
     assert jobs.stats().to_dict().get("stuck", 0) == 0
 
 
