@@ -95,12 +95,6 @@ def test_a_stale_handle_changes_nothing(fleet: FleetRun) -> None:
     _held(fleet, "stale handles")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a throttle while a repeat at a FIFO DLQ's URL holds its dead letters again spends the attempt "
-    "(test_a_receive_repeated_with_its_attempt_id_at_a_fifo_dlq_is_not_spent_by_a_throttle); the fleet meets it in "
-    "some runs",
-)
 def test_a_receive_repeated_with_its_attempt_id_answers_what_it_kept(fleet: FleetRun) -> None:
     _held(fleet, "attempts")
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .dead_letters import DeadLetter, DeadLetterReceipt
-from .errors import QueueError, ValidationError
+from .errors import QueueError, Throttled, ValidationError
 from .keys import Space
 from .models import Message, ReceivedMessage
 from .settings import QueueSettings
@@ -131,6 +131,10 @@ class WithDeadLetters:
         for position, handle in enumerate(dead):
             try:
                 self._source_of(handle).dlq_change_visibility(handle, seconds)
+            except Throttled:
+                # Nothing was taken meanwhile: the attempt is not spent. Raised, so that the client sends it again;
+                # what this one held again stays held (by the same claims) for the retry, given to nobody else.
+                raise
             except QueueError:
                 self._give_back(live + dead[:position])
                 return False
