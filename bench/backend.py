@@ -116,10 +116,11 @@ def moto_backend() -> Iterator[Backend]:
     import moto
     from moto import mock_aws
 
-    from dq.embedded_dynamodb import fast_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import fast_queries, fast_transactions, serialize_moto_requests
 
     _fake_credentials()
     serialize_moto_requests()
+    fast_queries()
     fast_transactions()
     faster_key_ordering()
     with mock_aws():

@@ -116,6 +116,7 @@ class EmbeddedDynamoDB:
         from werkzeug.serving import make_server
 
         serialize_moto_requests()
+        fast_queries()
         fast_transactions()
         idempotent_transactions()
         # Werkzeug would otherwise log every DynamoDB call to the console.
@@ -167,6 +168,42 @@ def _listen(host: str, port: int) -> socket.socket:
         listener.close()
         raise
     return listener
+
+
+def fast_queries() -> None:
+    """Idempotent: moto's query lists every item of the table, sorted, then keeps those of the asked partition (or,
+    on an index, those carrying its key), so each query cost a sort of the whole table: most of the time of a
+    table of a few thousand items. The query is given the partition's items alone (a query of the table), or the
+    table's items unsorted (a query of an index, which sorts what it keeps), and the rest of moto's query is left
+    as it is: the same items, in the same order, in the same pages. Relies on `serialize_moto_requests` (the list
+    is handed to the query through its table for the length of the call)."""
+    require_moto_version("fast_queries", MOTO_VERSIONS)
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table.query, "_partition_only", False):
+        return
+    original = Table.query
+
+    @functools.wraps(original)
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        if "all_items" in vars(self):  # a view of the table given for this call (a lagging index's): kept
+            return original(self, hash_key, *args, **kwargs)
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        if index_name is None and hash_key is not None:
+            found = self.items.get(hash_key)
+            items = [] if found is None else list(found.values()) if self.range_key_attr else [found]
+        elif self.range_key_attr:
+            items = [item for partition in self.items.values() for item in partition.values()]
+        else:
+            items = list(self.items.values())
+        self.all_items = lambda: items
+        try:
+            return original(self, hash_key, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    query._partition_only = True  # type: ignore[attr-defined]
+    Table.query = query  # type: ignore[method-assign]
 
 
 def fast_transactions() -> None:

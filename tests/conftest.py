@@ -127,9 +127,10 @@ def instant_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def dynamodb() -> Iterator[object]:
-    from dq.embedded_dynamodb import fast_transactions, idempotent_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import fast_queries, fast_transactions, idempotent_transactions, serialize_moto_requests
 
     serialize_moto_requests()
+    fast_queries()
     fast_transactions()
     idempotent_transactions()
     with mock_aws():

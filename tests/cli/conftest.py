@@ -70,9 +70,10 @@ def _http() -> Iterator[Cli]:
 
 
 def _core() -> Iterator[Cli]:
-    from dq.embedded_dynamodb import fast_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import fast_queries, fast_transactions, serialize_moto_requests
 
     serialize_moto_requests()
+    fast_queries()
     fast_transactions()
     with mock_aws():
         QueueClient(TABLE, dynamodb=boto3.client("dynamodb", region_name="us-east-1")).create_table()

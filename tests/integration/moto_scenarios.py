@@ -486,9 +486,15 @@ def run_queries(client: Any) -> dict[str, Any]:
 
 def _apply(configuration: str) -> None:
     if configuration in ("embedded", "bench"):
-        from dq.embedded_dynamodb import fast_transactions, idempotent_transactions, serialize_moto_requests
+        from dq.embedded_dynamodb import (
+            fast_queries,
+            fast_transactions,
+            idempotent_transactions,
+            serialize_moto_requests,
+        )
 
         serialize_moto_requests()
+        fast_queries()
         fast_transactions()
         idempotent_transactions()
     if configuration == "bench":

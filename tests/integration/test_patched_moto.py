@@ -24,6 +24,7 @@ from bench.backend import KEY_ORDERING_MOTO_VERSIONS, faster_key_ordering
 from dq.embedded_dynamodb import (
     MOTO_VERSIONS,
     UnsupportedMotoVersion,
+    fast_queries,
     fast_transactions,
     idempotent_transactions,
     serialize_moto_requests,
@@ -128,6 +129,7 @@ def test_paged_queries_follow_the_exclusive_start_key_through_every_item(outcome
 PATCHES: dict[str, Callable[[], None]] = {
     "serialize_moto_requests": serialize_moto_requests,
     "fast_transactions": fast_transactions,
+    "fast_queries": fast_queries,
     "idempotent_transactions": idempotent_transactions,
     "faster_key_ordering": faster_key_ordering,
 }
@@ -146,6 +148,7 @@ def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
         DynamoHandler.transact_write_items,
         models.DynamoDBBackend.transact_write_items,
         DynamoType.__eq__,
+        models.Table.query,
     )
     monkeypatch.setattr(moto, "__version__", "99.0.0")
     with pytest.raises(UnsupportedMotoVersion) as refusal:
@@ -156,6 +159,7 @@ def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
         DynamoHandler.transact_write_items,
         models.DynamoDBBackend.transact_write_items,
         DynamoType.__eq__,
+        models.Table.query,
     ) == untouched
 
 

@@ -30,9 +30,10 @@ pytestmark = pytest.mark.timeout(10800)
 
 @pytest.fixture(scope="module")
 def fleet(request: pytest.FixtureRequest) -> Iterator[FleetRun]:
-    from dq.embedded_dynamodb import fast_transactions, idempotent_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import fast_queries, fast_transactions, idempotent_transactions, serialize_moto_requests
 
     serialize_moto_requests()
+    fast_queries()
     fast_transactions()
     idempotent_transactions()
     scale = FULL if request.config.getoption("--stress") else SHORT
