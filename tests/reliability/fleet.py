@@ -1328,10 +1328,11 @@ class FleetRun:
         with self._lock:
             kept = all(message.receipt_handle in self.handles for message in messages)
         holds = self._deliver_read(name, messages, before, after, visibility, issued.request, dead)
-        if kept:  # the kept answer (or nothing): the same claims, held on; their holder works on them
+        if kept and work:  # the kept answer (or nothing): the same claims, held on; their holder works on them
             return
         if dead or not work:
-            # A dead letter goes back at once, and so does what an audit received (nobody else runs meanwhile).
+            # A dead letter goes back at once, and so does what an audit received or held again (nobody else runs
+            # meanwhile: a kept answer's holder is stopped, and what the repeat held on would be held by nobody).
             url = issued.request["QueueUrl"]
             for hold in holds:
                 call = self._call_for(invocation, rng, "sqs visibility 0", [hold.handle], None, url)
@@ -1606,7 +1607,11 @@ class FleetRun:
                 + (" settled" if lock.holds and all(hold.settled_lo is not None for hold in lock.holds) else "")
                 for lock in self.ledger.group_locks.get((f"{queue}/{CLIENT}", group), [])[-3:]
             ]
-            found.append(f"{group} locked by {token[:6]} for {int(item['available_at']) - now} ms; claims {claims}")
+            shown = ("acked", "retry_at", "changed", "stuck", "unlocked_by")
+            fields = {name: item[name] for name in shown if name in item}
+            found.append(
+                f"{group} locked by {token[:6]} for {int(item['available_at']) - now} ms {fields}; claims {claims}"
+            )
         return f" (locked: {'; '.join(found)})"
 
     def _said_held(self, now: int) -> str:

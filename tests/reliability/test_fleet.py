@@ -83,10 +83,8 @@ def test_nothing_is_lost_nor_stored_twice(fleet: FleetRun) -> None:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="a receive whose writes after its claim are throttled gives its claims back only as a best effort: "
-    "the group stays held by nobody "
-    "(test_a_fifo_receive_with_an_attempt_id_throttled_after_its_claim_leaves_nothing_held_by_nobody); the fleet "
-    "meets it in some runs",
+    reason="about one short run in ten: at an audit, a FIFO group is locked by a claim the ledger never saw answered "
+    "(neither a consumer's nor a call whose outcome was unknown), until its visibility ends; cause not found",
 )
 def test_nothing_is_in_flight_that_no_consumer_holds(fleet: FleetRun) -> None:
     _held(fleet, "nothing stranded")
@@ -96,13 +94,6 @@ def test_a_stale_handle_changes_nothing(fleet: FleetRun) -> None:
     _held(fleet, "stale handles")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a FIFO receive under an attempt id whose writes after its claim are throttled leaves a group locked that "
-    "it did not answer (as test_nothing_is_in_flight_that_no_consumer_holds; strict xfail "
-    "test_a_fifo_receive_with_an_attempt_id_throttled_after_its_claim_leaves_nothing_held_by_nobody); a full run "
-    "met it once after the DLQ repeat's throttle was fixed",
-)
 def test_a_receive_repeated_with_its_attempt_id_answers_what_it_kept(fleet: FleetRun) -> None:
     _held(fleet, "attempts")
 

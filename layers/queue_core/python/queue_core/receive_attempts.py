@@ -7,9 +7,11 @@ handle, all of them or none in one transaction, which is also the check that not
 them was deleted, given back, or received again by someone else after its visibility ran out, the attempt is spent
 (SQS: a retry works only while none of its messages was modified) and nothing of it is held again; the repeat is a
 new receive whose answer replaces the kept one. A first receive whose answer cannot be kept gives its claims back
-before it fails, so its retry finds the messages instead of their groups held by nobody. An answer of dead letters
-(SQS: at a DLQ's URL, or at a queue others name as their dead-letter target) keeps their handles beside the live
-ones, and its receiver holds them again with the live ones, all or none (`dead_letter_receives`).
+before it fails, so its retry finds the messages instead of their groups held by nobody; those it cannot give back
+either it answers, held by its caller (only an answer lost as well then leaves them held until they run out). An
+answer of dead letters (SQS: at a DLQ's URL, or at a queue others name as their dead-letter target) keeps their
+handles beside the live ones, and its receiver holds them again with the live ones, all or none
+(`dead_letter_receives`).
 
 Attempt records are spread over `DEDUP_BUCKETS` partitions by the attempt id's hash, as dedup items are: one
 partition per sub-queue would throttle first under load, which is when clients retry.
@@ -107,22 +109,28 @@ def receive_once(
             return _replayed(sub, failed.item, visibility_timeout) or []
     except QueueError:
         # Not kept (throttled, unavailable): the client is told to retry, and its retry must find these messages.
-        _give_back(sub, got)
-        raise
+        # What cannot be given back either is answered: held by this caller, never by nobody until it runs out.
+        held = _give_back(sub, got)
+        if not held:
+            raise
+        logger.warning("a receive under attempt id %r answers %d message(s) it could not keep", attempt_id, len(held))
+        return held
     return got
 
 
-def _give_back(sub: Receiver, got: list[ReceivedMessage]) -> None:
-    """Best effort: a claim not given back is free again when its visibility timeout ends."""
-    for message in got:
+def _give_back(sub: Receiver, got: list[ReceivedMessage]) -> list[ReceivedMessage]:
+    """Gives the messages back, the last first, and stops at the first that cannot be: those before it are still
+    held, and answered (an earlier message of a FIFO group given back while a later one is out would be delivered
+    after it). Returns them; a claim nobody answers is free again only when its visibility timeout ends."""
+    for position in range(len(got) - 1, -1, -1):
         try:
-            sub.return_unseen(message.receipt_handle)
+            sub.return_unseen(got[position].receipt_handle)
         except QueueError as error:
             logger.warning(
-                "message %s of an unkept receive stays held until its visibility ends: %s",
-                message.message_id,
-                error.message,
+                "message %s of an unkept receive is not given back: %s", got[position].message_id, error.message
             )
+            return got[: position + 1]
+    return []
 
 
 def _replayed(sub: Receiver, kept: Item, visibility_timeout: int | None) -> list[ReceivedMessage] | None:
