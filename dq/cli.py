@@ -971,13 +971,24 @@ def archive_replay(
     rate: Annotated[
         int | None, typer.Option(help="New messages a second, at most (1-1000; default 100).", show_default=False)
     ] = None,
+    from_dlq: Annotated[
+        bool,
+        typer.Option(
+            "--from-dlq", help="The DLQ's dead letters instead (--since/--until: when they died), each leaving the DLQ."
+        ),
+    ] = False,
+    reason: Annotated[
+        str | None,
+        typer.Option(help="With --from-dlq: only dead letters whose last reason contains this.", show_default=False),
+    ] = None,
     detach: Annotated[
         bool, typer.Option("--detach", help="Start it and print its id; run it later with `replay resume`.")
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Replay archived messages into their sub-queue as new messages carrying `replayed_from`: a time range (or
-    --id), narrowed by --attribute, at --rate; runs it to its end, printing progress (Ctrl-C leaves it to resume)."""
+    --id), narrowed by --attribute, at --rate; runs it to its end, printing progress (Ctrl-C leaves it to resume).
+    With --from-dlq, the dead letters (by --reason) instead, as `dq dlq reasons` groups them."""
     if ctx.invoked_subcommand is not None:
         return
     session, queue, client = _sub_queue(ctx, queue, client)
@@ -990,6 +1001,8 @@ def archive_replay(
         "message_ids": message_id or None,
         "attributes": _attributes(attribute) if attribute else None,
         "rate": rate,
+        "source": "dlq" if from_dlq else None,
+        "reason": reason,
     }
     answer = session.target.replay_start(queue, client, request)
     if not detach:

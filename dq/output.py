@@ -402,6 +402,8 @@ def replay_line(replay: Mapping[str, Any]) -> str:
         f"replay {replay['replay_id']}: {replay['state']}, {replay['replayed']} replayed, "
         f"{replay['skipped']} skipped, {replay['failed']} failed"
     )
+    if replay.get("source") == "dlq":
+        line += " from the DLQ" + (f" (reason contains {replay['reason']!r})" if replay.get("reason") else "")
     if replay.get("total") is not None:
         line += f" of {replay['total']} ids"
     elif replay.get("reached_at") is not None:

@@ -248,6 +248,23 @@ def test_release_reason_dlq_reasons_and_redrive_by_reason(cli: Cli) -> None:
     assert cli.json("dlq", "redrive", "-q", queue, "-c", "a", "--reason", "KeyError") == {"redriven": 1}
 
 
+def test_archive_replay_from_the_dlq_by_reason(cli: Cli) -> None:
+    queue = cli.queue(max_receive_count=1)
+    message_id = cli.json("send", "poison", "-q", queue, "-c", "a")["message_id"]
+    [got] = cli.json("receive", "-q", queue, "-c", "a")["messages"]
+    cli.json("release", got["receipt_handle"], "-q", queue, "-c", "a", "--delay", "0", "--reason", "KeyError: 'id'")
+    assert cli.json("receive", "-q", queue, "-c", "a") == {"messages": []}, "over its limit, it went to the DLQ"
+    none = cli.json("archive", "replay", "-q", queue, "-c", "a", "--from-dlq", "--reason", "ValueError")
+    assert (none["state"], none["replayed"], none["source"]) == ("done", 0, "dlq")
+    shown = cli.run("archive", "replay", "-q", queue, "-c", "a", "--from-dlq", "--reason", "KeyError")
+    assert shown.exit_code == 0 and "1 replayed" in shown.stdout and "from the DLQ" in shown.stdout
+    [back] = cli.json("receive", "-q", queue, "-c", "a")["messages"]
+    assert json.loads(back["attributes"]["replayed_from"])["message_id"] == message_id
+    assert back["body"] == "poison" and back["message_id"] != message_id
+    assert cli.json("dlq", "ls", "-q", queue, "-c", "a") == {"messages": []}
+    assert cli.run("archive", "replay", "-q", queue, "-c", "a", "--reason", "KeyError").exit_code == 1
+
+
 def test_archive_ls_and_get(cli: Cli) -> None:
     queue = cli.queue(archive_days=2)
     message_id = cli.json("send", "order-1", "-q", queue, "-c", "a")["message_id"]

@@ -332,9 +332,9 @@ TRACEBACK = 'Traceback (most recent call last):\n  File "<img src=x onerror=wind
 def test_an_operator_reads_why_messages_failed_and_replays_the_archive(
     signed_in: WebDriver, console: ConsoleServer, api: HttpTarget
 ) -> None:
-    """Failure reasons on the DLQ (each dead letter's last, grouped with counts, redriven by reason) and on the
-    message (its attempts); the archive listed and replayed by id to its end, a replay cancelled; a queue with no
-    archive says so. Hostile reasons stay text."""
+    """Failure reasons on the DLQ (each dead letter's last, grouped with counts, redriven by reason, replayed by
+    reason) and on the message (its attempts); the archive listed and replayed by id to its end, a replay
+    cancelled; a queue with no archive says so. Hostile reasons stay text."""
     browser, queue, client = signed_in, "undo", "tenant-r"
     report: dict[str, list[dict[str, Any]]] = {}
     api.create_queue(queue, {"archive_days": 1, "max_receive_count": 1})
@@ -366,6 +366,17 @@ def test_an_operator_reads_why_messages_failed_and_replays_the_archive(
     visit(browser, console, f"#/q/{queue}/c/{client}/dlq", "dlq")
     confirm(browser, '#reasons tr[data-reason="0"] [data-action=redrive-reason]')
     wait_text(browser, "#redrive-result", f"Redrove 2 message(s) (last reason: {FAILURE})")
+    wait_text(browser, "#dlq", "The DLQ is empty.")
+    assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
+
+    # The same two fail again, for another reason, and are replayed by it from the DLQ as new messages.
+    for message in api.receive(queue, client, {"max_messages": 10, "visibility_timeout": 60})["messages"]:
+        api.release(queue, client, message["receipt_handle"], 0, "ValueError: <b>bad sku</b>")
+    assert api.receive(queue, client, {"max_messages": 10})["messages"] == []
+    visit(browser, console, f"#/q/{queue}/c/{client}/dlq", "dlq")
+    wait_text(browser, '#reasons tr[data-reason="0"]', "ValueError: <b>bad sku</b>")
+    confirm(browser, '#reasons tr[data-reason="0"] [data-action=replay-reason]')
+    wait_text(browser, "#redrive-result", "done, 2 replayed, 0 skipped, 0 failed from the DLQ")
     wait_text(browser, "#dlq", "The DLQ is empty.")
     assert stats(api, queue, client) == {"visible": 2, "in_flight": 0, "delayed": 0, "dlq": 0}
 

@@ -73,3 +73,29 @@ def test_bad_replay_requests_are_refused_and_start_nothing(core: QueueClient) ->
     missing = call(redriver, "POST", f"{BASE}/replays/cancel", {"replay_id": "1800000000000-0123456789ab"})
     assert (missing.status, missing.body["error"]["code"]) == (404, "MessageNotFound")
     assert call(redriver, "GET", f"{BASE}/replays").body == {"replays": []}
+
+
+def test_a_dlq_replay_by_reason_by_rest_and_by_invoke(core: QueueClient) -> None:
+    """A plain queue (no archive): its dead letters of one reason replayed as new messages, the others kept."""
+    core.create_queue("plain", max_receive_count=1)
+    sub_queue = core.queue("plain", "c1")
+    for n, reason in enumerate(["KeyError: 'customer_id'", "TimeoutError", "KeyError: 'customer_id'"]):
+        sub_queue.send(f"order-{n}")
+        [message] = sub_queue.receive()
+        sub_queue.release(message.receipt_handle, 0, reason=reason)
+        assert sub_queue.receive() == []  # over its limit: moved
+    base = "/queues/plain/clients/c1"
+    body = {"source": "dlq", "reason": "KeyError", "run_seconds": 5, "rate": 1000}
+    started = call(redriver, "POST", f"{base}/replays", body)
+    assert started.status == 200, started.body
+    assert (started.body["state"], started.body["replayed"], started.body["source"]) == ("done", 2, "dlq")
+    assert started.body["reason"] == "KeyError"
+    assert sorted(m.body for m in sub_queue.receive(max_messages=10)) == ["order-0", "order-2"]
+    assert [m.body for m in sub_queue.dlq_list()] == ["order-1"]
+    sub = {"queue": "plain", "client": "c1"}
+    rest = invoke(redriver, {"action": "replay_start", **sub, "source": "dlq", "reason": "Timeout"})
+    ran = invoke(redriver, {"action": "replay_run", **sub, "replay_id": rest["replay_id"], "seconds": 1})
+    assert (ran["state"], ran["replayed"], ran["source"]) == ("done", 1, "dlq")
+    for bad in ({"source": "dlq", "reason": ""}, {"reason": "x"}, {"source": "queue"}):
+        answer = call(redriver, "POST", f"{base}/replays", bad)
+        assert (answer.status, answer.body["error"]["code"]) == (400, "ValidationError"), bad

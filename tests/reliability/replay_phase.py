@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from queue_core import QueueClient, QueueError, SubQueue, replays
+from queue_core.keys import MessageRef, shard_of
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector
@@ -77,6 +78,54 @@ def replay_archives(
     return problems, figures
 
 
+def replay_dead_letters(
+    client: QueueClient,
+    queues: tuple[str, ...],
+    sub_queues: dict[tuple[str, str], Any],
+    truth: TableTruth,
+    clock: FakeClock,
+    faults: FaultInjector | None,
+) -> tuple[list[str], Counter]:
+    """Replays each queue's dead letters of `CLIENT` (the run's poison messages) to the end under `faults`, as the
+    archives are: each dead letter there at the start becomes exactly one new message naming it and leaves the DLQ,
+    and the job counts them all."""
+    problems: list[str] = []
+    figures: Counter = Counter()
+    for queue in queues:
+        sub_queue: SubQueue = sub_queues[(queue, CLIENT)]
+        fifo = sub_queue.settings.fifo
+        dead = Counter(_dead_letter_id(item, fifo) for item in truth.dlq_items(queue, CLIENT))
+        replay_id = sub_queue.replay_start(source="dlq", until=int(clock() * 1000), rate=1000).replay_id
+        if faults is not None:
+            faults.enabled = True
+        try:
+            status, stops, _ = _run_to_end(client, sub_queue, replay_id, clock, figures, faults)
+        finally:
+            if faults is not None:
+                faults.enabled = False
+        figures["dead letters replayed"] += status.replayed
+        figures["dead letter replay stops"] += stops
+        origins = _replayed_origins(truth, replay_id)[queue]
+        left = {_dead_letter_id(item, fifo) for item in truth.dlq_items(queue, CLIENT)}
+        problems += [
+            f"{queue}/{CLIENT}: dead letter {message_id} was in the DLQ {dead[message_id]} times, replayed "
+            f"{origins[message_id]}" + (", and is still there" if message_id in left else "")
+            for message_id in set(dead) | set(origins)
+            if dead[message_id] != origins[message_id] or message_id in left
+        ]
+        if (status.state, status.replayed) != ("done", sum(dead.values())):
+            problems.append(
+                f"{queue}/{CLIENT}: the DLQ replay ended {status.state} with {status.replayed} replayed of "
+                f"{sum(dead.values())} dead letters ({status.last_error})"
+            )
+    return problems, figures
+
+
+def _dead_letter_id(item: dict[str, Any], fifo: bool) -> str:
+    ref = MessageRef.from_dlq_sk(item["sk"], shard_of(str(item["pk"])), fifo, int(item.get("priority", 0)))
+    return ref.message_id
+
+
 def _archived_copies(truth: TableTruth) -> defaultdict[str, Counter]:
     """Each archived copy's message id (a message acknowledged twice has two) by queue, the replay jobs left out:
     one scan."""
@@ -87,15 +136,16 @@ def _archived_copies(truth: TableTruth) -> defaultdict[str, Counter]:
     return copies
 
 
-def _replayed_origins(truth: TableTruth) -> defaultdict[str, Counter]:
-    """The archived id each new message of a replay names, by queue: one scan."""
+def _replayed_origins(truth: TableTruth, replay_id: str | None = None) -> defaultdict[str, Counter]:
+    """The id each new message of a replay (of `replay_id` alone, if given) names, by queue: one scan."""
     origins: defaultdict[str, Counter] = defaultdict(Counter)
     for (queue, client), items in truth.by_sub_queue([STANDARD_MESSAGES, FIFO_MESSAGES]).items():
         if client == CLIENT:
+            named = [
+                json.loads(item["attrs"]["replayed_from"]) for item in items if "replayed_from" in item.get("attrs", {})
+            ]
             origins[queue].update(
-                json.loads(item["attrs"]["replayed_from"])["message_id"]
-                for item in items
-                if "replayed_from" in item.get("attrs", {})
+                origin["message_id"] for origin in named if replay_id is None or origin["replay_id"] == replay_id
             )
     return origins
 

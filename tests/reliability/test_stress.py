@@ -15,7 +15,7 @@ import pytest
 from queue_core import QueueClient
 
 from tests.conftest import FakeClock
-from tests.reliability.replay_phase import replay_archives
+from tests.reliability.replay_phase import replay_archives, replay_dead_letters
 from tests.reliability.stress import (
     MAIN_QUEUES,
     Scale,
@@ -46,6 +46,10 @@ def test_crashing_consumers_lose_nothing_and_never_share_a_message(
     logger.info("replays of the archives: %s", dict(figures))
     assert not problems, "\n".join(problems[:20])
     assert figures["replayed"] > 0
+    problems, figures = replay_dead_letters(client, MAIN_QUEUES, run.sub_queues, truth, clock, None)
+    logger.info("replays of the DLQs: %s", dict(figures))
+    assert not problems, "\n".join(problems[:20])
+    assert figures["dead letters replayed"] > 0
     assert run.figures.crashes and run.figures.releases and run.figures.extensions and run.figures.delete_races
     assert_queue_wide_consumers_served_every_client(run)
     assert run.figures.checkpoints == scale.checkpoints

@@ -1,7 +1,7 @@
 """Nothing lost, nothing doubled, nobody sharing a message, no FIFO group out of order while DynamoDB throttles,
 times out and loses answers (some after applying the write, some then repeated by the SDK), with consumers that
 crash, give back, extend, race and stall, and queues resharded, deleted and created again as they run; then the
-main queues' archives replayed under the same faults, each archived copy once (`replay_phase`).
+main queues' archives and DLQs replayed under the same faults, each archived copy and dead letter once (`replay_phase`).
 
 The short form runs in `make test`; `pytest tests/reliability --stress` runs ten thousand messages.
 """
@@ -17,7 +17,7 @@ from queue_core import QueueClient
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector, Kind
-from tests.reliability.replay_phase import replay_archives
+from tests.reliability.replay_phase import replay_archives, replay_dead_letters
 from tests.reliability.stress import (
     MAIN_QUEUES,
     Scale,
@@ -62,10 +62,12 @@ def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
     faults.attach(client.dynamodb)
     try:
         problems, figures = replay_archives(client, MAIN_QUEUES, run.sub_queues, truth, clock, faults)
+        dead_problems, dead_figures = replay_dead_letters(client, MAIN_QUEUES, run.sub_queues, truth, clock, faults)
     finally:
         faults.detach()
-    logger.info("replays of the archives with faults: %s", dict(figures))
-    assert not problems, "\n".join(problems[:20])
+    logger.info("replays of the archives with faults: %s, of the DLQs: %s", dict(figures), dict(dead_figures))
+    assert not problems + dead_problems, "\n".join((problems + dead_problems)[:20])
+    assert dead_figures["dead letters replayed"], "dead letters were replayed under faults"
     assert figures["replayed"] and figures["replay stops"], "replays were stopped by faults and resumed"
     assert figures["replays run on by a sweep"], "a replay stopped and left was run on by a sweep"
     assert len(faults.counts) >= 7, f"most kinds of fault were injected: {dict(faults.counts)}"

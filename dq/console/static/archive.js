@@ -19,6 +19,7 @@ export function epochMs(text) {
 // One replay in a line, as `dq archive replay status` prints it: its state and counts, and how far it got.
 export function replayLine(replay) {
   let line = `${replay.state}, ${replay.replayed} replayed, ${replay.skipped} skipped, ${replay.failed} failed`;
+  if (replay.source === "dlq") line += " from the DLQ";
   if (replay.total !== null && replay.total !== undefined) line += ` of ${replay.total} ids`;
   if (replay.last_error) line += ` (last error: ${replay.last_error})`;
   return line;

@@ -2,6 +2,7 @@
 import { PAGE_SIZE, state, h, append, clear, refill, notice, api, enc, sub, link, failure, when, whenShort, timeCell, preview, stateText, prettyBody } from "./core.js";
 import { sample } from "./charts.js";
 import { crumbs, pageHead, loading, figuresList, input, confirmAction, idLink, sendPanel, attemptsTable, cursorPager, queueOnce, pickBox } from "./pieces.js";
+import { DEFAULT_RATE, REPLAY_RUN_SECONDS, replayLine } from "./archive.js";
 
 export function subQueueView(root, queue, client) {
   const base = sub(queue, client);
@@ -402,6 +403,34 @@ export function dlqView(root, queue, client) {
     if (sure) await redrive({ max_messages: null, message_ids: null, reason: group.reason }, `last reason: ${group.reason}`);
   }
 
+  // A reason's group replayed as `dq archive replay --from-dlq --reason` does: each dead letter sent again as a new
+  // message carrying replayed_from, leaving the DLQ as it goes; run on by this page while it is open (the sweep
+  // runs on a replay the page left).
+  async function replayReason(group, count) {
+    const sure = await confirmAction({
+      title: "Replay these dead letters?",
+      text: `Every dead letter of ${queue} / ${client} whose last reason contains "${group.reason}" (${count} now) is sent again as a new message carrying replayed_from, at most ${DEFAULT_RATE} a second, and leaves the DLQ.`,
+      confirm: "Start the replay",
+    });
+    if (!sure) return;
+    try {
+      let replay = await api("POST", base + "/replays", { source: "dlq", reason: group.reason, rate: DEFAULT_RATE, run_seconds: 0 });
+      const shown = () => {
+        result.className = "ok";
+        result.textContent = `Replay ${replay.replay_id} (last reason: ${group.reason}): ${replayLine(replay)}`;
+      };
+      shown();
+      while (replay.state === "running" && root.isConnected) {
+        replay = await api("POST", base + "/replays/run", { replay_id: replay.replay_id, seconds: REPLAY_RUN_SECONDS });
+        shown();
+      }
+      await refresh();
+    } catch (error) {
+      result.className = "error";
+      result.textContent = failure(error);
+    }
+  }
+
   append(
     root,
     [crumbs(["Queues", link.queues()], [queue, link.queue(queue)], [client, link.client(queue, client)], ["DLQ"]),
@@ -449,7 +478,12 @@ export function dlqView(root, queue, client) {
                     h("td", { class: "reason" }, group.reason),
                     timeCell(group.first_seen),
                     timeCell(group.last_seen),
-                    h("td", {}, h("button", { type: "button", class: "secondary", "data-action": "redrive-reason", onclick: () => redriveReason(group, `${group.count}${plus}`) }, "Redrive these…")),
+                    h(
+                      "td",
+                      {},
+                      h("button", { type: "button", class: "secondary", "data-action": "redrive-reason", onclick: () => redriveReason(group, `${group.count}${plus}`) }, "Redrive these…"),
+                      h("button", { type: "button", class: "secondary", "data-action": "replay-reason", onclick: () => replayReason(group, `${group.count}${plus}`) }, "Replay these…"),
+                    ),
                   ),
                 )
               : h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No dead letter has a reason.")),

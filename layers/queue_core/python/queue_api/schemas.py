@@ -526,7 +526,8 @@ class ArchivedCopies(Answer):
 class ReplayRequest(Request):
     """A replay of the sub-queue's archive back into it (`queue_core.replays`), of a queue that keeps an archive
     (`archive_days`): a time range (since at most until), or message ids (not both), either narrowed by attributes;
-    the call runs it for up to `run_seconds` before it answers."""
+    or of its dead letters (`source` "dlq", by `reason`); the call runs it for up to `run_seconds` before it
+    answers."""
 
     since: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or after (epoch ms)")] = None
     until: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or before (epoch ms); null or later: now")] = None
@@ -538,6 +539,12 @@ class ReplayRequest(Request):
         None, max_length=limits.MAX_ATTRIBUTES, description="only messages with these attribute values"
     )
     rate: Annotated[int | None, _int(1, limits.MAX_REPLAY_RATE, "new messages a second; null: 100")] = None
+    source: Literal["archive", "dlq"] | None = Field(
+        None, description='"dlq": the dead letters (since/until: when they died), each removed as it is sent again'
+    )
+    reason: str | None = Field(
+        None, min_length=1, max_length=1000, description='source "dlq": dead letters whose last reason contains this'
+    )
     run_seconds: Annotated[
         float, Field(ge=0, le=limits.MAX_REPLAY_RUN_SECONDS, description="run it this long before answering")
     ] = 0
@@ -580,6 +587,8 @@ class ReplayAnswer(Answer):
     created_at: int
     updated_at: int
     finished_at: int | None
+    source: Literal["archive", "dlq"] = "archive"
+    reason: str | None = Field(None, description='source "dlq": the text of the last reasons it selects')
 
 
 class ReplayList(Answer):

@@ -207,7 +207,8 @@ class ArchivedMessage(_Json):
 
 @dataclass(frozen=True)
 class ReplayStatus(_Json):
-    """A replay of the archive (see `replays`): what it selects, where it stands and what it did. `state` is
+    """A replay of the archive, or of the DLQ (`source` "dlq", dead letters whose last reason contains `reason`; see
+    `replays`): what it selects, where it stands and what it did. `state` is
     `running`, `done` or `cancelled`; `replayed` new messages sent, `skipped` selected places with nothing to
     replay (not matching the attributes, expired, gone), `failed` messages that could not be sent again
     (`last_error` says why); `total` the number of ids of a replay by id, `reached_at` the acknowledgement time a
@@ -231,6 +232,8 @@ class ReplayStatus(_Json):
     created_at: int
     updated_at: int
     finished_at: int | None
+    source: str = "archive"
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

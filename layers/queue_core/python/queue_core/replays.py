@@ -61,7 +61,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from . import archive, limits
+from . import archive, dead_letter_replays, limits
 from .clock import fixed_ms
 from .context import Context
 from .errors import (
@@ -69,13 +69,14 @@ from .errors import (
     MessageBodyMissing,
     MessageNotFound,
     MessageTooLarge,
+    QueueError,
     TransactionConditionFailed,
     ValidationError,
 )
 from .keys import REPLAY_ID_PATTERN, Space, message_id_shaped
-from .models import ArchivedMessage, ReplayStatus
+from .models import ArchivedMessage, Message, ReplayStatus
 from .settings import QueueSettings
-from .store import ConditionFailed, Item
+from .store import ConditionFailed, Item, Write
 from .store import replays as jobs
 from .transactions import TransactSend, commit
 
@@ -84,6 +85,9 @@ PAGE: Final = 100
 DEFAULT_RATE: Final = 100
 REPLAYED_FROM: Final = "replayed_from"
 START: Final = "start"
+ARCHIVE: Final = "archive"
+SOURCES: Final = (ARCHIVE, dead_letter_replays.SOURCE)
+_REASON_CHARS: Final = 1000
 _REPLAY_ID: Final = re.compile(REPLAY_ID_PATTERN)
 _KEEP_DAYS: Final = 90
 _DAY_SECONDS: Final = 86_400
@@ -114,15 +118,42 @@ class Selection:
     until: int | None
     message_ids: list[str] | None
     attributes: dict[str, str]
+    source: str = ARCHIVE
+    reason: str | None = None
 
-    def matches(self, message: ArchivedMessage) -> bool:
+    def matches(self, message: ArchivedMessage | Message) -> bool:
         return all(message.attributes.get(name) == value for name, value in self.attributes.items())
 
 
-def selection(since: Any, until: Any, message_ids: Any, attributes: Any, now: int) -> Selection:
+@dataclass(frozen=True)
+class _Pick:
+    """One place of the selection: the message there (None: nothing to replay), the identity of the copy it was
+    read from (the new message's dedup id is drawn from it) and, from the DLQ, that copy's removal."""
+
+    place: str
+    message: ArchivedMessage | Message | None
+    copy: str
+    removal: Write | None = None
+    item: Item | None = None
+
+
+def selection(
+    since: Any, until: Any, message_ids: Any, attributes: Any, now: int, source: Any = None, reason: Any = None
+) -> Selection:
     """The replay's selection as given, checked: a time range (open ends allowed; `until` no later than now) or
-    message ids (distinct, in the order given), either with an optional filter on attributes."""
+    message ids (distinct, in the order given), either with an optional filter on attributes. From the DLQ
+    (`source` "dlq"): a time range of when they died, optionally of one last reason (`reason`, text it contains)."""
+    source = ARCHIVE if source is None else source
+    if source not in SOURCES:
+        raise ValidationError(f"source must be one of {', '.join(SOURCES)}")
+    if reason is not None:
+        if source != dead_letter_replays.SOURCE:
+            raise ValidationError('reason selects dead letters: give it with source "dlq"')
+        if not isinstance(reason, str) or not 1 <= len(reason) <= _REASON_CHARS:
+            raise ValidationError(f"reason must be a string of 1 to {_REASON_CHARS} characters")
     since, until = archive.time_bound("since", since), archive.time_bound("until", until)
+    if message_ids is not None and source != ARCHIVE:
+        raise ValidationError("message_ids select archived messages: a replay of the DLQ selects by reason")
     if message_ids is not None:
         if since is not None or until is not None:
             raise ValidationError("give a time range (since, until) or message_ids, not both")
@@ -140,7 +171,7 @@ def selection(since: Any, until: Any, message_ids: Any, attributes: Any, now: in
     if not all(isinstance(name, str) and isinstance(value, str) for name, value in attributes.items()):
         raise ValidationError("attributes must map attribute names to the string values to match")
     until = now if message_ids is None and (until is None or until > now) else until
-    return Selection(since, until, message_ids, dict(attributes))
+    return Selection(since, until, message_ids, dict(attributes), source, reason)
 
 
 def checked_rate(rate: Any) -> int:
@@ -153,7 +184,7 @@ def checked_rate(rate: Any) -> int:
 
 def start(ctx: Context, space: Space, settings: QueueSettings, chosen: Selection, rate: int, now: int) -> ReplayStatus:
     """Records a new replay, running, at the start of its selection; nothing is sent until it runs."""
-    if not archive.is_on(settings):
+    if chosen.source == ARCHIVE and not archive.is_on(settings):
         raise ValidationError(f"queue {settings.name!r} keeps no archive (archive_days is 0): nothing to replay")
     replay_id = f"{fixed_ms(now)}-{uuid.uuid4().hex[:12]}"
     item: Item = {
@@ -171,7 +202,9 @@ def start(ctx: Context, space: Space, settings: QueueSettings, chosen: Selection
         "updated_at": now,
         "expires_at": now // 1000 + _KEEP_DAYS * _DAY_SECONDS,
     }
-    for name in ("since", "until", "message_ids"):
+    if chosen.source != ARCHIVE:
+        item["source"] = chosen.source
+    for name in ("since", "until", "message_ids", "reason"):
         value = getattr(chosen, name)
         if value is not None:
             item[name] = value
@@ -230,12 +263,14 @@ def shown(item: Item, queue: str) -> ReplayStatus:
         until=_int_or_none(item.get("until")),
         message_ids=list(ids) if ids is not None else None,
         attributes=dict(item.get("attributes", {})),
+        source=str(item.get("source", ARCHIVE)),
+        reason=item.get("reason"),
         rate=int(item["rate"]),
         replayed=int(item.get("replayed", 0)),
         skipped=int(item.get("skipped", 0)),
         failed=int(item.get("failed", 0)),
         total=len(ids) if ids is not None else None,
-        reached_at=int(reached.split("#", 1)[0]) if "#" in reached else None,
+        reached_at=int(reached.split("#", 1)[0]) if "#" in reached and item.get("source", ARCHIVE) == ARCHIVE else None,
         last_error=item.get("last_error"),
         created_at=int(item["created_at"]),
         updated_at=int(item["updated_at"]),
@@ -263,6 +298,8 @@ class _Batch:
     since: str
     at: str = ""
     sends: list[TransactSend] = field(default_factory=list)
+    removals: list[Write] = field(default_factory=list)
+    removed: list[Item] = field(default_factory=list)
     groups: set[str] = field(default_factory=set)
     items: int = 1  # the job's own update
     skipped: int = 0
@@ -290,8 +327,10 @@ class _Runner:
             _int_or_none(item.get("until")),
             list(ids) if ids is not None else None,
             dict(item.get("attributes", {})),
+            str(item.get("source", ARCHIVE)),
+            item.get("reason"),
         )
-        self._page: list[tuple[str, ArchivedMessage | None]] = []
+        self._page: list[_Pick] = []
 
     def _reload(self) -> None:
         self._load(_job(self._ctx, self._target.space, self._item["replay_id"]))
@@ -315,19 +354,27 @@ class _Runner:
                 return
 
     # Reading the selection.
-    def _next_page(self) -> list[tuple[str, ArchivedMessage | None]]:
-        """The next places after `reached` and what the archive holds there (None: nothing to replay)."""
+    def _next_page(self) -> list[_Pick]:
+        """The next places after `reached` and what the archive (or the DLQ) holds there."""
         now = self._ctx.now_ms()
         chosen = self._selection
         after = None if self._reached == START else self._reached
+        space = self._target.space
+        if chosen.source == dead_letter_replays.SOURCE:
+            found = dead_letter_replays.page_after(
+                self._ctx, space, self._target.settings, after, chosen.since, chosen.until, chosen.reason, PAGE, now
+            )
+            return [_Pick(pick.place, pick.message, pick.copy, pick.removal, pick.item) for pick in found]
         if chosen.message_ids is None:
-            items = archive.oldest_after(self._ctx, self._target.space, after, chosen.since, chosen.until, PAGE)
-            return [(str(item["sk"]), self._shown(item, now)) for item in items]
+            items = archive.oldest_after(self._ctx, space, after, chosen.since, chosen.until, PAGE)
+            shown = [(str(item["sk"]), self._shown(item, now)) for item in items]
+            return [_Pick(place, message, _archived_copy(message)) for place, message in shown]
         first = 0 if after is None else int(after[1:]) + 1
         page = []
         for index in range(first, min(first + BATCH, len(chosen.message_ids))):
-            copies = archive.find(self._ctx, self._target.space, chosen.message_ids[index], now)
-            page.append((f"i{index:06d}", copies[-1] if copies else None))
+            copies = archive.find(self._ctx, space, chosen.message_ids[index], now)
+            latest = copies[-1] if copies else None
+            page.append(_Pick(f"i{index:06d}", latest, _archived_copy(latest)))
         return page
 
     def _shown(self, item: Item, now: int) -> ArchivedMessage | None:
@@ -342,7 +389,8 @@ class _Runner:
         """Takes places off the page while they fit one transaction: up to `BATCH` sends, one per FIFO group."""
         batch = _Batch(since=self._reached)
         while self._page and len(batch.sends) < BATCH:
-            place, message = self._page[0]
+            pick = self._page[0]
+            message = pick.message
             if message is not None and self._fifo and message.group_id in batch.groups:
                 break
             send = None
@@ -350,23 +398,27 @@ class _Runner:
                 batch.skipped += 1
             else:
                 try:
-                    send = self._send(message)
+                    send = self._send(message, pick.copy)
                 except (ValidationError, MessageTooLarge) as error:
                     # This message cannot be sent as it is (no room for `replayed_from`, ...): counted, passed.
                     # Anything else (a throttle while the send is built) stops the run: it is tried again.
                     batch.failed += 1
                     batch.error = f"{message.message_id}: {error}"[:_ERROR_CHARS]
-            if send is not None and batch.items + len(send.items) > limits.MAX_TRANSACTION_ITEMS:
+            removing = send is not None and pick.removal is not None
+            if send is not None and batch.items + len(send.items) + removing > limits.MAX_TRANSACTION_ITEMS:
                 break
             self._page.pop(0)
-            batch.at = place
+            batch.at = pick.place
             if send is not None:
                 batch.sends.append(send)
-                batch.items += len(send.items)
+                batch.items += len(send.items) + removing
                 batch.groups.add(str(message.group_id) if message is not None else "")
+                if pick.removal is not None and pick.item is not None:
+                    batch.removals.append(pick.removal)
+                    batch.removed.append(pick.item)
         return batch
 
-    def _send(self, message: ArchivedMessage) -> TransactSend:
+    def _send(self, message: ArchivedMessage | Message, copy: str) -> TransactSend:
         replay_id = str(self._item["replay_id"])
         origin = json.dumps({"message_id": message.message_id, "replay_id": replay_id}, separators=(",", ":"))
         attributes = {**message.attributes, REPLAYED_FROM: origin}
@@ -376,7 +428,7 @@ class _Runner:
             attributes=attributes,
             attribute_types=types or None,
             group_id=message.group_id if self._fifo else None,
-            dedup_id=_dedup_id(replay_id, message),
+            dedup_id=_dedup_id(replay_id, copy),
             priority=None if self._fifo else message.priority or None,
         )
 
@@ -385,20 +437,26 @@ class _Runner:
         """The batch's messages and the job's move in one transaction; the number of messages it sent."""
         counts = (len(batch.sends), batch.skipped, batch.failed)
         move = jobs.advance(self._key, batch.since, batch.at, *counts, self._ctx.now_ms(), batch.error)
+        table = self._ctx.store.table
         try:
             if batch.sends:
-                commit(self._ctx.store, [*batch.sends, move.transact_item(self._ctx.store.table)])
+                removals = [removal.transact_item(table) for removal in batch.removals]
+                commit(self._ctx.store, [*batch.sends, *removals, move.transact_item(table)])
             else:
                 self._ctx.store.write(move)
         except (TransactionConditionFailed, DuplicateMessage, ConditionFailed):
+            # Another runner moved the job on, or a dead letter's copy left meanwhile: the page is read again from
+            # where the job stands (`_load`), without what is gone.
             self._reload()
             if self._reached != batch.at:
                 return 0
             # Our own commit, applied before its answer was lost and repeated without its token.
             for send in batch.sends:
                 send.committed()
-            return len(batch.sends)
-        self._reached = batch.at
+        else:
+            self._reached = batch.at
+        with contextlib.suppress(QueueError):  # a DLQ copy's own offloaded body; the new message has its own
+            self._ctx.bodies.discard(batch.removed)
         return len(batch.sends)
 
     def _finish(self) -> None:
@@ -407,7 +465,11 @@ class _Runner:
         self._reload()
 
 
-def _dedup_id(replay_id: str, message: ArchivedMessage) -> str:
-    """The same for every send of one archived copy by one replay, new for another replay or another copy."""
-    copy = f"{replay_id}|{fixed_ms(message.acked_at)}#{message.message_id}"
-    return "replay-" + hashlib.sha256(copy.encode()).hexdigest()[:40]
+def _archived_copy(message: ArchivedMessage | None) -> str:
+    return "" if message is None else f"{fixed_ms(message.acked_at)}#{message.message_id}"
+
+
+def _dedup_id(replay_id: str, copy: str) -> str:
+    """The same for every send of one copy (archived, or a dead letter's) by one replay, new for another replay
+    or another copy."""
+    return "replay-" + hashlib.sha256(f"{replay_id}|{copy}".encode()).hexdigest()[:40]

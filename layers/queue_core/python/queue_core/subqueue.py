@@ -468,14 +468,18 @@ class SubQueue:
         message_ids: list[str] | None = None,
         attributes: dict[str, str] | None = None,
         rate: int | None = None,
+        source: str | None = None,
+        reason: str | None = None,
     ) -> ReplayStatus:
         """Starts a replay of this sub-queue's archive into it: the messages acknowledged in [`since`, `until`]
         (epoch ms, either open; an open or later `until` is now), or the latest archived copy of each of
         `message_ids`, only those whose `attributes` include the given ones; at most `rate` a second. Records the
-        job and sends nothing: `replay_run` sends. `ValidationError` when the queue keeps no archive."""
+        job and sends nothing: `replay_run` sends. `ValidationError` when the queue keeps no archive. `source`
+        "dlq": its dead letters instead (those that died in [`since`, `until`], whose last reason contains
+        `reason`), each removed from the DLQ with the send of its new message (see `dead_letter_replays`)."""
         space = self.engine().space  # an unknown queue is a 404 before any refusal of the request
         now = self._now()
-        chosen = replays.selection(since, until, message_ids, attributes, now)
+        chosen = replays.selection(since, until, message_ids, attributes, now, source, reason)
         rate = replays.checked_rate(rate)
         return replays.start(self._ctx, space, self.settings, chosen, rate, now)
 

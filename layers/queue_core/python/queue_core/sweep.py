@@ -318,9 +318,12 @@ class Sweeper:
         return old_place_in_use
 
     def _find_orphans(self, sub: SubQueue, listed: QueueSettings, report: SweepReport) -> None:
-        """The sub-queue's replays that no runner moves any more, if its queue keeps an archive: a step of its own,
-        so that a throttle of the sub-queue's other steps leaves its replays to run on in this pass."""
-        if not archive.is_on(listed):
+        """The sub-queue's replays that no runner moves any more, if its queue keeps an archive or the sub-queue
+        has dead letters (a replay of the DLQ; its depth was just read by this pass): a step of its own, so that a
+        throttle of the sub-queue's other steps leaves its replays to run on in this pass."""
+        depth = report.depths[-1] if report.depths else {}
+        dead_letters = depth.get("queue") == sub.queue and depth.get("client") == sub.client and depth.get("dlq", 0)
+        if not archive.is_on(listed) and not dead_letters:
             return
         try:
             found = replays.orphaned(self._ctx, sub.engine().space, self._ctx.now_ms())
