@@ -241,6 +241,30 @@ def test_a_redrive_renews_an_object_that_would_expire_before_the_messages_new_li
     assert [message.body for message in jobs.receive()] == [body]
 
 
+@pytest.mark.parametrize("name", ["kept", "kept.fifo"])
+def test_an_archived_copy_keeps_its_offloaded_body_past_the_lifecycle_rule(
+    large: QueueClient, s3, clock: FakeClock, name: str
+) -> None:
+    """An acknowledged message's archived copy names its object and may live 90 days; the lifecycle rule removes
+    objects 29 days after their last write. Acknowledged on day 10 with a 90-day archive, the object is copied
+    onto itself then (its age restarts); one whose archive ends before the rule's age is left as it is."""
+    short = "short.fifo" if name.endswith(".fifo") else "short"
+    for queue, days in ((name, 90), (short, 1)):
+        large.create_queue(queue, archive_days=days, retention_seconds=limits.MAX_RETENTION_SECONDS)
+    for queue, renewed in ((name, True), (short, False)):
+        jobs = large.queue(queue, "c")
+        body = random_bytes(OFFLOAD * 2, seed=11)
+        jobs.send(body, **({"group_id": "g"} if queue.endswith(".fifo") else {}))
+        [key] = [key for key in objects(s3) if key.startswith(f"{queue}/")]
+        clock.advance(10 * 86_400)
+        [message] = jobs.receive()
+        jobs.delete(message.receipt_handle)
+        metadata = s3.head_object(Bucket=BUCKET, Key=key)["Metadata"]
+        assert (metadata == {"renewed": str(int(clock() * 1000))}) is renewed, queue
+        [copy] = jobs.archive_get(message.message_id)
+        assert copy.body == body
+
+
 def test_deleting_a_queue_removes_every_object_under_its_prefix(large: QueueClient, s3) -> None:
     large.create_queue("gone-queue")
     for client in ("a", "b"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import archive
+from . import archive, limits
 from .context import Context
 from .errors import ReceiptHandleStale
 from .receipts import Receipt
@@ -44,6 +44,8 @@ def _read_for_archive(
         return []
     if item.get("tok") != receipt.token:
         raise ReceiptHandleStale(_STALE)
+    # An offloaded body must outlive its archived copy, which names the same object.
+    ctx.bodies.outlive([item], now, settings.archive_days * limits.DAY_SECONDS)
     return [(archive.keep_write(space, settings, item, receipt.message_id, now), item)]
 
 

@@ -190,7 +190,13 @@ class Bodies:
         counted from `sent_at` is left as it is (with the default retention, every one does). The others are
         copied onto themselves, which restarts their age. An object already gone stays gone (the receive says
         so)."""
-        needed_until = now_ms + (2 * retention_seconds + limits.DAY_SECONDS) * 1000
+        self.outlive(items, now_ms, 2 * retention_seconds)
+
+    def outlive(self, items: Iterable[Item], now_ms: int, seconds: int) -> None:
+        """The objects of `items` that might not last `seconds` from now (and a day's margin) start a new life,
+        as `renew` explains: a redriven message's, or an acknowledged one's kept by the archive (up to 90 days,
+        past the lifecycle rule's age)."""
+        needed_until = now_ms + (seconds + limits.DAY_SECONDS) * 1000
         for item in items:
             location = object_of(item)
             expires = int(item.get("sent_at", 0)) + limits.OBJECT_LIFETIME_SECONDS * 1000
