@@ -583,3 +583,128 @@ def test_the_reference_parks_one_of_several_fifo_messages_given_back_with_visibi
                 getattr(machine, check)()
     finally:
         machine.teardown()
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["read-after-throttled", "done-set-changed-before-commit"])
+def test_a_transactional_delete_completing_a_fifo_claim_unlocks_its_group_in_the_transaction(
+    client: QueueClient, dynamodb: Any, clock: FakeClock, later: bool
+) -> None:
+    """The fleet run: a claim held two messages of a group; the first was deleted, the second deleted in the
+    caller's transaction, and the read after the commit that was to unlock the group throttled (the ack is
+    committed, so the error was only logged): the group stayed locked with nothing held until its lock ran out,
+    and the next message waited the whole visibility timeout. `later`: the first is deleted after the second's
+    ack was built, so the ack is built again in the commit."""
+    client.create_queue("jobs.fifo", visibility_timeout=300)
+    jobs = client.queue("jobs.fifo", "a")
+    for n in range(3):
+        jobs.send(f"m{n}", group_id="g", dedup_id=f"d{n}")
+    first, second = jobs.receive(max_messages=2)
+    if not later:
+        jobs.delete(first.receipt_handle)
+    ack = jobs.delete_transact_items(second.receipt_handle)
+    if later:
+        jobs.delete(first.receipt_handle)
+    committed = threading.Event()
+
+    def note_the_commit(model: Any, parsed: dict[str, Any], **_: Any) -> None:
+        if model.name == "TransactWriteItems" and "Error" not in parsed:
+            committed.set()
+
+    def throttle_reads_after_the_commit(model: Any, **_: Any) -> None:
+        if committed.is_set() and model.name == "GetItem":
+            raise throttle_error(model.name)
+
+    events = dynamodb.meta.events
+    events.register("after-call.dynamodb", note_the_commit, unique_id="commit")
+    events.register("before-call.dynamodb", throttle_reads_after_the_commit, unique_id="after-commit")
+    try:
+        client.transact([*ack])
+    finally:
+        events.unregister("after-call.dynamodb", unique_id="commit")
+        events.unregister("before-call.dynamodb", unique_id="after-commit")
+    assert committed.is_set()
+    clock.advance(1)
+    assert [message.body for message in jobs.receive()] == ["m2"], "the group is free at once"
+    assert jobs.stats().in_flight == 1
+
+
+class _GiveBackHalfApplied:
+    """Throttles a FIFO receive's attempt record, and every write and read after its give-back's message write
+    applied (the message is back; its group's bookkeeping is not done)."""
+
+    def __init__(self) -> None:
+        self.unseen_applied = False
+        self.pending = False
+        self.thrown: list[str] = []
+
+    def before(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        body = request_body(params)
+        if model.name == "PutItem" and "kept_until" in body.get("Item", {}):
+            self.thrown.append("keep_attempt")
+            raise throttle_error(model.name)
+        if self.unseen_applied and model.name in ("UpdateItem", "TransactWriteItems", "GetItem"):
+            self.thrown.append(model.name)
+            raise throttle_error(model.name)
+        if "released_by = :rel" in json.dumps(body) and model.name in ("UpdateItem", "TransactWriteItems"):
+            self.pending = True
+
+    def after(self, model: Any, **_: Any) -> None:
+        if self.pending:
+            self.pending = False
+            self.unseen_applied = True
+
+
+def _receive_half_given_back(jobs: Any, dynamodb: Any, want: int) -> tuple[list[Any], _GiveBackHalfApplied]:
+    hook = _GiveBackHalfApplied()
+    dynamodb.meta.events.register("before-call.dynamodb", hook.before)
+    dynamodb.meta.events.register("after-call.dynamodb", hook.after)
+    try:
+        got = jobs.receive_attempt("attempt-1", max_messages=want)
+    except QueueError:
+        got = []  # raised: the client retries (nothing answered, nothing stale)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", hook.before)
+        dynamodb.meta.events.unregister("after-call.dynamodb", hook.after)
+    assert hook.unseen_applied and "keep_attempt" in hook.thrown, hook.thrown
+    return got, hook
+
+
+@pytest.mark.parametrize("held", [1, 2])
+def test_a_message_given_back_whose_group_bookkeeping_throttles_is_not_answered(
+    client: QueueClient, dynamodb: Any, clock: FakeClock, held: int
+) -> None:
+    """A FIFO receive under an attempt id whose record is throttled gives its claim back; the last message's
+    give-back writes the message back, then its group's part throttles (one held: the unlock; two: the read after
+    the transaction). That message must not be answered: its handle no longer holds it, and it would be
+    delivered again (processed twice). What is answered, its handles settle."""
+    client.create_queue("jobs.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "a")
+    for n in range(held):
+        jobs.send(f"m{n + 1}", group_id="g", dedup_id=f"d{n + 1}")
+    got, hook = _receive_half_given_back(jobs, dynamodb, held)
+    assert [m.body for m in got] in ([], ["m1"]), hook.thrown
+    for message in got:
+        try:
+            jobs.delete(message.receipt_handle)
+        except ReceiptHandleStale:
+            clock.advance(31)
+            again = [m.body for m in jobs.receive()]
+            pytest.fail(f"{message.body} answered with a stale handle ({hook.thrown}); delivered again: {again}")
+
+
+def test_a_throttled_give_back_of_one_group_does_not_strand_the_others(client: QueueClient, dynamodb: Any) -> None:
+    client.create_queue("jobs.fifo", fifo=True, visibility_timeout=300)
+    jobs = client.queue("jobs.fifo", "a")
+    for n in range(3):
+        jobs.send(f"m{n}", group_id=f"g{n}", dedup_id=f"d{n}")
+    unseen = ThrottleOne("UpdateItem", lambda body: "released_by = :rel" in body.get("UpdateExpression", ""))
+    with throttled(dynamodb, unseen):
+        got = jobs.receive_attempt("attempt-1", max_messages=3, fit=lambda messages: 1)
+    assert len(got) == 1
+    # Two messages went back; one give-back was throttled (its group is held until its visibility ends).
+    # The other group's message was never handed to anyone: it must be receivable now.
+    later = jobs.receive(max_messages=10)
+    assert len(later) == 1, (
+        f"answered {[m.body for m in got]}, receivable now {[m.body for m in later]}: a group whose give-back "
+        f"was never tried is held by nobody ({jobs.stats().in_flight} in flight)"
+    )

@@ -9,13 +9,14 @@ and the group stays locked while any message of the claim is out (`acked` is a s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, Final
 
 from . import archive, ready
 from .archive_acks import archive_writes, archived_delete, read_and_archive
 from .attempt_notes import dropped, no_room, note_attempt, reasons_write, write_once
-from .errors import MessageNotFound, MessageTooLarge, ReceiptHandleStale
+from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale
 from .fifo_groups import FifoGroups, holds_group, unlocked_by
 from .keys import MessageRef
 from .receipts import Receipt, new_token
@@ -23,6 +24,7 @@ from .store import ConditionFailed, Item, TransactionCancelled, Write
 from .store import groups as group_writes
 from .store import messages as writes
 
+logger = logging.getLogger("queue_core")
 _PASSED: Final = ("None", "")
 # A transaction's code for an action whose item would pass DynamoDB's size limit.
 _TOO_LARGE: Final = "ValidationError"
@@ -62,11 +64,14 @@ class FifoHolds(FifoGroups):
     def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
         """The fenced delete and the group's part, conditional on the claim's lock: the last held message
         unlocks the group (out of the index when the claim saw nothing after it and no send came since, as
-        `finish_group` does), one of several held is added to the done set (see `delete_committed`)."""
+        `finish_group` does), one of several held is added to the done set, and the one that completes it
+        unlocks the group as well (`last_ack`; else see `delete_committed`)."""
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
         if receipt.held > 1:
-            group = group_writes.ack(key, receipt.token, ref.sequence, 1, None)
+            group = self._last_ack(key, receipt, ref.sequence, now) or group_writes.ack(
+                key, receipt.token, ref.sequence, 1, None, not_last_of=receipt.held
+            )
         elif receipt.last_seq and group_may_be_empty:
             group = group_writes.unlock_empty(key, receipt.token, int(receipt.last_seq))
         else:
@@ -75,9 +80,23 @@ class FifoHolds(FifoGroups):
         kept = archive_writes(self.ctx, self.space, self.settings, live, receipt, now)
         return [writes.fenced_delete(live, receipt.token), group, *kept]
 
+    def _last_ack(self, key: dict[str, str], receipt: Receipt, sequence: str, now: int) -> Write | None:
+        """The ack and the unlock in one write when this delete completes the claim's done set, as the group reads
+        now (one read; the transaction is built again if another ack or give-back changes it before the commit)."""
+        group = self.ctx.store.get(key)
+        if not holds_group(group, receipt.token):
+            return None
+        assert group is not None
+        acked = set(group.get("acked", set()))
+        if sequence in acked or len(acked) < receipt.held - 1:
+            return None
+        at = max(now, int(group.get("retry_at", 0)))
+        return group_writes.ack_last(key, receipt.token, sequence, receipt.held - 1, at)
+
     def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
-        """With several messages held, the one whose ack completes the done set unlocks the group (one read; an
-        ack cannot read the set inside a transaction). Without this the group waits for its lock to run out.
+        """With several messages held, the ack that completes the done set unlocked the group in its transaction
+        when the group read before said it would (`last_ack`); else the one whose ack completed it unlocks it here
+        (one read; an ack cannot read the set inside a transaction), or the group waits for its lock to run out.
         The last held message's ack unlocked the group in the transaction: when messages are left in it, its
         marker says so to queue-wide receives, as `finish_group` does after a plain delete."""
         if receipt.held <= 1:
@@ -87,7 +106,10 @@ class FifoHolds(FifoGroups):
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
         group = self.ctx.store.get(key)
-        if group and group.get("tok") == receipt.token and len(group.get("acked", set())) >= receipt.held:
+        if unlocked_by(group, receipt.token):  # by this ack's transaction (`last_ack`), or by another of the claim
+            assert group is not None
+            ready.announce(self.ctx, self.space, [(0, max(now, int(group.get("available_at", now))))])
+        elif group and group.get("tok") == receipt.token and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(now, int(group.get("retry_at", 0))))
 
     def release(self, receipt: Receipt, available_at: int, now: int, why: dict[str, Any] | None = None) -> int:
@@ -121,15 +143,21 @@ class FifoHolds(FifoGroups):
 
     def return_unseen(self, receipt: Receipt, now: int) -> None:
         """The message gets back the receive count and first receive time it had before this claim; the group is
-        given back as by a release with no delay (the last held message given back unlocks it)."""
+        given back as by a release with no delay (the last held message given back unlocks it). An error means
+        the message is not given back: once it is, a failure of the group's part after it is logged, not raised
+        (the group's lock running out makes up for it), so a caller that answers what it could not give back
+        never answers a handle that no longer holds its message."""
         ref = MessageRef.parse(receipt.message_id)
         release_id = new_token()
         write = writes.unseen(ref.live_key(self.space), receipt.token, receipt.receive_count, release_id)
         if receipt.held > 1:
-            self._settle_one_of_several(receipt, ref, write, now)
+            self._settle_one_of_several(receipt, ref, write, now, unlock_raises=False)
             return
         self._give_back(lambda _: write, None, release_id, receipt.token)
-        self._ack(receipt, ref, now, removed=0)
+        try:
+            self._ack(receipt, ref, now, removed=0)
+        except QueueError as error:
+            logger.warning("group of %s stays locked until its lock ends: %s", receipt.message_id, error.message)
 
     def _note_parked(self, key: dict[str, str], token: str, why: writes.Why) -> None:
         """A release of a message its holder parked gives nothing back again (the park did; its handle still
@@ -142,7 +170,9 @@ class FifoHolds(FifoGroups):
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
             raise ReceiptHandleStale("the message was received again since this receipt handle") from None
 
-    def _settle_one_of_several(self, receipt: Receipt, ref: MessageRef, message: Write, available_at: int) -> bool:
+    def _settle_one_of_several(
+        self, receipt: Receipt, ref: MessageRef, message: Write, available_at: int, unlock_raises: bool = True
+    ) -> bool:
         """One of several messages held by one claim is done without leaving the group (given back, returned
         unseen, parked): the message's write and the group's ack in one transaction, so a throttle or a crash
         between them never leaves the group waiting for an ack that was not written; then the last one done unlocks
@@ -175,9 +205,14 @@ class FifoHolds(FifoGroups):
                     # give-back ends the claim's hold of the message).
                     parked = message.update != writes.PARK
                     break
-        group = self.ctx.store.get(key)
-        if group is not None and holds_group(group, receipt.token) and len(group.get("acked", set())) >= receipt.held:
-            self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
+        try:
+            group = self.ctx.store.get(key) or {}
+            if holds_group(group, receipt.token) and len(group.get("acked", set())) >= receipt.held:
+                self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
+        except QueueError as error:
+            if unlock_raises:
+                raise
+            logger.warning("group of %s stays locked until its lock ends: %s", receipt.message_id, error.message)
         return parked
 
     def _give_back(

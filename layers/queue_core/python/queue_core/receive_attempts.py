@@ -92,16 +92,8 @@ def receive_once(
             return _replayed(sub, kept, visibility_timeout) or []
         return got
     token = secrets.token_hex(8)
-    item = {
-        **key,
-        "tok": token,
-        "ids": [message.message_id for message in got],
-        "handles": [message.receipt_handle for message in got],
-        "kept_until": now + ATTEMPT_SECONDS * 1000,
-        "expires_at": now // 1000 + ATTEMPT_SECONDS + 1,
-    }
     try:
-        ctx.store.write(writes.keep_attempt(item, now, spent))
+        ctx.store.write(writes.keep_attempt(_answer_item(key, token, got, now), now, spent))
     except ConditionFailed as failed:
         if failed.item is not None and failed.item.get("tok") != token:
             # Another receive under the same id kept its answer first: ours goes back unseen, theirs is the answer.
@@ -109,27 +101,63 @@ def receive_once(
             return _replayed(sub, failed.item, visibility_timeout) or []
     except QueueError:
         # Not kept (throttled, unavailable): the client is told to retry, and its retry must find these messages.
-        # What cannot be given back either is answered: held by this caller, never by nobody until it runs out.
-        held = _give_back(sub, got)
+        # What cannot be given back either is answered: held by this caller, never by nobody until it runs out,
+        # and kept if it can be by now (a repeat after a lost answer then answers it too).
+        held = _give_back_or_hold(sub, got, visibility_timeout)
         if not held:
             raise
-        logger.warning("a receive under attempt id %r answers %d message(s) it could not keep", attempt_id, len(held))
+        try:
+            ctx.store.write(writes.keep_attempt(_answer_item(key, token, held, now), now, spent))
+        except (ConditionFailed, QueueError):
+            logger.warning("a receive under attempt id %r answers %d message(s) it did not keep", attempt_id, len(held))
         return held
     return got
 
 
-def _give_back(sub: Receiver, got: list[ReceivedMessage]) -> list[ReceivedMessage]:
-    """Gives the messages back, the last first, and stops at the first that cannot be: those before it are still
-    held, and answered (an earlier message of a FIFO group given back while a later one is out would be delivered
-    after it). Returns them; a claim nobody answers is free again only when its visibility timeout ends."""
-    for position in range(len(got) - 1, -1, -1):
+def _answer_item(key: Item, token: str, got: list[ReceivedMessage], now: int) -> Item:
+    return {
+        **key,
+        "tok": token,
+        "ids": [message.message_id for message in got],
+        "handles": [message.receipt_handle for message in got],
+        "kept_until": now + ATTEMPT_SECONDS * 1000,
+        "expires_at": now // 1000 + ATTEMPT_SECONDS + 1,
+    }
+
+
+def _give_back(sub: Receiver, got: list[ReceivedMessage]) -> None:
+    """Best effort, each one tried: a claim not given back is free again when its visibility timeout ends."""
+    for message in reversed(got):
+        try:
+            sub.return_unseen(message.receipt_handle)
+        except QueueError as error:
+            logger.warning("message %s stays held until its visibility ends: %s", message.message_id, error.message)
+
+
+def _give_back_or_hold(
+    sub: Receiver, got: list[ReceivedMessage], visibility_timeout: int | None
+) -> list[ReceivedMessage]:
+    """For an answer that cannot be kept: gives the messages back, the last first, and returns those still held
+    when one cannot be, to be answered (an earlier message of a FIFO group given back while a later one is out
+    would be delivered after it). A give-back that fails has not given its message back (`return_unseen` raises
+    only then); as a lost answer repeated to exhaustion could leave that unsure, the claims of the messages up to
+    it are held again all or none (`hold_handles`) before they are answered: False, that one is back after all
+    and the loop goes on before it; unable to tell, they are answered."""
+    position = len(got)
+    while position > 0:
+        position -= 1
         try:
             sub.return_unseen(got[position].receipt_handle)
+            continue
         except QueueError as error:
-            logger.warning(
-                "message %s of an unkept receive is not given back: %s", got[position].message_id, error.message
-            )
-            return got[: position + 1]
+            logger.warning("message %s of an unkept receive not given back: %s", got[position].message_id, error)
+        prefix = got[: position + 1]
+        try:
+            if not sub.hold_handles([message.receipt_handle for message in prefix], visibility_timeout):
+                continue
+        except QueueError:
+            pass
+        return prefix
     return []
 
 

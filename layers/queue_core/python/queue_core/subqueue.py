@@ -343,7 +343,8 @@ class SubQueue:
         """The writes of `delete` as TransactWriteItems entries (standard: 1, FIFO: 2), each conditional on the
         claim: in the caller's transaction with the effect of processing the message, the effect and the ack
         commit together, and if the message was received again since this handle the whole transaction is
-        cancelled (`ReceiptHandleStale` through `transact`). Reads nothing."""
+        cancelled (`ReceiptHandleStale` through `transact`). Reads nothing, but the group once for a FIFO message
+        held with others: the ack that completes the claim unlocks the group in the same transaction."""
         receipt = self._receipt(receipt_handle)
         return TransactAck(self._engine_for, self._ctx.store.table, receipt, self._now)
 

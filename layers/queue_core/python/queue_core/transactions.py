@@ -45,6 +45,8 @@ _COMMIT_ATTEMPTS = 25
 # token is a new transaction. A commit whose answers were all lost is sent again with its token only this long
 # after its first send, leaving a minute for the request's own time on the way.
 TOKEN_REUSE_SECONDS: Final = 9 * 60
+# How often a FIFO ack of one of several held messages is built again after the claim's done set changed under it.
+_ACK_REBUILDS: Final = 3
 _STALE = "the message was received again since this receipt handle (or is gone): nothing of the transaction applied"
 
 # Gives the sub-queue's engine for the current settings; True asks for settings read afresh.
@@ -201,6 +203,7 @@ class _AckPart(_Part):
         self._table = table
         self._now_ms = now_ms
         self.callbacks: list[Callable[[], None]] = []
+        self._rebuilt = 0
         self._build(group_may_be_empty=True)
 
     def _build(self, group_may_be_empty: bool) -> None:
@@ -213,6 +216,12 @@ class _AckPart(_Part):
         if position == 1 and held and self._may_empty and self.receipt.held <= 1:
             # The lock is still ours; a send came since the claim, so the group is not empty: unlock it instead.
             self._build(group_may_be_empty=False)
+            return None
+        if position == 1 and held and self.receipt.held > 1 and self._rebuilt < _ACK_REBUILDS:
+            # One of several held: the done set changed since the ack was built (another of the claim's messages
+            # acked or given back meanwhile): built again from the group as it is now.
+            self._rebuilt += 1
+            self._build(self._may_empty)
             return None
         return ReceiptHandleStale(_STALE)
 

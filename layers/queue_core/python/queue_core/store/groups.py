@@ -93,8 +93,18 @@ def unlock_empty(key: Key, token: str, last_seq: int) -> Write:
     return update(key, expression, values, condition="tok = :tok AND last_seq = :ls")
 
 
-def ack(key: Key, token: str, sequence: str, removed: int, retry_at: int | None, counted_once: bool = False) -> Write:
+def ack(
+    key: Key,
+    token: str,
+    sequence: str,
+    removed: int,
+    retry_at: int | None,
+    counted_once: bool = False,
+    not_last_of: int | None = None,
+) -> Write:
     """One held message is done; with `retry_at`, only if no other held message was given back for later.
+    `not_last_of` (the claim's held count): only if it does not complete the done set, which `ack_last` does
+    (an ack in a transaction, that cannot see the set it completes).
 
     `counted_once` is for a delete that found its message gone already: the call that removed it (another
     delete of the same handle racing this one, or this very call before its answer was lost) may count it after
@@ -109,8 +119,33 @@ def ack(key: Key, token: str, sequence: str, removed: int, retry_at: int | None,
         expression += " SET retry_at = :at"
         condition += " AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
         values[":at"] = retry_at
+    if not_last_of is not None:
+        condition += " AND (attribute_not_exists(acked) OR size(acked) < :others)"
+        values[":others"] = not_last_of - 1
     expression, values, condition = _once(expression, values, condition, sequence if counted_once else None)
     return update(key, expression, values, condition=condition, returns="ALL_NEW")
+
+
+def ack_last(key: Key, token: str, sequence: str, others: int, available_at: int) -> Write:
+    """The last of a claim's held messages is deleted: acked and the group unlocked in the same write (and so in
+    the delete's transaction), only if exactly the claim's `others` are done already and none of them was given
+    back for later than `available_at`. An ack that cannot read the done set (in a transaction) otherwise leaves
+    the unlock to a read after the commit, and a group whose unlock then fails waits for its lock to run out with
+    nothing held. `acked` exists once one of the others is done (its size is checked only then)."""
+    values = {
+        ":at": available_at,
+        ":gsk": keys.index_sk(available_at, key["sk"]),
+        ":tok": token,
+        ":dec": -1,
+        ":seq": sequence,
+        ":others": others,
+    }
+    condition = (
+        "tok = :tok AND attribute_exists(acked) AND size(acked) = :others AND NOT contains(acked, :seq) "
+        "AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
+    )
+    expression = f"SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
+    return update(key, expression, values, condition=condition)
 
 
 def _once(
