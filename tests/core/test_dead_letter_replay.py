@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from queue_core import QueueClient, SubQueue, ValidationError, replays
 
+from bench.messages import random_bytes
 from tests.conftest import FakeClock
+from tests.core.conftest import OFFLOAD
 from tests.core.test_replay import Crash, _CrashAt, _drain, _origins
 from tests.reliability.faults import FaultInjector, Kind
 
@@ -176,7 +178,7 @@ def test_bad_dlq_replays_are_refused_and_change_nothing(queue: SubQueue, clock: 
         {"reason": "boom"},  # a reason selects dead letters only
         {"source": "dlq", "reason": ""},
         {"source": "dlq", "reason": 7},
-        {"source": "dlq", "reason": "x" * 1001},
+        {"source": "dlq", "reason": "x" * 2049},
         {"source": "dlq", "message_ids": ["S0.abc"]},
     ):
         with pytest.raises(ValidationError):
@@ -198,3 +200,100 @@ def test_the_sweep_runs_on_a_dlq_replay_whose_runner_is_gone_on_a_queue_without_
     status = queue.replay_status(replay_id)
     assert (report.replays_resumed, status.state, status.replayed) == (1, "done", 15)
     assert sorted(_origins(_drain(queue))) == sorted(ids)
+
+
+def test_a_cancelled_runner_does_not_discard_the_body_of_a_redriven_dead_letter(
+    large: QueueClient, dynamodb: Any, clock: FakeClock
+) -> None:
+    large.create_queue("orders", max_receive_count=1, shards=1)
+    queue = large.queue("orders", "a")
+    bodies = [f"{n}:" + random_bytes(OFFLOAD * 2) for n in range(3)]
+    ids = [queue.send(body).message_id for body in bodies]
+    for message in queue.receive(max_messages=10):
+        queue.release(message.receipt_handle, 0, reason="boom")
+    clock.advance(0.01)
+    assert queue.receive(max_messages=10) == []
+    assert len(queue.dlq_list(limit=10)) == 3
+    replay_id = queue.replay_start(source="dlq", rate=1000).replay_id
+    raced: list[str] = []
+
+    def race(model: Any, **_: Any) -> None:
+        if model.name != "TransactWriteItems" or raced:
+            return
+        raced.append("x")
+        # Between runner A's read and its commit: the second dead letter is redriven, and runner B (the sweep, or
+        # a second `replay_run`) runs the replay to its end.
+        assert queue.redrive(message_ids=[ids[1]]) == 1
+        queue.replay_run(replay_id, seconds=5, sleep=clock.advance)
+
+    dynamodb.meta.events.register("before-call.dynamodb", race)
+    try:
+        queue.replay_run(replay_id, seconds=5, sleep=clock.advance)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", race)
+    assert raced
+    received = queue.receive(max_messages=10)
+    stats = queue.stats()
+    assert sorted(m.body[:2] for m in received) == ["0:", "1:", "2:"], (
+        f"received {[m.body[:2] for m in received]} (message ids {[m.message_id for m in received]}); the "
+        f"redriven {ids[1]} is not among them; dlq count {stats.dlq}, dlq listed {queue.dlq_list(limit=10)}"
+    )
+
+
+def test_the_sweep_finishes_a_dlq_replay_whose_runner_emptied_the_dlq(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("orders", max_receive_count=1, shards=1)
+    queue = client.queue("orders", "a")
+    _kill(queue, clock, ["boom"] * 10)
+    replay_id = queue.replay_start(source="dlq", rate=1).replay_id
+    ran = queue.replay_run(replay_id, seconds=0, sleep=clock.advance)  # one batch: the ten dead letters
+    assert (ran.replayed, ran.state) == (10, "done"), "the selection's last batch ends the replay as it commits"
+    assert queue.dlq_list(limit=100) == []
+    clock.advance(replays.ORPHANED_SECONDS * 10)
+    report = client.sweep(sleep=clock.advance)
+    clock.advance(replays.ORPHANED_SECONDS * 10)
+    client.sweep(sleep=clock.advance)
+    status = queue.replay_status(replay_id)
+    assert status.state == "done", f"still {status.state} after two sweeps (resumed {report.replays_resumed})"
+
+
+def test_the_sweep_finishes_a_dlq_replay_whose_dead_letters_were_redriven(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    client.create_queue("orders", max_receive_count=1, shards=1)
+    queue = client.queue("orders", "a")
+    _kill(queue, clock, ["boom"] * 3)
+    replay_id = queue.replay_start(source="dlq").replay_id  # REST/invoke with run_seconds 0: left to the sweep
+    assert queue.redrive() == 3
+    clock.advance(replays.ORPHANED_SECONDS * 10)
+    client.sweep(sleep=clock.advance)
+    status = queue.replay_status(replay_id)
+    assert status.state == "done", f"still {status.state} after a sweep"
+
+
+def test_a_group_with_a_long_one_line_reason_can_be_replayed(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("orders", max_receive_count=1, shards=1)
+    queue = client.queue("orders", "a")
+    queue.send("x")
+    [message] = queue.receive()
+    queue.release(message.receipt_handle, 0, reason="E" * 1500)
+    clock.advance(0.01)
+    assert queue.receive() == []
+    [group], _ = queue.dlq_reasons()
+    assert group["count"] == 1
+    try:
+        started = queue.replay_start(source="dlq", reason=group["reason"])
+    except ValidationError as error:
+        redriven = queue.redrive(reason=group["reason"])
+        raise AssertionError(f"replay refused ({error}); a redrive of the same group took {redriven}") from None
+    assert queue.replay(started.replay_id, clock.advance).replayed == 1
+
+
+def test_a_group_of_dead_letters_moved_by_hand_can_be_replayed(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("orders", max_receive_count=3, shards=1)
+    queue = client.queue("orders", "a")
+    sent = queue.send("x")
+    assert queue.move_to_dlq(sent.message_id)
+    [group], _ = queue.dlq_reasons()
+    assert group["count"] == 1
+    done = queue.replay(queue.replay_start(source="dlq", reason=group["reason"]).replay_id, clock.advance)
+    assert done.replayed == 1, f"the group {group['reason']!r} of 1 dead letter: {done.replayed} replayed"

@@ -226,7 +226,7 @@ def test_a_crash_at_any_write_resumes_where_it_stopped_each_message_replayed_onc
     until = queue._now()  # the replayed messages, acknowledged again, are archived after it
     writes = _writes_of_a_clean_replay(client, queue, queue.replay_start(until=until, rate=1000).replay_id, clock)
     _drain(queue)
-    assert writes >= 3  # two batches and the end
+    assert writes >= 2  # two batches, the last one ending the replay
     for nth in range(1, writes + 1):
         replay_id = queue.replay_start(until=until, rate=1000).replay_id
         crash = _CrashAt(client.dynamodb, nth, after)
@@ -251,7 +251,7 @@ def test_a_lost_answer_repeated_by_the_sdk_replays_once(
         done = queue.replay(queue.replay_start().replay_id, clock.advance)
     finally:
         faults.detach()
-    assert faults.counts[Kind.ANSWER_LOST_RETRIED] >= 3
+    assert faults.counts[Kind.ANSWER_LOST_RETRIED] >= 2
     assert Counter(_origins(_drain(queue))) == Counter(acked)
     assert (done.state, done.replayed) == ("done", 11)
 
@@ -269,8 +269,8 @@ def test_a_stale_runner_beside_a_live_one_sends_nothing_twice(
         calls += 1
         if calls == 1:
             # Another runner commits the very batch this run has built (from the same place), while this run
-            # waits for its rate; the job is still running.
-            assert other.replay_run(replay_id, seconds=0).state == "running"
+            # waits for its rate: the selection's last, so the job is done with it.
+            assert other.replay_run(replay_id, seconds=0).state == "done"
             clock.advance(3600)  # past the dedup window: the job's own condition alone stands in the way
 
     queue.replay_run(replay_id, seconds=0.001, sleep=meanwhile)

@@ -543,7 +543,7 @@ class ReplayRequest(Request):
         None, description='"dlq": the dead letters (since/until: when they died), each removed as it is sent again'
     )
     reason: str | None = Field(
-        None, min_length=1, max_length=1000, description='source "dlq": dead letters whose last reason contains this'
+        None, min_length=1, max_length=2048, description='source "dlq": dead letters whose last reason contains this'
     )
     run_seconds: Annotated[
         float, Field(ge=0, le=limits.MAX_REPLAY_RUN_SECONDS, description="run it this long before answering")

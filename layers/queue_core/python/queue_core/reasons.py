@@ -197,7 +197,7 @@ def grouped(items: list[Item]) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for item in items:
         shown = history(item, dead=True)
-        reason = shown[-1]["reason"] if shown else str(item.get(MOVED) or EXPIRED_REASON)
+        reason = _label(item, shown)
         seen = (shown[-1]["at"] if shown else None) or int(item.get("moved_at", 0)) or None
         group = groups.setdefault(reason, {"reason": reason, "count": 0, "first_seen": seen, "last_seen": seen})
         group["count"] += 1
@@ -208,6 +208,12 @@ def grouped(items: list[Item]) -> list[dict[str, Any]]:
 
 
 def matches(item: Item, text: str) -> bool:
-    """A dead letter whose last reason contains `text` (a redrive by reason)."""
-    shown = history(item, dead=True)
-    return bool(shown) and text in shown[-1]["reason"]
+    """A dead letter whose last reason contains `text` (a redrive or replay by reason), by the label `grouped`
+    shows it under: every group the grouping lists can be chosen by its own text."""
+    return text in _label(item, history(item, dead=True))
+
+
+def _label(item: Item, shown: list[dict[str, Any]]) -> str:
+    """A dead letter's last reason; one without attempts (moved by an operator, or whose claims all ran out
+    before attempts were recorded) by why it moved."""
+    return shown[-1]["reason"] if shown else str(item.get(MOVED) or EXPIRED_REASON)

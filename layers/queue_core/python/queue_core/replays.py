@@ -87,7 +87,8 @@ REPLAYED_FROM: Final = "replayed_from"
 START: Final = "start"
 ARCHIVE: Final = "archive"
 SOURCES: Final = (ARCHIVE, dead_letter_replays.SOURCE)
-_REASON_CHARS: Final = 1000
+# As a redrive's: a reason's group is named by its text, up to a reason's bound.
+_REASON_CHARS: Final = 2048
 _REPLAY_ID: Final = re.compile(REPLAY_ID_PATTERN)
 _KEEP_DAYS: Final = 90
 _DAY_SECONDS: Final = 86_400
@@ -331,6 +332,7 @@ class _Runner:
             item.get("reason"),
         )
         self._page: list[_Pick] = []
+        self._exhausted = False  # the page is the selection's last
 
     def _reload(self) -> None:
         self._load(_job(self._ctx, self._target.space, self._item["replay_id"]))
@@ -364,12 +366,15 @@ class _Runner:
             found = dead_letter_replays.page_after(
                 self._ctx, space, self._target.settings, after, chosen.since, chosen.until, chosen.reason, PAGE, now
             )
+            self._exhausted = len(found) < PAGE
             return [_Pick(pick.place, pick.message, pick.copy, pick.removal, pick.item) for pick in found]
         if chosen.message_ids is None:
             items = archive.oldest_after(self._ctx, space, after, chosen.since, chosen.until, PAGE)
+            self._exhausted = len(items) < PAGE
             shown = [(str(item["sk"]), self._shown(item, now)) for item in items]
             return [_Pick(place, message, _archived_copy(message)) for place, message in shown]
         first = 0 if after is None else int(after[1:]) + 1
+        self._exhausted = first + BATCH >= len(chosen.message_ids)
         page = []
         for index in range(first, min(first + BATCH, len(chosen.message_ids))):
             copies = archive.find(self._ctx, space, chosen.message_ids[index], now)
@@ -436,7 +441,8 @@ class _Runner:
     def _commit(self, batch: _Batch) -> int:
         """The batch's messages and the job's move in one transaction; the number of messages it sent."""
         counts = (len(batch.sends), batch.skipped, batch.failed)
-        move = jobs.advance(self._key, batch.since, batch.at, *counts, self._ctx.now_ms(), batch.error)
+        last = self._exhausted and not self._page
+        move = jobs.advance(self._key, batch.since, batch.at, *counts, self._ctx.now_ms(), batch.error, last)
         table = self._ctx.store.table
         try:
             if batch.sends:
@@ -450,12 +456,16 @@ class _Runner:
             self._reload()
             if self._reached != batch.at:
                 return 0
-            # Our own commit, applied before its answer was lost and repeated without its token.
+            # Our own commit, applied before its answer was lost and repeated without its token; or another
+            # runner's over the same places, which may have passed a copy this batch holds (a redrive took it,
+            # object and all): the DLQ copies' objects are left to the bucket's lifecycle rule.
             for send in batch.sends:
                 send.committed()
-        else:
-            self._reached = batch.at
-        with contextlib.suppress(QueueError):  # a DLQ copy's own offloaded body; the new message has its own
+            return len(batch.sends)
+        self._reached = batch.at
+        if last:
+            self._item = {**self._item, "phase": jobs.DONE}
+        with contextlib.suppress(QueueError):  # the removed DLQ copies' objects; each new message has its own
             self._ctx.bodies.discard(batch.removed)
         return len(batch.sends)
 

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from . import archive, autoshard, limits, ready, replays
+from . import autoshard, limits, ready, replays
 from .context import Context
 from .errors import QueueError, QueueNotFound, Throttled
 from .keys import Space
@@ -143,7 +143,7 @@ class Sweeper:
                     except Throttled:
                         _failed(report, "/".join(position))
                         missed = True
-                    self._find_orphans(sub, settings, report)
+                    self._find_orphans(sub, report)
                     report.cursor = "/".join(position)
             except QueueNotFound:
                 # Deleted since the listing: what it left is its deletion's to remove (see the tombstones), and the
@@ -317,14 +317,11 @@ class Sweeper:
         report.depths.append({"queue": sub.queue, "client": sub.client, **stats.to_dict()})
         return old_place_in_use
 
-    def _find_orphans(self, sub: SubQueue, listed: QueueSettings, report: SweepReport) -> None:
-        """The sub-queue's replays that no runner moves any more, if its queue keeps an archive or the sub-queue
-        has dead letters (a replay of the DLQ; its depth was just read by this pass): a step of its own, so that a
-        throttle of the sub-queue's other steps leaves its replays to run on in this pass."""
-        depth = report.depths[-1] if report.depths else {}
-        dead_letters = depth.get("queue") == sub.queue and depth.get("client") == sub.client and depth.get("dlq", 0)
-        if not archive.is_on(listed) and not dead_letters:
-            return
+    def _find_orphans(self, sub: SubQueue, report: SweepReport) -> None:
+        """The sub-queue's replays that no runner moves any more (of its archive or of its DLQ; one Query of its
+        newest replays, whatever its settings: a DLQ replay needs no archive, and one whose dead letters all left
+        meanwhile must still be found to end): a step of its own, so that a throttle of the sub-queue's other steps
+        leaves its replays to run on in this pass."""
         try:
             found = replays.orphaned(self._ctx, sub.engine().space, self._ctx.now_ms())
         except Throttled:

@@ -23,18 +23,32 @@ def start(item: Item) -> Write:
 
 
 def advance(
-    key: Key, since: str, at: str, replayed: int, skipped: int, failed: int, now: int, error: str | None = None
+    key: Key,
+    since: str,
+    at: str,
+    replayed: int,
+    skipped: int,
+    failed: int,
+    now: int,
+    error: str | None = None,
+    last: bool = False,
 ) -> Write:
     """The replay moves from `since` on to `at` (its selection's place of the last message it handled), counting
     what it did on the way. Conditional on the replay running and standing at `since` (a compare-and-set: two
     runners whose reads of the archive differed must not both pass): in the transaction of the new messages, a
-    commit applied once is never applied again, and a cancel stops every commit after it."""
-    expression = "SET reached = :at, updated_at = :now ADD replayed :r, skipped :s, failed :f"
+    commit applied once is never applied again, and a cancel stops every commit after it. `last`: `at` ends the
+    selection, and the replay is done in the same write (a runner that stops right after it leaves nothing
+    running for the sweep to find)."""
+    sets = ["reached = :at", "updated_at = :now"]
     values: dict[str, Any] = {":at": at, ":from": since, ":now": now, ":running": RUNNING}
     values.update({":r": replayed, ":s": skipped, ":f": failed})
     if error is not None:
-        expression = "SET reached = :at, updated_at = :now, last_error = :e ADD replayed :r, skipped :s, failed :f"
+        sets.append("last_error = :e")
         values[":e"] = error
+    if last:
+        sets += ["phase = :done", "finished_at = :now"]
+        values[":done"] = DONE
+    expression = f"SET {', '.join(sets)} ADD replayed :r, skipped :s, failed :f"
     return update(key, expression, values, condition=_STILL_AT)
 
 
