@@ -16,7 +16,7 @@ from typing import Any, Final
 from . import archive, ready
 from .archive_acks import archive_writes, archived_delete, read_and_archive
 from .attempt_notes import dropped, no_room, note_attempt, reasons_write, write_once
-from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale
+from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled
 from .fifo_groups import FifoGroups, holds_group, unlocked_by
 from .keys import MessageRef
 from .receipts import Receipt, new_token
@@ -26,6 +26,8 @@ from .store import messages as writes
 
 logger = logging.getLogger("queue_core")
 _PASSED: Final = ("None", "")
+# Reads and tries of a settle whose group keeps changing under it (the claim's other messages settled meanwhile).
+_SETTLE_TRIES: Final = 5
 # A transaction's code for an action whose item would pass DynamoDB's size limit.
 _TOO_LARGE: Final = "ValidationError"
 
@@ -175,42 +177,64 @@ class FifoHolds(FifoGroups):
     ) -> bool:
         """One of several messages held by one claim is done without leaving the group (given back, returned
         unseen, parked): the message's write and the group's ack in one transaction, so a throttle or a crash
-        between them never leaves the group waiting for an ack that was not written; then the last one done unlocks
-        the group (one read). The group waits for the latest time any of them was given back for (`retry_at`).
-        A repeat finds the ack done: nothing more to do; a handle whose claim no longer holds the group is spent.
-        True when the message was parked by its holder before (acked then, still held): nothing was written."""
+        between them never leaves the group waiting for an ack that was not written; the last one done unlocks the
+        group in that same transaction (`ack_last`, chosen by a read of the group first; an ack that would
+        complete the set unawares is refused, and the group read again). The group waits for the latest time any
+        of them was given back for (`retry_at`). A repeat finds the ack done: the unlock is then made up for if
+        it is missing; a handle whose claim no longer holds the group is spent. True when the message was parked
+        by its holder before (acked then, still held): nothing was written."""
         key = self._group_key(ref.group or "", receipt.group_shard)
-        parked = False
-        for retry_at in (available_at, None):
+        for _ in range(_SETTLE_TRIES):
+            group = self.ctx.store.get(key) or {}
+            acked = set(group.get("acked", set()))
+            if holds_group(group, receipt.token) and ref.sequence not in acked and len(acked) >= receipt.held - 1:
+                at = max(available_at, int(group.get("retry_at", 0)))
+                ack = group_writes.ack_last(key, receipt.token, ref.sequence, receipt.held - 1, at, removed=0)
+                unlocks_at: int | None = at
+            else:
+                later = int(group.get("retry_at", 0)) > available_at
+                retry_at = None if later else available_at
+                ack = group_writes.ack(key, receipt.token, ref.sequence, 0, retry_at, not_last_of=receipt.held)
+                unlocks_at = None
             try:
-                self.ctx.store.transact_writes(
-                    [message, group_writes.ack(key, receipt.token, ref.sequence, 0, retry_at)]
-                )
-                break
+                self.ctx.store.transact_writes([message, ack])
             except TransactionCancelled as cancelled:
-                (message_code, old_message), (_, group) = cancelled.reasons
-                if message_code == _TOO_LARGE or (message_code != "None" and no_room(old_message, receipt.token)):
-                    raise MessageTooLarge("the message and its reason are too large to store") from None
-                if message_code not in _PASSED:
-                    if old_message is None:
-                        raise MessageNotFound("the message no longer exists (deleted or expired)") from None
-                    raise ReceiptHandleStale("the message was received again since this receipt handle") from None
-                if not holds_group(group, receipt.token):
-                    if unlocked_by(group, receipt.token) and message.update == writes.PARK:
-                        return False  # parked before, and every message of the claim settled since: nothing left
-                    raise ReceiptHandleStale("the group was received again since this receipt handle") from None
-                assert group is not None
-                if ref.sequence in group.get("acked", set()):
-                    # Acked while the message is still held: a repeat of this very park, or parked before (a
-                    # give-back ends the claim's hold of the message).
-                    parked = message.update != writes.PARK
-                    break
+                if self._repeated(cancelled, receipt, ref, message):
+                    return self._made_up(key, receipt, available_at, unlock_raises, message.update != writes.PARK)
+                continue  # the group changed since it was read (another of the claim's acks, a later give-back)
+            if unlocks_at is not None:
+                ready.announce(self.ctx, self.space, [(0, unlocks_at)])
+            return False
+        raise Throttled("the claim's other messages kept changing: try again")
+
+    def _repeated(self, cancelled: TransactionCancelled, receipt: Receipt, ref: MessageRef, message: Write) -> bool:
+        """Why a settle's transaction was refused: its message's own state, or a claim that no longer holds the
+        group (raised); the ack done before (True: a repeat, or a message parked before, or a park repeated once
+        the claim had ended); or else the group changed since it was read (False: read it again)."""
+        (message_code, old_message), (_, group) = cancelled.reasons
+        if message_code == _TOO_LARGE or (message_code != "None" and no_room(old_message, receipt.token)):
+            raise MessageTooLarge("the message and its reason are too large to store") from None
+        if message_code not in _PASSED:
+            if old_message is None:
+                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            raise ReceiptHandleStale("the message was received again since this receipt handle") from None
+        if not holds_group(group, receipt.token):
+            if unlocked_by(group, receipt.token) and message.update == writes.PARK:
+                return True  # parked before, and every message of the claim settled since: nothing left
+            raise ReceiptHandleStale("the group was received again since this receipt handle") from None
+        assert group is not None
+        # Acked while the message is still held: a repeat of this very settle, or parked before (a give-back ends
+        # the claim's hold of the message).
+        return ref.sequence in group.get("acked", set())
+
+    def _made_up(self, key: dict[str, str], receipt: Receipt, available_at: int, raises: bool, parked: bool) -> bool:
+        """After a repeat: the unlock the first settle's transaction may have left to a read that failed."""
         try:
             group = self.ctx.store.get(key) or {}
             if holds_group(group, receipt.token) and len(group.get("acked", set())) >= receipt.held:
                 self.finish_group(key, receipt.token, max(available_at, int(group.get("retry_at", 0))))
         except QueueError as error:
-            if unlock_raises:
+            if raises:
                 raise
             logger.warning("group of %s stays locked until its lock ends: %s", receipt.message_id, error.message)
         return parked

@@ -126,17 +126,18 @@ def ack(
     return update(key, expression, values, condition=condition, returns="ALL_NEW")
 
 
-def ack_last(key: Key, token: str, sequence: str, others: int, available_at: int) -> Write:
-    """The last of a claim's held messages is deleted: acked and the group unlocked in the same write (and so in
-    the delete's transaction), only if exactly the claim's `others` are done already and none of them was given
-    back for later than `available_at`. An ack that cannot read the done set (in a transaction) otherwise leaves
-    the unlock to a read after the commit, and a group whose unlock then fails waits for its lock to run out with
-    nothing held. `acked` exists once one of the others is done (its size is checked only then)."""
+def ack_last(key: Key, token: str, sequence: str, others: int, available_at: int, removed: int = 1) -> Write:
+    """The last of a claim's held messages is done (`removed` 1: deleted; 0: given back): acked and the group
+    unlocked in the same write (and so in the transaction of the message's own write), only if exactly the
+    claim's `others` are done already and none of them was given back for later than `available_at`. An ack that
+    cannot read the done set (in a transaction) otherwise leaves the unlock to a read after the commit, and a
+    group whose unlock then fails waits for its lock to run out with nothing held. `acked` exists once one of the
+    others is done (its size is checked only then)."""
     values = {
         ":at": available_at,
         ":gsk": keys.index_sk(available_at, key["sk"]),
         ":tok": token,
-        ":dec": -1,
+        ":dec": -removed,
         ":seq": sequence,
         ":others": others,
     }
