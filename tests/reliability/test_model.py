@@ -138,7 +138,12 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.clock = clock
         self.lag = lag
         self.sqs = sqs_in_process(client, "tenant")
-        self.name = f"model{next(_queue_numbers)}" + (".fifo" if self.fifo else "")
+        number = next(_queue_numbers)
+        self.name = f"model{number}" + (".fifo" if self.fifo else "")
+        # Every other example keeps an archive: each message deleted by its holder must be archived once, and
+        # nothing else (a purge, a move to the DLQ, a DLQ delete, a redrive archive nothing).
+        self.archive_days = number % 2
+        self.acked: Counter[str] = Counter()
         self._create()
         self.sub: SubQueue = client.queue(self.name, "tenant")
         self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
@@ -164,6 +169,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
             visibility_timeout=VISIBILITY,
             max_receive_count=MAX_RECEIVE_COUNT,
             dedup_window_seconds=DEDUP_WINDOW,
+            archive_days=self.archive_days,
         )
 
     def teardown(self) -> None:
@@ -366,8 +372,12 @@ class QueueAgainstReference(RuleBasedStateMachine):
     def _act(self, handle: Handle, action: str) -> None:
         now = self.now()
         if action == "delete":
+            live = self.reference.live.get(handle.body)
+            held = live is not None and live.token == handle.token
             actual = self._outcome(lambda: self.sub.delete(handle.handle))
             assert actual == self.reference.delete(handle, now), f"delete {handle.body}"
+            if held and self.archive_days:
+                self.acked[handle.body] += 1
         elif action in RELEASE_DELAYS:
             delay = RELEASE_DELAYS[action]
             faults_before = self.faults.total
@@ -529,6 +539,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self._create()
         self.reference = Reference(self.fifo, VISIBILITY, MAX_RECEIVE_COUNT, DEDUP_WINDOW)
         self.handles, self.claims, self.dead_handles, self.read_shards, self.reshards = [], [], [], 1, 0
+        self.acked = Counter()  # the archive of the old queue went with it
         self.copy_behind_at = None
         exercised["deletes and creations"] += 1
         for group in GROUPS[:2]:
@@ -590,6 +601,22 @@ class QueueAgainstReference(RuleBasedStateMachine):
         elif self.copy_behind_at is not None and self.copy_behind_at != current.version:
             exercised["listed copies rewritten by a settings write"] += 1
             self.copy_behind_at = None
+
+    @invariant()
+    def archive_agrees(self) -> None:
+        """Each message its holder deleted is archived once, with its body as sent; nothing else is."""
+        if not self.archive_days:
+            return
+        archived: Counter[str] = Counter()
+        cursor = None
+        for _ in range(100):
+            page = self.sub.archive_list(order="oldest", limit=100, cursor=cursor)
+            archived.update(message.body for message in page.messages)
+            cursor = page.cursor
+            if cursor is None:
+                break
+        assert archived == self.acked, f"archived {dict(archived)}, deleted by their holders {dict(self.acked)}"
+        exercised["archived acknowledgements checked"] += sum(archived.values())
 
     @invariant()
     def dead_letters_agree(self) -> None:
