@@ -42,6 +42,20 @@ def test_a_move_whose_every_answer_was_lost_moves_each_dead_letter_once(
     assert client.queue(f"source{suffix}", "a").stats().dlq == 0
 
 
+def test_a_move_of_n_dead_letters_moves_n_whatever_the_shard_count(client: QueueClient, clock: FakeClock) -> None:
+    client.create_queue("sharded", max_receive_count=1, visibility_timeout=10, shards=2)
+    queue = client.queue("sharded", "a")
+    for n in range(6):
+        queue.send(f"m{n}")
+    while queue.receive(max_messages=10):
+        clock.advance(11)
+    assert queue.stats().dlq == 6
+    client.create_queue("sharded-destination")
+    source, destination = client.queue("sharded", "a"), client.queue("sharded-destination", "a")
+    assert source.move_dead_letters(destination, max_messages=3) == 3
+    assert source.stats().dlq == 3 and len(destination.receive(max_messages=10)) == 3
+
+
 def test_two_moves_at_once_move_each_dead_letter_once(client: QueueClient, clock: FakeClock) -> None:
     _dead_letters(client, clock, "racing", 4)
     client.create_queue("racing-destination")

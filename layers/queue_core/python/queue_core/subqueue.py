@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -736,7 +737,9 @@ class SubQueue:
         limit = (
             None if max_messages is None else validation.integer("max_messages", max_messages, 1, limits.MAX_REDRIVE)
         )
-        return dead_letter_moves.move(self._ctx, self, destination, self.dlq_items(self._now(), max_items=limit))
+        # `max_items` bounds each shard's read; the islice, the whole move's count.
+        items = self.dlq_items(self._now(), max_items=limit)
+        return dead_letter_moves.move(self._ctx, self, destination, itertools.islice(items, limit))
 
     def move_to_dlq(self, message_id: str) -> bool:
         """An operator marks a waiting message as invalid: it goes to the DLQ now, whatever its receive count."""
