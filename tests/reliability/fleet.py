@@ -1584,7 +1584,8 @@ class FleetRun:
             if exact and stats.stuck:
                 # Every message here fits a DLQ copy: none can be stuck but for a passing fault taken for good.
                 self.problem("stuck", f"audit {name}: {stats.stuck} messages reported stuck, holding their groups")
-            low, high = self.ledger.groups_held_at(name, now) if fifo else self.ledger.held_at(name, now)
+            held_at = self.ledger.groups_held_at if fifo else self.ledger.held_at
+            low, high = held_at(name, now, SKEW_MS)
             high += phantoms
             if not low <= stats.in_flight <= high:
                 self.problem(

@@ -259,31 +259,40 @@ class Ledger:
             lock.token != mine.token and lock.claimed_lo > mine.claimed_hi and lock.claimed_hi < at_ms for lock in later
         )
 
-    def held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:
+    def held_at(self, sub_queue: str, now_ms: int, skew_ms: int = 0) -> tuple[int, int]:
         """How many messages of a standard sub-queue are certainly / possibly still held at `now_ms`, when no
         call is under way: a holder holds its message until its visibility ends, unless it gave it back. Every
         holder that did not give it back counts, not the one with the highest receive count: a redrive puts the
         message back with its count at 0, so the current holder may show a lower count than those before the DLQ.
         An earlier holder's claim ended before a later one's began (else `_check_message` saw two holders), so it
-        can only loosen the upper bound, by the time its receive took."""
+        can only loosen the upper bound, by the time its receive took. A message given back within `skew_ms` may
+        still show in flight: its new visibility was set by its holder's clock, which may run that far ahead."""
         certain = possible = 0
         with self._lock:
             for (queue, _), holds in self.holds.items():
                 if queue == sub_queue:
                     out = [hold for hold in holds if hold.settled_lo is None]
                     certain += any(hold.lock.ends_lo > now_ms for hold in out)
-                    possible += any(hold.lock.ends_hi > now_ms for hold in out)
+                    ending = any(hold.lock.ends_hi > now_ms for hold in out)
+                    possible += ending or _settled_within(holds, now_ms, skew_ms)
         return certain, possible
 
-    def groups_held_at(self, sub_queue: str, now_ms: int) -> tuple[int, int]:
+    def groups_held_at(self, sub_queue: str, now_ms: int, skew_ms: int = 0) -> tuple[int, int]:
         """How many FIFO groups are certainly / possibly locked at `now_ms`, when no call is under way. Every
         claim of a group counts, not the last one recorded: locks are recorded in the order receives returned,
-        and a receive stalled past its own claim returns after the next claim's (its lock long run out)."""
+        and a receive stalled past its own claim returns after the next claim's (its lock long run out). A group
+        whose claim was settled within `skew_ms` may still show locked (unlocked as of its holder's clock)."""
         certain = possible = 0
         with self._lock:
             for (queue, _), locks in self.group_locks.items():
                 if queue == sub_queue:
                     out = [lock for lock in locks if not all(hold.settled_lo is not None for hold in lock.holds)]
                     certain += any(lock.ends_lo > now_ms for lock in out)
-                    possible += any(lock.ends_hi > now_ms for lock in out)
+                    possible += any(lock.ends_hi > now_ms for lock in out) or any(
+                        _settled_within(lock.holds, now_ms, skew_ms) for lock in locks
+                    )
         return certain, possible
+
+
+def _settled_within(holds: list[Hold], now_ms: int, skew_ms: int) -> bool:
+    return any(hold.settled_lo is not None and hold.settled_lo + skew_ms > now_ms for hold in holds)

@@ -708,3 +708,29 @@ def test_a_throttled_give_back_of_one_group_does_not_strand_the_others(client: Q
         f"answered {[m.body for m in got]}, receivable now {[m.body for m in later]}: a group whose give-back "
         f"was never tried is held by nobody ({jobs.stats().in_flight} in flight)"
     )
+
+
+@pytest.mark.parametrize("seconds", [0, 60], ids=["made-visible", "extended"])
+def test_a_standard_receive_repeated_with_its_attempt_id_after_its_holder_changed_a_visibility_is_spent(
+    client: QueueClient, seconds: int
+) -> None:
+    """The fleet run: a standard message answered under an attempt id, then made visible (or held longer) by its
+    holder's ChangeMessageVisibility, was held again by a repeat of that receive under the old claim: the holder
+    had given it up, and the ledger saw a message in flight that no consumer held. As SQS, a repeat answers its
+    first answer only while none of its messages was modified; else it is a new receive."""
+    client.create_queue("jobs", visibility_timeout=30)
+    jobs = client.queue("jobs", "a")
+    jobs.send("m1")
+    [first] = jobs.receive_attempt("attempt-1")
+    jobs.change_visibility(first.receipt_handle, seconds)
+    again = jobs.receive_attempt("attempt-1")
+    assert first.receipt_handle not in [message.receipt_handle for message in again]
+    if seconds:
+        assert again == [] and jobs.stats().in_flight == 1  # still its holder's, for 60 s
+        jobs.delete(first.receipt_handle)
+    else:
+        assert [(m.body, m.receive_count) for m in again] == [("m1", 2)]  # received anew, a new claim
+        with pytest.raises(ReceiptHandleStale):
+            jobs.delete(first.receipt_handle)
+        jobs.delete(again[0].receipt_handle)
+    assert jobs.stats().in_flight == 0 and jobs.stats().visible == 0

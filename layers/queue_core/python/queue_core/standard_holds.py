@@ -61,10 +61,11 @@ class StandardHolds(StandardSpace):
 
     def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:
         """Every receipt's message held by its claim until `visible_at`, all or none in one transaction: False,
-        nothing changed, when any of them is no longer held by its handle."""
+        nothing changed, when any of them is no longer held by its handle or its holder changed its visibility
+        (SQS answers a repeat only while none of its messages was modified)."""
         refs = [MessageRef.parse(receipt.message_id) for receipt in receipts]
         holds = [
-            writes.set_visibility(ref.live_key(self.space), visible_at, receipt.token, None, ref.priority)
+            writes.hold_again(ref.live_key(self.space), visible_at, receipt.token, ref.priority)
             for ref, receipt in zip(refs, receipts, strict=True)
         ]
         try:

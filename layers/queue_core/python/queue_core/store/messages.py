@@ -124,20 +124,34 @@ def set_visibility(
     priority: int = 0,
     why: Why | None = None,
 ) -> Write:
-    """The holder moves a standard message's visibility; a release (`release_id`, fresh for each call) also gives
-    up the claim and leaves its id, so that the SDK's repeat of this very call is told from a second release.
-    `why`: the attempt's reason, in the same write."""
+    """The holder moves a standard message's visibility, and marks it `changed` by its claim: a repeat of the
+    receive that made the claim no longer answers it (`hold_again`; SQS: an attempt is spent once any of its
+    messages was modified). A release (`release_id`, fresh for each call) also gives up the claim and leaves its
+    id, so that the SDK's repeat of this very call is told from a second release. `why`: the attempt's reason, in
+    the same write."""
     values: dict[str, Any] = {
         ":vis": visible_at,
         ":gsk": keys.message_index_sk(visible_at, key["sk"], priority),
         ":tok": token,
     }
-    sets, removes = ["visible_at = :vis", "gsi1sk = :gsk"], []
+    sets, removes = ["visible_at = :vis", "gsi1sk = :gsk", "changed = :tok"], []
     if release_id is not None:
         sets.append("released_by = :rel")
         values[":rel"] = release_id
         removes = ["tok", "in_flight"]
     return update(key, _expression(sets, removes, values, why), values, condition=_held(why))
+
+
+def hold_again(key: Key, visible_at: int, token: str, priority: int = 0) -> Write:
+    """A repeated receive holds a standard message again until `visible_at`, only while its claim holds it and its
+    holder never changed its visibility (`set_visibility`)."""
+    values: dict[str, Any] = {
+        ":vis": visible_at,
+        ":gsk": keys.message_index_sk(visible_at, key["sk"], priority),
+        ":tok": token,
+    }
+    condition = "tok = :tok AND (attribute_not_exists(changed) OR changed <> :tok)"
+    return update(key, "SET visible_at = :vis, gsi1sk = :gsk", values, condition=condition)
 
 
 def give_back(key: Key, token: str, release_id: str, why: Why | None = None) -> Write:
