@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from queue_core import MessageNotFound, QueueClient, QueueError, ReceiptHandleStale, ReceivedMessage
+from sqs_api.dead_letters import dlq_name
 
 from tests.conftest import FakeClock
 from tests.reliability.ledger import Ledger
@@ -734,3 +735,29 @@ def test_a_standard_receive_repeated_with_its_attempt_id_after_its_holder_change
             jobs.delete(first.receipt_handle)
         jobs.delete(again[0].receipt_handle)
     assert jobs.stats().in_flight == 0 and jobs.stats().visible == 0
+
+
+@pytest.mark.parametrize("name", ["jobs", "jobs.fifo"])
+@pytest.mark.parametrize("seconds", [0, 120], ids=["released", "extended"])
+def test_a_receive_repeated_at_a_dlq_after_its_holder_changed_the_dead_letter_is_spent(
+    client: QueueClient, clock: FakeClock, name: str, seconds: int
+) -> None:
+    """As at a queue's URL: a repeat of a receive at a DLQ's URL answers its first answer only while nobody changed
+    it. A dead letter its holder gave back (visibility 0) or held longer is not held again under the first claim:
+    the repeat is a new receive (which takes a dead letter given back anew, with a new handle)."""
+    fifo = name.endswith(".fifo")
+    client.create_queue(name, visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue(name, "a")
+    jobs.send("m0", **({"group_id": "g", "dedup_id": "d0"} if fifo else {}))
+    jobs.receive()
+    clock.advance(31)
+    jobs.receive()
+    client.sweep()
+    sqs = in_process_sqs(client, "a")
+    url = f"{SQS_ENDPOINT}/sqs/a/{ACCOUNT}/{dlq_name(name)}"
+    request = {"QueueUrl": url, "MaxNumberOfMessages": 1, "VisibilityTimeout": 90, "ReceiveRequestAttemptId": "a-1"}
+    [first] = sqs.receive_message(**request)["Messages"]
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=seconds)
+    again = sqs.receive_message(**request).get("Messages", [])
+    assert first["ReceiptHandle"] not in [message["ReceiptHandle"] for message in again]
+    assert [message["Body"] for message in again] == ([] if seconds else ["m0"])

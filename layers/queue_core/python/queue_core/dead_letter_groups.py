@@ -156,7 +156,9 @@ def _any_left(ctx: Context, space: Space, group: str, sequences: set[str]) -> bo
     return bool(ctx.store.batch_get([ref.dlq_key(space) for ref in refs]))
 
 
-def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int, now: int) -> bool:
+def hold(
+    ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int, now: int, again: bool = False
+) -> bool:
     """Moves the end of the claim `receipt` was handed out with, for its dead letter and its group (to now:
     gives the dead letter back, and the group once its claim holds no other). False when that claim no longer
     holds the group, or the dead letter is gone or was taken by a later claim: nothing is held."""
@@ -165,7 +167,7 @@ def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt
     key = space.dlq_group_key(ref.group or "")
     if until <= now:
         # The dead letter first: the group stays held until it is free.
-        return dead_letters.hold(ctx, space, ref, receipt, until) and _give_back(
+        return dead_letters.hold(ctx, space, ref, receipt, until, again) and _give_back(
             ctx, key, receipt.token, [ref.sequence]
         )
     try:
@@ -175,9 +177,10 @@ def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt
         if old is None or old.get("tok") != receipt.token or ref.sequence not in old.get("held_copies", set()):
             return False
     # The group first: the dead letter is never held past its group.
-    if dead_letters.hold(ctx, space, ref, receipt, until):
+    if dead_letters.hold(ctx, space, ref, receipt, until, again):
         return True
-    _give_back(ctx, key, receipt.token, [ref.sequence])
+    if not again:  # a repeat refused for a change by the holder: the holder still holds it, and the group for it
+        _give_back(ctx, key, receipt.token, [ref.sequence])
     return False
 
 

@@ -41,7 +41,7 @@ class Source(Protocol):
 
     def dlq_held(self, receipt_handle: str) -> Message | None: ...
 
-    def dlq_change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None: ...
+    def dlq_change_visibility(self, receipt_handle: str, visibility_timeout: int, again: bool = False) -> None: ...
 
 
 class Home(Source, Protocol):
@@ -130,7 +130,7 @@ class WithDeadLetters:
             return False
         for position, handle in enumerate(dead):
             try:
-                self._source_of(handle).dlq_change_visibility(handle, seconds)
+                self._source_of(handle).dlq_change_visibility(handle, seconds, again=True)
             except Throttled:
                 # Nothing was taken meanwhile: the attempt is not spent. Raised, so that the client sends it again;
                 # what this one held again stays held (by the same claims) for the retry, given to nobody else.

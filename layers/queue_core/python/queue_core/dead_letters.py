@@ -148,12 +148,16 @@ def held(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt
     return item if latest == receipt else None
 
 
-def hold(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int) -> bool:
+def hold(
+    ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int, again: bool = False
+) -> bool:
     """Moves the end of the claim `receipt` was handed out with (to now: releases it); False when that claim is
-    no longer the copy's latest or the copy is gone. A look's handle holds nothing: False."""
+    no longer the copy's latest or the copy is gone. A look's handle holds nothing: False. `again`: a repeated
+    receive's hold, also False once the holder changed it (`writes.hold_dead_letter`)."""
     if not receipt.token:
         return False
-    write = writes.hold_dead_letter(ref.dlq_key(space), receipt.moved_at, receipt.copy, receipt.token, until)
+    key = ref.dlq_key(space)
+    write = writes.hold_dead_letter(key, receipt.moved_at, receipt.copy, receipt.token, until, again)
     try:
         ctx.store.write(write)
     except ConditionFailed:

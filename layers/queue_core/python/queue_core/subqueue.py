@@ -644,32 +644,34 @@ class SubQueue:
 
     def dlq_held(self, receipt_handle: str) -> Message | None:
         """The dead letter a `dlq_receive` handle was handed out with, while the claim it names still holds it
-        (in a FIFO DLQ: and its group), as it is now; None once it is settled, gone, or taken by another claim.
-        A look: nothing is held or changed."""
+        (in a FIFO DLQ: and its group) and its holder never changed it, as it is now (what a repeated receive may
+        answer again); None once it is settled, changed, gone, or taken by another claim. A look: nothing is held
+        or changed."""
         receipt = self.dlq_check_handle(receipt_handle)
         ref = self._ref(receipt.message_id)
         held = dead_letter_groups.held if self.settings.fifo else dead_letters.held
         item = held(self._ctx, self.space, ref, receipt)
-        if item is None:
+        if item is None or item.get("dlq_changed") == receipt.token:
             return None
         try:
             return looked_at(item, ref, DLQ, self._ctx.bodies)
         except MessageBodyMissing:
             return None
 
-    def dlq_change_visibility(self, receipt_handle: str, visibility_timeout: int) -> None:
+    def dlq_change_visibility(self, receipt_handle: str, visibility_timeout: int, again: bool = False) -> None:
         """Moves the end of the claim a `dlq_receive` handle was handed out with to `visibility_timeout` seconds
         from now (0 releases the dead letter to the next receive). `ReceiptHandleStale` when a later claim took the
-        copy, or it is gone; `ValidationError` for a handle that is not a genuine dead letter's handle here."""
+        copy, or it is gone; `ValidationError` for a handle that is not a genuine dead letter's handle here.
+        `again`: a repeated receive holds it again (stale too once its holder changed it)."""
         seconds = validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
         receipt = self.dlq_check_handle(receipt_handle)
         now = self._now()
         until = now + seconds * 1000
         ref = self._ref(receipt.message_id)
         if self.settings.fifo:
-            held = dead_letter_groups.hold(self._ctx, self.space, ref, receipt, until, now)
+            held = dead_letter_groups.hold(self._ctx, self.space, ref, receipt, until, now, again)
         else:
-            held = dead_letters.hold(self._ctx, self.space, ref, receipt, until)
+            held = dead_letters.hold(self._ctx, self.space, ref, receipt, until, again)
         if not held:
             raise ReceiptHandleStale("the dead letter was received again since this receipt handle, or is gone")
 

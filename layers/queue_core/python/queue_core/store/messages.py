@@ -254,12 +254,17 @@ def claim_dead_letter(key: Key, moved_at: int, copy: str, token: str, until: int
     return update(key, "SET dlq_tok = :tok, dlq_until = :until", values, condition=condition)
 
 
-def hold_dead_letter(key: Key, moved_at: int, copy: str, token: str, until: int) -> Write:
-    """The holder of the claim `token` on a DLQ copy moves the claim's end (to now: releases it). The same value
-    set twice is the same item, so the SDK's repeat is harmless."""
+def hold_dead_letter(key: Key, moved_at: int, copy: str, token: str, until: int, again: bool = False) -> Write:
+    """The holder of the claim `token` on a DLQ copy moves the claim's end (to now: releases it), and marks the
+    copy changed by that claim; `again`: a repeated receive holds it again instead, only while its holder never
+    changed it (SQS spends an attempt once a message is modified). The same value set twice is the same item, so
+    the SDK's repeat is harmless."""
     values: dict[str, Any] = {":tok": token, ":until": until}
     condition = _the_copy(moved_at, copy, values) + " AND dlq_tok = :tok"
-    return update(key, "SET dlq_until = :until", values, condition=condition)
+    if again:
+        condition += " AND (attribute_not_exists(dlq_changed) OR dlq_changed <> :tok)"
+        return update(key, "SET dlq_until = :until", values, condition=condition)
+    return update(key, "SET dlq_until = :until, dlq_changed = :tok", values, condition=condition)
 
 
 def take_existing(key: Key) -> Write:
