@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
@@ -32,6 +33,8 @@ from .store import ConditionFailed, Item
 from .store import messages as writes
 
 ATTEMPT_SECONDS: Final = 300
+# Pauses between tries to keep an answer whose messages could not be given back after its first keep failed.
+KEEP_RETRY_PAUSES: Final = (0.05, 0.2, 0.5)
 logger = logging.getLogger("queue_core")
 
 
@@ -106,12 +109,27 @@ def receive_once(
         held = _give_back_or_hold(sub, got, visibility_timeout)
         if not held:
             raise
-        try:
-            ctx.store.write(writes.keep_attempt(_answer_item(key, token, held, now), now, spent))
-        except (ConditionFailed, QueueError):
+        if not _keep_late(ctx, writes.keep_attempt(_answer_item(key, token, held, now), now, spent)):
             logger.warning("a receive under attempt id %r answers %d message(s) it did not keep", attempt_id, len(held))
         return held
     return got
+
+
+def _keep_late(ctx: Context, keep: Any) -> bool:
+    """The answer of messages that could not be given back, kept after all if DynamoDB lets it within a few
+    pauses (`KEEP_RETRY_PAUSES`): kept, a repeat after a lost answer answers them too; not kept, only a lost
+    answer as well leaves them held until they run out (and its repeat answers otherwise)."""
+    for pause in (*KEEP_RETRY_PAUSES, None):
+        try:
+            ctx.store.write(keep)
+            return True
+        except ConditionFailed:
+            return False
+        except QueueError:
+            if pause is None:
+                return False
+            time.sleep(pause)
+    return False
 
 
 def _answer_item(key: Item, token: str, got: list[ReceivedMessage], now: int) -> Item:
