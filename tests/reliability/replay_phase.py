@@ -99,12 +99,13 @@ def replay_dead_letters(
         if faults is not None:
             faults.enabled = True
         try:
-            status, stops, _ = _run_to_end(client, sub_queue, replay_id, clock, figures, faults)
+            status, stops, swept = _run_to_end(client, sub_queue, replay_id, clock, figures, faults)
         finally:
             if faults is not None:
                 faults.enabled = False
         figures["dead letters replayed"] += status.replayed
         figures["dead letter replay stops"] += stops
+        figures["replays run on by a sweep"] += swept
         origins = _replayed_origins(truth, replay_id)[queue]
         left = {_dead_letter_id(item, fifo) for item in truth.dlq_items(queue, CLIENT)}
         problems += [
@@ -161,7 +162,7 @@ def _run_to_end(
     """Runs the replay; each error stops that run, and a new run resumes it, or (the first stop) a sweep once the
     replay is orphaned. The replay's last status, its stops and the sweeps' runs of it."""
     stops = swept = 0
-    by_sweep = False
+    by_sweep = sweep_tried = False
     for _ in range(MAX_RUNS):
         try:
             if by_sweep:
@@ -186,7 +187,13 @@ def _run_to_end(
                 status = sub_queue.replay_run(replay_id, seconds=RUN_SECONDS, sleep=clock.advance)
         except QueueError:
             stops += 1
-            by_sweep = stops == 1  # each pass sweeps the whole table under the faults: once a replay is enough
+            # Each pass sweeps the whole table under the faults: once a replay is enough. A stop whose commit ended
+            # the replay (its last batch, applied and its answer lost) leaves nothing for a sweep to run on.
+            status = _status(sub_queue, replay_id, faults)
+            if status.state != "running":
+                return status, stops, swept
+            by_sweep = not sweep_tried
+            sweep_tried = True
             continue
         if status.state != "running":
             return status, stops, swept
@@ -194,10 +201,15 @@ def _run_to_end(
 
 
 def _updated_at(sub_queue: SubQueue, replay_id: str, faults: FaultInjector | None) -> int:
+    return _status(sub_queue, replay_id, faults).updated_at
+
+
+def _status(sub_queue: SubQueue, replay_id: str, faults: FaultInjector | None) -> Any:
+    """The replay as it stands, read with the faults off."""
     if faults is not None:
         faults.enabled = False
     try:
-        return sub_queue.replay_status(replay_id).updated_at
+        return sub_queue.replay_status(replay_id)
     finally:
         if faults is not None:
             faults.enabled = True
