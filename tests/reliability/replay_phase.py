@@ -49,18 +49,8 @@ def replay_archives(
     archived = _archived_copies(truth)
     ended = {}
     for queue in queues:
-        sub_queue: SubQueue = sub_queues[(queue, CLIENT)]
-        replay_id = sub_queue.replay_start(until=int(clock() * 1000), rate=1000).replay_id
-        if faults is not None:
-            faults.enabled = True
-        try:
-            ended[queue], stops, swept = _run_to_end(client, sub_queue, replay_id, clock, figures, faults)
-        finally:
-            if faults is not None:
-                faults.enabled = False
+        ended[queue], _ = _replay(client, sub_queues[(queue, CLIENT)], clock, figures, faults, "replay")
         figures["replayed"] += ended[queue].replayed
-        figures["replay stops"] += stops
-        figures["replays run on by a sweep"] += swept
     replayed = _replayed_origins(truth)
     for queue in queues:
         copies, origins, status = archived[queue], replayed[queue], ended[queue]
@@ -95,17 +85,8 @@ def replay_dead_letters(
         sub_queue: SubQueue = sub_queues[(queue, CLIENT)]
         fifo = sub_queue.settings.fifo
         dead = Counter(_dead_letter_id(item, fifo) for item in truth.dlq_items(queue, CLIENT))
-        replay_id = sub_queue.replay_start(source="dlq", until=int(clock() * 1000), rate=1000).replay_id
-        if faults is not None:
-            faults.enabled = True
-        try:
-            status, stops, swept = _run_to_end(client, sub_queue, replay_id, clock, figures, faults)
-        finally:
-            if faults is not None:
-                faults.enabled = False
+        status, replay_id = _replay(client, sub_queue, clock, figures, faults, "dead letter replay", source="dlq")
         figures["dead letters replayed"] += status.replayed
-        figures["dead letter replay stops"] += stops
-        figures["replays run on by a sweep"] += swept
         origins = _replayed_origins(truth, replay_id)[queue]
         left = {_dead_letter_id(item, fifo) for item in truth.dlq_items(queue, CLIENT)}
         problems += [
@@ -120,6 +101,30 @@ def replay_dead_letters(
                 f"{sum(dead.values())} dead letters ({status.last_error})"
             )
     return problems, figures
+
+
+def _replay(
+    client: QueueClient,
+    sub_queue: SubQueue,
+    clock: FakeClock,
+    figures: Counter,
+    faults: FaultInjector | None,
+    label: str,
+    **selection: Any,
+) -> tuple[Any, str]:
+    """A replay of everything up to now, at the top rate, run to its end under `faults`: its last status and id;
+    its stops and the sweeps' runs of it counted in `figures`."""
+    replay_id = sub_queue.replay_start(until=int(clock() * 1000), rate=1000, **selection).replay_id
+    if faults is not None:
+        faults.enabled = True
+    try:
+        status, stops, swept = _run_to_end(client, sub_queue, replay_id, clock, figures, faults)
+    finally:
+        if faults is not None:
+            faults.enabled = False
+    figures[f"{label} stops"] += stops
+    figures["replays run on by a sweep"] += swept
+    return status, replay_id
 
 
 def _dead_letter_id(item: dict[str, Any], fifo: bool) -> str:
