@@ -140,8 +140,9 @@ SETTINGS_ACTIONS: Final = ("dynamodb:GetItem",)
 # The kinds of partition a sub-queue owns: messages, dead letters, FIFO group items, FIFO group messages, dedup,
 # its ready markers (a send says its client has messages; the markers' index partition is the queue's, and a
 # tenant never reads it), its load reports (what the sweep sizes an automatic shard count by), and its archive of
-# acknowledged messages (written by its own deletes, read with its own peek: `queue_core.archive`).
-SUB_QUEUE_KINDS: Final = ("M", "D", "F", "G", "X", "R", "L", "V")
+# acknowledged messages (written by its own deletes, read with its own peek: `queue_core.archive`), and its shard
+# marks (which of its shards may hold messages: `queue_core.shard_marks`).
+SUB_QUEUE_KINDS: Final = ("M", "D", "F", "G", "X", "R", "L", "V", "K")
 
 # Queue and client names as the API accepts them, or "*" for all. Anything else (a partial wildcard such as
 # "tenant-*", or an unresolved token) could widen a grant past one tenant, so it is refused.

@@ -245,7 +245,7 @@ def test_library_access_is_confined_to_the_tenant_partitions(grants: tuple[Grant
     stack, _ = grants
     table_id = stack.resolve(stack.get_logical_id(stack.queue.table.node.default_child))
     table, index = f"<{table_id}.Arn>", f"<{table_id}.Arn>/index/gsi1"
-    own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X", "R", "L", "V")]
+    own = [f"{kind}#orders#tenant-a#*" for kind in ("M", "D", "F", "G", "X", "R", "L", "V", "K")]
     statements = [
         statement
         for statement in _statements(grants, "library")

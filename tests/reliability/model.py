@@ -305,9 +305,11 @@ class Reference:
         if message is None:
             return ("error", "MessageNotFound")
         # A parked message is given back already: stale once its claim no longer holds the group, and nothing
-        # more while it does.
+        # more while it does. A FIFO message whose claim's lock ran out and was ended by the sweep (its group freed
+        # for the next receive) is stale too: its release cannot hold the group back any more.
         parked = message.parked
-        if message.token != handle.token or (parked and self._group_of(message).token != handle.token):
+        freed = message.group is not None and self._group_of(message).token != handle.token
+        if message.token != handle.token or freed:
             return ("error", "ReceiptHandleStale")
         if delay is None:
             ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (handle.receive_count - 1)) * 1000

@@ -761,3 +761,21 @@ def test_a_receive_repeated_at_a_fifo_dlq_after_its_holder_changed_the_dead_lett
     again = sqs.receive_message(**request).get("Messages", [])
     assert first["ReceiptHandle"] not in [message["ReceiptHandle"] for message in again]
     assert [message["Body"] for message in again] == ([] if seconds else ["m0"])
+
+
+def test_a_fifo_release_after_the_sweep_ended_its_claim_is_stale_and_the_group_goes_on(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """Found by the model's long form, a fault of the reference: the claim's lock ran out and the sweep ended it
+    (the group freed for the next receive); the holder's late release is stale, as the core answers, and changes
+    nothing: the next receive takes the group from its head."""
+    client.create_queue("late.fifo", fifo=True, visibility_timeout=10)
+    sub = client.queue("late.fifo", "t")
+    for body in ("m1", "m2"):
+        sub.send(body, group_id="g")
+    first, _ = sub.receive(max_messages=10)
+    clock.advance(31)
+    client.sweep()
+    with pytest.raises(ReceiptHandleStale):
+        sub.release(first.receipt_handle)
+    assert [m.body for m in sub.receive(max_messages=10)] == ["m1", "m2"]

@@ -7,9 +7,11 @@ handles a receive hands out.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import ready, shard_marks
 from .context import Context
 from .errors import QueueError
 from .keys import MessageRef, Space
@@ -24,14 +26,14 @@ from .store import Item, Write
 class SendWrites:
     """The writes that store one message, together in one transaction; `dedup` and `fence` are the places of the
     dedup item's write and of the FIFO group's sequence fence among them (None when there is none). `ready` is
-    the `(priority, visible_at)` of the ready marker to put once they are applied (`Engine.send_committed`), not
+    the `(priority, visible_at, shard)` of the marks to put once they are applied (`Engine.send_committed`), not
     among them: two sends of one client in one transaction would name the same marker, which DynamoDB refuses."""
 
     ref: MessageRef
     writes: list[Write]
     dedup: int | None = None
     fence: int | None = None
-    ready: tuple[tuple[int, int], ...] = ()
+    ready: tuple[tuple[int, int, int], ...] = ()
     # The message's SQS id (`sqs_ids`).
     sqs_id: str = ""
 
@@ -58,6 +60,12 @@ class Engine(Protocol):
     def send_committed(self, planned: SendWrites, now: int) -> None:
         """After the writes of `send_writes` were applied: puts the message's ready marker, as a normal send does
         after its write, so that queue-wide receives find it."""
+
+    def mark_ahead(self, due: Iterable[tuple[int, int, int]]) -> None:
+        """Before writes of `send_writes` that the caller commits itself: their shards' marks."""
+
+    def first_at(self, priority: int, shard: int) -> int | None:
+        """When the shard's first entry of `priority` is due (visible, in flight, delayed, locked); None: none."""
 
     def delete_writes(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> list[Write]:
         """The writes of a delete in one transaction, each conditional on the claim token, so that a message
@@ -141,6 +149,17 @@ class EngineBase:
         self.traffic = ctx.traffic(self.space, settings.read_shards, settings.shards)
         self.picker = self.traffic.picker
         self.gauge = self.traffic.gauge
+
+    def announce(self, due: Iterable[tuple[int, int, int]]) -> None:
+        """After a write that made messages visible at some time, `(priority, visible_at, shard)` of each: the
+        ready markers for queue-wide receives (`ready`), the shard marks for this sub-queue's (`shard_marks`)."""
+        due = list(due)
+        ready.announce(self.ctx, self.space, [(priority, at) for priority, at, _ in due])
+        shard_marks.announce(self.ctx, self.space, [(priority, shard) for priority, _, shard in due])
+
+    def mark_ahead(self, due: Iterable[tuple[int, int, int]]) -> None:
+        """Before writes the caller commits in its own transaction: their shards' marks (`shard_marks.ahead`)."""
+        shard_marks.ahead(self.ctx, self.space, [(priority, shard) for priority, _, shard in due])
 
     def secret(self) -> str | None:
         """The sub-queue's receipt secret (None until something was sent in this generation)."""

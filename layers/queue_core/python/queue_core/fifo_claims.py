@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterable
 from typing import Final
 
-from . import keys, limits, partial
+from . import keys, limits, partial, shard_marks
 from .errors import MessageTooLarge, QueueError, Throttled
 from .fifo_groups import FifoGroups
 from .fifo_heads import Stuck
@@ -22,7 +22,6 @@ from .keys import MessageRef
 from .messages import received
 from .models import ReceivedMessage
 from .receipts import Receipt, new_token
-from .shards import visit
 from .store import ConditionFailed, Item
 from .store import groups as group_writes
 from .store import messages as writes
@@ -56,17 +55,21 @@ class FifoClaims(FifoGroups):
             seen.append(saw)
             return found, saw
 
-        return visit(self.picker, want, shard_receive), any(seen)
+        got = shard_marks.visit(
+            self.ctx, self.space, self.settings.read_shards, self.picker, 0, want, shard_receive, self.first_at
+        )
+        return got, any(seen)
 
     def next_visible(self, priority: int, now: int) -> int | None:
         """When a group is next available: the first group entry of each shard (locks sort at their end)."""
-        times = []
-        for shard in range(self.settings.read_shards):
-            pk = self._group_pk(shard)
-            own = [entry for entry in self.ctx.store.earliest(pk, limit=limits.MAX_PEEK) if entry["pk"] == pk]
-            if own:
-                times.append(keys.index_time(own[0]["gsi1sk"]))
-        return min(times, default=None)
+        times = [self.first_at(priority, shard) for shard in range(self.settings.read_shards)]
+        return min((at for at in times if at is not None), default=None)
+
+    def first_at(self, priority: int, shard: int) -> int | None:
+        """When the shard's first group is available (or its lock ends); None: no group waits there."""
+        pk = self._group_pk(shard)
+        own = [entry for entry in self.ctx.store.earliest(pk, limit=limits.MAX_PEEK) if entry["pk"] == pk]
+        return keys.index_time(own[0]["gsi1sk"]) if own else None
 
     def _receive_shard(
         self, shard: int, want: int, visibility: int, now: int, secret: str

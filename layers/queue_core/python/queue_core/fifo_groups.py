@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import keys, ready
+from . import keys
 from .engine import EngineBase
 from .keys import MessageRef
 from .store import ConditionFailed, Item, Write
@@ -116,7 +116,7 @@ class FifoGroups(EngineBase):
             if not unlocked_by(failed.item, token):
                 return False
         # The group is available again: queue-wide receives must know when, whatever marker the client has.
-        ready.announce(self.ctx, self.space, [(0, available_at)])
+        self.announce([(0, available_at, keys.shard_of(key["pk"]))])
         return True
 
     def _count_removed(self, group_key: dict[str, str], sequence: str) -> bool:

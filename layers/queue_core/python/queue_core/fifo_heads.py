@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-from . import ready
+from . import keys
 from .errors import MessageBodyMissing, MessageNotFound, QueueError, Throttled, ValidationError
 from .fifo_groups import FifoGroups, unlocked_by
 from .keys import MessageRef
@@ -130,7 +130,7 @@ class FifoHeads(FifoGroups):
         except ConditionFailed as failed:
             if not unlocked_by(failed.item, token):
                 return  # the lock passed to another claim
-        ready.announce(self.ctx, self.space, [(0, retry_at)])
+        self.announce([(0, retry_at, keys.shard_of(key["pk"]))])
 
     def _to_dlq(self, item: Item, group_key: dict[str, str], token: str, now: int) -> bool:
         """Atomically out of the group and into the DLQ; the group then moves on to its next message. The copy is

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from . import archive, ready
+from . import archive, keys
 from .archive_acks import archive_writes, archived_delete, read_and_archive
 from .attempt_notes import dropped, no_room, note_attempt, reasons_write, write_once
 from .errors import MessageNotFound, MessageTooLarge, QueueError, ReceiptHandleStale, Throttled
@@ -103,14 +103,14 @@ class FifoHolds(FifoGroups):
         marker says so to queue-wide receives, as `finish_group` does after a plain delete."""
         if receipt.held <= 1:
             if not (receipt.last_seq and group_may_be_empty):  # else `delete_writes` took the group out, empty
-                ready.announce(self.ctx, self.space, [(0, now)])
+                self.announce([(0, now, receipt.group_shard)])
             return
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
         group = self.ctx.store.get(key)
         if unlocked_by(group, receipt.token):  # by this ack's transaction (`last_ack`), or by another of the claim
             assert group is not None
-            ready.announce(self.ctx, self.space, [(0, max(now, int(group.get("available_at", now))))])
+            self.announce([(0, max(now, int(group.get("available_at", now))), receipt.group_shard)])
         elif group and group.get("tok") == receipt.token and len(group.get("acked", set())) >= receipt.held:
             self.finish_group(key, receipt.token, max(now, int(group.get("retry_at", 0))))
 
@@ -203,7 +203,7 @@ class FifoHolds(FifoGroups):
                     return self._made_up(key, receipt, available_at, unlock_raises, message.update != writes.PARK)
                 continue  # the group changed since it was read (another of the claim's acks, a later give-back)
             if unlocks_at is not None:
-                ready.announce(self.ctx, self.space, [(0, unlocks_at)])
+                self.announce([(0, unlocks_at, keys.shard_of(key["pk"]))])
             return False
         raise Throttled("the claim's other messages kept changing: try again")
 
@@ -331,7 +331,7 @@ class FifoHolds(FifoGroups):
                 ) from None
             return visible_at
         # The group is available at the new time: queue-wide receives must know, whatever marker the client has.
-        ready.announce(self.ctx, self.space, [(0, visible_at)])
+        self.announce([(0, visible_at, keys.shard_of(key["pk"]))])
         return visible_at
 
     def hold_again(self, receipts: list[Receipt], visible_at: int, now: int) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 
-from . import limits, ready
+from . import limits, ready, shard_marks
 from .errors import MessageBodyMissing, ValidationError
 from .fifo_groups import FifoGroups
 from .keys import MessageRef
@@ -151,8 +151,12 @@ class FifoLooks(FifoGroups):
         whether any group item still lives at a place of an earlier shard layout (neither moved nor expired):
         until none does, the layout must be kept. Returns (groups freed, an old place in use)."""
         freed, old_place_in_use, available = 0, False, False
+        firsts: dict[tuple[int, int], int] = {}
         for shard in range(self.settings.read_shards):
             for group in list(self.group_items(shard)):
+                if "gsi1sk" in group:
+                    at = int(group["available_at"])
+                    firsts[(0, shard)] = min(firsts.get((0, shard), at), at)
                 if group.get("tok") and "gsi1sk" in group and int(group["available_at"]) <= now:
                     self._claim_group(group, 0, _TIDY_LOCK_SECONDS, now)
                     freed += 1
@@ -162,4 +166,5 @@ class FifoLooks(FifoGroups):
                     old_place_in_use = True
         if available:  # the backstop of the ready set (see `ready`)
             ready.announce(self.ctx, self.space, [(0, now)])
+        shard_marks.backstop(self.ctx, self.space, firsts)
         return freed, old_place_in_use

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import keys, limits, ready, reasons
+from . import keys, limits, reasons
 from .bodies import stored_form
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
@@ -102,7 +102,7 @@ class FifoSends(FifoGroups):
                 continue
             results.update({entry.index: sent(ref, item) for entry, ref, item in refs})
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
-            ready.announce(self.ctx, self.space, self.ready_pairs([entry for entry, _, _ in refs], now))
+            self.announce(self.ready_pairs([entry for entry, _, _ in refs], now, placement.key))
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
@@ -128,12 +128,12 @@ class FifoSends(FifoGroups):
             actions + placement.moves,
             dedup=1 if entry.dedup_id is not None else None,
             fence=0,
-            ready=tuple(self.ready_pairs([entry], now)),
+            ready=tuple(self.ready_pairs([entry], now, placement.key)),
             sqs_id=sqs_id_of(refs[0][2], refs[0][1].message_id),
         )
 
     def send_committed(self, planned: SendWrites, now: int) -> None:
-        ready.announce(self.ctx, self.space, planned.ready)
+        self.announce(planned.ready)
 
     def _append_actions(
         self, group: str, entries: list[Entry], expected: int | None, now: int, placement: Placement
@@ -171,9 +171,10 @@ class FifoSends(FifoGroups):
             refs.append((entry, ref, item))
         return actions, refs
 
-    def ready_pairs(self, entries: list[Entry], now: int) -> list[tuple[int, int]]:
-        """The ready marker appended entries need (FIFO has one priority): when the first of them is visible."""
-        return [(0, min(entry.visible_from(now) for entry in entries))]
+    def ready_pairs(self, entries: list[Entry], now: int, group_key: dict[str, str]) -> list[tuple[int, int, int]]:
+        """The marks appended entries need (FIFO has one priority): when the first of them is visible, at their
+        group's place."""
+        return [(0, min(entry.visible_from(now) for entry in entries), keys.shard_of(group_key["pk"]))]
 
     def priorities(self) -> list[int]:
         return [0]

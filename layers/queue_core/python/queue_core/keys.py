@@ -300,6 +300,21 @@ class Space:
     def ready_pk(self) -> str:
         return f"R#{self.queue}#{self.client}#{self.generation}"
 
+    def shard_marks_pk(self) -> str:
+        """The sub-queue's shard marks (`shard_marks`): one partition, read whole by a receive."""
+        return f"{self._prefix('K')}shards"
+
+    def shard_mark(self, priority: int, shard: int, at_ms: int) -> dict[str, object]:
+        """The mark that says shard `shard` may hold messages of `priority` from `at_ms` on (0: now). The sort key
+        puts a priority's marks together, so that a receive reads one priority's with one query."""
+        return {
+            "pk": self.shard_marks_pk(),
+            "sk": f"{priority}#{shard:05d}#{fixed_ms(at_ms)}",
+            "priority": priority,
+            "shard": shard,
+            "at": at_ms,
+        }
+
     def ready_marker(self, priority: int, at_ms: int, now_ms: int) -> dict[str, object]:
         """The marker that makes this client's `priority` due for queue-wide receives at `at_ms` (now if past)."""
         at = _NOW if at_ms <= now_ms else at_ms

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from . import keys, layout, ready
+from . import keys, layout, ready, shard_marks
 from .errors import QueueError, QueueNotFound, TableLayoutMismatch, Throttled
 from .layout import CURRENT_LAYOUT, MIGRATES_FROM, TableLayout
 from .store import ConditionFailed
@@ -136,6 +136,11 @@ def migrate(
                     if not dry_run:
                         for write in ready.marker_writes(engine.space, [(0, due)], ctx.now_ms()):
                             _retried(partial(store.write, write))
+                if not dry_run:
+                    # Its shard marks: receives of a queue of several shards visit the shards they name.
+                    marks = _retried(partial(shard_marks.build, ctx, engine, engine.settings.read_shards))
+                    if marks:
+                        step(f"{name}: put {marks} shard mark(s)")
                 last = name
                 done += 1
                 if not dry_run and done % PROGRESS_EVERY == 0:

@@ -88,14 +88,12 @@ def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[A
             if len(got) >= want:
                 break
             need = want - len(got)
-            try:
-                found, saw_candidates = receive_shard(shard, need)
-            except Throttled as error:
-                throttle = throttle or error
-                got += partial.received(error)
+            found, saw_candidates, throttled = ask(receive_shard, shard, need)
+            got += found
+            if throttled:
+                throttle = throttle or throttled
                 continue
             picker.found(shard, saw_candidates)
-            got += found
             if found and len(found) < need:
                 break
     if throttle is not None:
@@ -103,18 +101,42 @@ def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[A
     return got
 
 
+def ask(receive_shard: ShardReceive, shard: int, need: int) -> tuple[list[Any], bool, Throttled | None]:
+    """One shard's answer: (claimed, whether it had any candidate, None); after a throttle, (what it claimed
+    first, False, the throttle): that shard is asked nothing more, and not taken for empty."""
+    try:
+        found, saw_candidates = receive_shard(shard, need)
+    except Throttled as error:
+        return partial.received(error), False, error
+    return found, saw_candidates, None
+
+
 class SendRotation:
     """Standard sends go round the shards from a random one: an even spread, so no shard partition is hotter than
-    the others (a random choice per message leaves the busiest shard well above the average)."""
+    the others (a random choice per message leaves the busiest shard well above the average). They go round by
+    runs of `RUN` messages, and a process that sends fewer than `RUN` a second stays on its shard: a trickle then
+    lands where one query finds it together, and keeps one shard mark alive instead of one per shard
+    (`shard_marks`). `RUN` messages a second are a few percent of what a partition takes, and many such
+    processes, each on its own random shard, still spread."""
+
+    RUN: Final = 10
 
     def __init__(self, shards: int) -> None:
         self.shards = shards
         self._next = random.randrange(shards)
         self._lock = threading.Lock()
+        self._second = 0.0
+        self._sent = 0
 
-    def next(self) -> int:
+    def next(self, now_ms: int) -> int:
+        """The shard of the next message sent at `now_ms` (the queue's clock)."""
         with self._lock:
-            self._next = (self._next + 1) % self.shards
+            now = now_ms / 1000
+            if now - self._second >= 1.0:
+                self._second, self._sent = now, 0
+            self._sent += 1
+            if self._sent > self.RUN and self._sent % self.RUN == 1:
+                self._next = (self._next + 1) % self.shards
             return self._next
 
 

@@ -12,13 +12,12 @@ import contextlib
 import logging
 import random
 
-from . import keys, limits, partial, reasons
+from . import keys, limits, partial, reasons, shard_marks
 from .errors import MessageBodyMissing, MessageNotFound, MessageTooLarge, QueueError, Throttled, ValidationError
 from .keys import MessageRef
 from .messages import MOVE_TRIES, dead_letter, is_expired, leaving_for_dlq, read_again, received
 from .models import ReceivedMessage
 from .receipts import Receipt, new_token
-from .shards import visit
 from .standard_space import StandardSpace
 from .store import ConditionFailed, Item, TransactionCancelled
 from .store import messages as writes
@@ -58,7 +57,16 @@ class StandardClaims(StandardSpace):
             seen.append(saw)
             return found, saw
 
-        got = visit(self.traffic.picker_for(priority), want, shard_receive)
+        got = shard_marks.visit(
+            self.ctx,
+            self.space,
+            self.settings.read_shards,
+            self.traffic.picker_for(priority),
+            priority,
+            want,
+            shard_receive,
+            self.first_at,
+        )
         return got, any(seen)
 
     def priorities(self) -> list[int]:
@@ -89,16 +97,17 @@ class StandardClaims(StandardSpace):
 
     def next_visible(self, priority: int, now: int) -> int | None:
         """One item read per shard (more only past index entries of items outside the partition)."""
-        times = []
-        for shard in range(self.settings.read_shards):
-            pk = self.partition_key(shard)
-            entries = self.ctx.store.earliest(pk, priority)
-            if entries and entries[0]["pk"] != pk:
-                entries = self.ctx.store.earliest(pk, priority, limit=limits.MAX_PEEK)
-            own = [entry for entry in entries if entry["pk"] == pk]
-            if own:
-                times.append(keys.index_time(own[0]["gsi1sk"]))
-        return min(times, default=None)
+        times = [self.first_at(priority, shard) for shard in range(self.settings.read_shards)]
+        return min((at for at in times if at is not None), default=None)
+
+    def first_at(self, priority: int, shard: int) -> int | None:
+        """When the shard's first entry of `priority` is due (visible, in flight or delayed); None: it has none."""
+        pk = self.partition_key(shard)
+        entries = self.ctx.store.earliest(pk, priority)
+        if entries and entries[0]["pk"] != pk:
+            entries = self.ctx.store.earliest(pk, priority, limit=limits.MAX_PEEK)
+        own = [entry for entry in entries if entry["pk"] == pk]
+        return keys.index_time(own[0]["gsi1sk"]) if own else None
 
     def _receive_shard(
         self, shard: int, want: int, visibility: int, order: str, now: int, secret: str, priority: int = 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from . import ready
 from .archive_acks import archive_writes, archived_delete
 from .attempt_notes import note_attempt, reasons_write, write_once
 from .errors import MessageNotFound, ReceiptHandleStale
@@ -72,7 +71,7 @@ class StandardHolds(StandardSpace):
             self.ctx.store.transact_writes(holds)
         except TransactionCancelled:
             return False
-        ready.announce(self.ctx, self.space, [(ref.priority, visible_at) for ref in refs])
+        self.announce([(ref.priority, visible_at, ref.shard) for ref in refs])
         return True
 
     def _set_visible_at(
@@ -98,7 +97,7 @@ class StandardHolds(StandardSpace):
             if release_id is None or failed.item.get("released_by") != release_id:
                 raise ReceiptHandleStale("the message was received again since this receipt handle") from None
             # This very release was applied and its answer lost (the SDK's retry found it done): announced below.
-        ready.announce(self.ctx, self.space, [(ref.priority, visible_at)])
+        self.announce([(ref.priority, visible_at, ref.shard)])
         return visible_at
 
     def return_unseen(self, receipt: Receipt, now: int) -> None:
@@ -113,7 +112,7 @@ class StandardHolds(StandardSpace):
             self.ctx.store.write(write)
         except ConditionFailed as failed:
             _check_own_release(failed.item, release_id)
-        ready.announce(self.ctx, self.space, [(ref.priority, now)])
+        self.announce([(ref.priority, now, ref.shard)])
 
 
 def _check_own_release(old: Item | None, release_id: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from . import keys, limits, ready
+from . import keys, limits, ready, shard_marks
 from .clock import sequence_ms
 from .errors import MessageBodyMissing
 from .keys import MessageRef
@@ -103,6 +103,7 @@ class StandardLooks(StandardSpace):
         check (`sweep.old_shards_in_use`), against the very settings it prunes."""
         limit = self.settings.max_receive_count
         visible: list[Item] = []
+        firsts: dict[tuple[int, int], int] = {}
         for shard in range(self.settings.read_shards):
             partition = self.partition_key(shard)
             entries = list(self.ctx.store.query_all(partition, index=True, max_items=limits.STATS_SCAN_LIMIT))
@@ -113,12 +114,16 @@ class StandardLooks(StandardSpace):
                 key = {"pk": entry["pk"], "sk": entry["sk"]}
                 if is_expired(entry, now):
                     report.expired_deleted += self.delete_expired(key, now)
-                elif keys.index_time(entry["gsi1sk"]) <= now and limit and int(entry.get("receive_count", 0)) >= limit:
+                    continue
+                priority, at, _ = keys.message_index_parts(str(entry["gsi1sk"]))
+                firsts[(priority, shard)] = min(firsts.get((priority, shard), int(at)), int(at))
+                if keys.index_time(entry["gsi1sk"]) <= now and limit and int(entry.get("receive_count", 0)) >= limit:
                     report.moved_to_dlq += self._to_dlq(key, int(entry["receive_count"]), now)
                 elif keys.index_time(entry["gsi1sk"]) <= now:
                     visible.append(entry)
         # The backstop of the ready set: a marker for every priority with visible messages (one write unit each).
         ready.announce(self.ctx, self.space, due_pairs(visible, now))
+        shard_marks.backstop(self.ctx, self.space, firsts)
         return False
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:

@@ -10,7 +10,7 @@ import logging
 import random
 from typing import Any
 
-from . import keys, ready, reasons
+from . import keys, reasons
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
 from .errors import MessageTooLarge, QueueError, Throttled
@@ -18,7 +18,7 @@ from .keys import MessageRef
 from .messages import Entry, expires_s, moved_item, new_item, sent
 from .models import SendResult
 from .sqs_ids import sqs_id_kept, sqs_id_of
-from .standard_space import StandardSpace, due_pairs
+from .standard_space import StandardSpace, due_of
 from .store import Item, TransactionCancelled
 from .store import messages as writes
 
@@ -29,7 +29,7 @@ class StandardSends(StandardSpace):
     """Sends and redrives of a standard sub-queue."""
 
     def build(self, entry: Entry, now: int) -> tuple[MessageRef, Item]:
-        shard = self.traffic.rotation.next()
+        shard = self.traffic.rotation.next(now)
         ref = MessageRef(shard=shard, sequence=self.ctx.sequences.next(now), priority=entry.priority)
         visible_at = entry.visible_from(now)
         item = new_item(
@@ -44,10 +44,10 @@ class StandardSends(StandardSpace):
         item["gsi1sk"] = keys.message_index_sk(visible_at, ref.sequence, entry.priority)
         return ref, item
 
-    def announce(self, items: list[Item]) -> None:
+    def announce_items(self, items: list[Item]) -> None:
         if items:
             self.traffic.note_bands(int(item.get("priority", 0)) for item in items)
-            ready.announce(self.ctx, self.space, due_pairs(items))
+            self.announce(due_of(items))
 
     def send(self, entries: list[Entry], now: int) -> list[SendResult | QueueError]:
         """Entries without a dedup id go in batch writes of 25 (one call); each with one goes in a transaction
@@ -71,7 +71,7 @@ class StandardSends(StandardSpace):
                     self.ctx.bodies.discard(item for _, _, item in chunk)
                 results.update({entry.index: error for entry, _, _ in chunk})
                 continue
-            self.announce([item for position, (_, _, item) in enumerate(chunk) if position not in left])
+            self.announce_items([item for position, (_, _, item) in enumerate(chunk) if position not in left])
             for position, (entry, ref, item) in enumerate(chunk):
                 results[entry.index] = (
                     Throttled(
@@ -104,7 +104,7 @@ class StandardSends(StandardSpace):
     def send_writes(self, entry: Entry, now: int, last_seq: int | None = None) -> SendWrites:
         """The dedup item first (when the entry has a dedup id), then the message, conditional on a new key."""
         ref, item = self.build(entry, now)
-        due = tuple(due_pairs([item]))
+        due = tuple(due_of([item]))
         sqs_id = sqs_id_of(item, ref.message_id)
         if entry.dedup_id is None:
             return SendWrites(ref, [writes.store_new(item)], ready=due, sqs_id=sqs_id)
@@ -112,8 +112,8 @@ class StandardSends(StandardSpace):
         return SendWrites(ref, [dedup, writes.store_new(item)], dedup=0, ready=due, sqs_id=sqs_id)
 
     def send_committed(self, planned: SendWrites, now: int) -> None:
-        self.traffic.note_bands(priority for priority, _ in planned.ready)
-        ready.announce(self.ctx, self.space, planned.ready)
+        self.traffic.note_bands(priority for priority, _, _ in planned.ready)
+        self.announce(planned.ready)
 
     def redrive(self, dlq_items: list[Item], now: int) -> int:
         return sum(self._redrive_item(item, now) for item in dlq_items)
@@ -141,7 +141,7 @@ class StandardSends(StandardSpace):
             self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
         except TransactionCancelled:
             return False
-        self.announce([live])
+        self.announce_items([live])
         return True
 
 

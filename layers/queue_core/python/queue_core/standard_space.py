@@ -18,6 +18,11 @@ class StandardSpace(EngineBase):
         return self.space.message_pk(shard)
 
 
+def due_of(items: list[Item]) -> set[tuple[int, int, int]]:
+    """(priority, visible_at, shard) of message items: the marks they need (`EngineBase.announce`)."""
+    return {(*pair, keys.shard_of(str(item["pk"]))) for item in items for pair in due_pairs([item])}
+
+
 def due_pairs(items: list[Item], now: int | None = None) -> set[tuple[int, int]]:
     """(priority, visible_at) of message items or index entries: the markers they need (`now`: due by now)."""
     pairs = set()

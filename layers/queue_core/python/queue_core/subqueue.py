@@ -802,6 +802,7 @@ def remove_sub_queue(ctx: Context, settings: QueueSettings, client: str, keep_re
             ctx.store.delete_partition(engine.space.group_item_pk(shard))
         ctx.store.delete_partition(engine.space.dlq_groups_pk())
     ctx.store.delete_partition(engine.space.ready_pk())
+    ctx.store.delete_partition(engine.space.shard_marks_pk())
     for pk in engine.space.attempt_pks():
         ctx.store.delete_partition(pk)
     # No item of this generation can name an object any more, nor can a send add one: whatever is left under

@@ -118,6 +118,7 @@ class TransactSend(_Part):
 
     def _build(self, engine: Engine, last_seq: int | None) -> None:
         planned = engine.send_writes(self._entry, self._now_ms(), last_seq)
+        engine.mark_ahead(planned.ready)
         self._planned = planned
         self.items[:] = _owned([write.transact_item(self._table) for write in planned.writes], self)
         self.message_id = planned.ref.message_id

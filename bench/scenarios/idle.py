@@ -1,0 +1,157 @@
+"""An idle queue at any shard count: queries per empty receive, and per delivered message at low load.
+
+Queues with a fixed shard count (64 and `limits.MAX_SHARDS`), standard and FIFO (messages to 3 groups in turn,
+and to 50). Each figure is counted with the
+botocore meter, per call of the public API, in a consumer process of its own (its own core client and caches):
+- an empty receive: on a queue never sent to (the consumer's first receive, and its later polls); and on a queue
+  that carried messages and was drained, polled at once (its shards' marks still there) and after
+  `shard_marks.MARK_SECONDS` plus the index's grace (the marks drained);
+- low load: one message sent at a time by one producer, each received with receive(10) by the consumer (and, for
+  the standard queue, with receive(1)), `LOW_LOAD_MESSAGES` messages; and the same from `SENDERS` producers,
+  each its own process, one message each in turn.
+Time is the queue's: the clock is moved on, not waited for. The same figures at one shard are the baseline: a
+receive of a one-shard queue reads that shard and nothing else.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Final
+
+from queue_core import QueueClient, limits, shard_marks
+
+from ..backend import moto_backend
+from ..queues import OursQueue
+
+NAME: Final = "idle"
+SHARD_COUNTS: Final = (1, 64, limits.MAX_SHARDS)
+LOW_LOAD_MESSAGES: Final = 30
+POLLS: Final = 10
+SENDERS: Final = 5
+# FIFO messages go to these many groups in turn: a few, and many (each group's shard is fixed by its name).
+FIFO_GROUPS: Final = (3, 50)
+
+
+class _Clock:
+    """Wall time that the scenario moves on."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.skew
+
+
+def _queries(meter: Any, action: Any) -> int:
+    with meter.window() as cost:
+        action()
+    return int(cost.calls["Query"])
+
+
+def _process(backend: Any, clock: _Clock, queue: str, groups: int) -> OursQueue:
+    """A process of its own: its own core client, settings and caches."""
+    ours = OursQueue(backend.client, "idle", queue, groups=groups)
+    ours.core = QueueClient("idle", dynamodb=backend.client, clock=clock)
+    ours.sub = ours.core.queue(queue, "tenant-a")
+    ours.warm()
+    return ours
+
+
+def _polls(meter: Any, consumer: OursQueue, polls: int) -> list[int]:
+    return [_queries(meter, lambda: consumer.receive(10)) for _ in range(polls)]
+
+
+def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool) -> dict[str, Any]:
+    fifo = groups > 0
+    name = f"idle-{'f' if fifo else 's'}{shards}-{groups}"
+    core = QueueClient("idle", dynamodb=backend.client, clock=clock)
+    core.create_table()
+    core.create_queue(name + (".fifo" if fifo else ""), fifo=fifo, visibility_timeout=30, shards=shards)
+    queue = name + (".fifo" if fifo else "")
+    meter = backend.meter
+    messages = 10 if quick else LOW_LOAD_MESSAGES
+    consumer = _process(backend, clock, queue, groups)
+    never_first = _queries(meter, lambda: consumer.receive(10))
+    never = _polls(meter, consumer, POLLS)
+    producer = _process(backend, clock, queue, groups)
+    row: dict[str, Any] = {"shards": shards, "fifo": fifo, "groups": groups, "never_sent_first": never_first}
+    row["never_sent_poll"] = sum(never) / len(never)
+    for label, senders, receive_max in (("one_sender", 1, 10), ("senders", SENDERS, 10), ("receive_1", 1, 1)):
+        if fifo and receive_max == 1:
+            continue
+        producers = [producer] + [_process(backend, clock, queue, groups) for _ in range(senders - 1)]
+        delivered = 0
+        with meter.window() as cost:
+            for number in range(messages):
+                producers[number % senders].send("low load")
+                got = consumer.receive(receive_max)
+                while got:
+                    consumer.delete_batch([message.handle for message in got])
+                    delivered += len(got)
+                    got = consumer.receive(receive_max) if len(got) == receive_max else []
+                clock.skew += 0.2
+        row[f"{label}_queries_per_delivered"] = cost.calls["Query"] / max(delivered, 1)
+        row[f"{label}_delivered"] = delivered
+    drained_at_once = _polls(meter, consumer, POLLS)
+    clock.skew += shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
+    drained_later = _polls(meter, consumer, POLLS)
+    row["drained_poll_at_once"] = sum(drained_at_once) / len(drained_at_once)
+    row["drained_poll_max_at_once"] = max(drained_at_once)
+    row["drained_poll_later"] = sum(drained_later[1:]) / (len(drained_later) - 1)
+    row["drained_poll_max_later"] = max(drained_later)
+    return row
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    rows = []
+    with moto_backend() as backend:
+        clock = _Clock()
+        for groups in (0, *FIFO_GROUPS):
+            for shards in SHARD_COUNTS if not quick else (1, 64):
+                row = _one(backend, clock, shards, groups, quick)
+                rows.append(row)
+                fifo = groups > 0
+                print(
+                    f"  {f'FIFO ({groups} groups)' if fifo else 'standard'} {shards:>3} shards: empty receive "
+                    f"{row['never_sent_first']} first, {row['never_sent_poll']:.1f} a poll (never sent), "
+                    f"{row['drained_poll_at_once']:.1f} / {row['drained_poll_later']:.1f} (drained, at once / later, "
+                    f"most {row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}); low load "
+                    f"{row['one_sender_queries_per_delivered']:.2f} queries per delivered (one sender), "
+                    f"{row['senders_queries_per_delivered']:.2f} ({SENDERS} senders)"
+                    + (f", {row['receive_1_queries_per_delivered']:.2f} (receive(1))" if not fifo else "")
+                )
+        name = backend.name
+    return {"backend": name, "rows": rows}
+
+
+def section(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "## An idle queue at any shard count",
+        "",
+        "Receives of a queue of several shards read its shard marks (one query) and visit only the shards they name "
+        "(design.md, *Which shards a receive visits*). Counted per call of the public API in a consumer process of "
+        "its own, on queues of a fixed shard count: an empty receive on a queue never sent to; polls of a queue "
+        "drained a moment ago (its marks younger than the trust and the grace: each such shard is visited) and "
+        f"{shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1} s later (the first poll drains the marks, "
+        "the most in brackets); and queries per delivered message at low load: one message at a time, 0.2 s apart on "
+        f"the queue's clock, {LOW_LOAD_MESSAGES} messages, from one producer and from {SENDERS} (each a process of its "
+        "own), received with receive(10) until a receive comes back short (and with receive(1), standard). FIFO "
+        "messages go to 3 groups in turn, and to 50. One shard is the baseline: its receive reads that shard alone, "
+        "as before. Before shard marks, an empty receive of a queue of 64 shards cost 64 queries (512 at 512 "
+        "shards) and the low-load trickle 13.1 queries per delivered message at 64 shards (the sharding scenario).",
+        "",
+        "| queue | shards | empty receive: first / a poll (never sent) | drained: at once / later (most) | "
+        "queries per delivered: one sender / 5 senders / receive(1) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in results["rows"]:
+        one = f"{row['receive_1_queries_per_delivered']:.2f}" if "receive_1_queries_per_delivered" in row else "-"
+        kind = f"FIFO, {row['groups']} groups" if row["fifo"] else "standard"
+        lines.append(
+            f"| {kind} | {row['shards']} | {row['never_sent_first']} / "
+            f"{row['never_sent_poll']:.1f} | {row['drained_poll_at_once']:.1f} / {row['drained_poll_later']:.1f} "
+            f"({row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}) | "
+            f"{row['one_sender_queries_per_delivered']:.2f} / {row['senders_queries_per_delivered']:.2f} / {one} |"
+        )
+    lines += ["", f"Backend: {results['backend']}. Rerun: `.venv/bin/python -m bench.run --only idle`.", ""]
+    return lines

@@ -1,0 +1,347 @@
+"""Which shards of a sub-queue may hold messages: shard marks, so that a receive on a queue of many shards reads
+one small partition and visits the shards it names, instead of every shard. An empty receive then costs one
+query whatever the shard count, and a receive at low load one query per shard that holds something.
+
+A mark `(priority, shard, at)` says "this shard may hold messages of this priority from `at` on" (`at` 0: now).
+Every write that makes a message visible at some time (a send, a release, a change of visibility, a FIFO group's
+unlock, a redrive) puts its shard's *now mark* after it — unless this process put that very mark within the last
+`MARK_SECONDS`: a process trusts its own recent put, so a steady sender pays one mark write per shard per
+`MARK_SECONDS`, not one per message. A receive drains a mark when the shard had nothing due: it looks at the
+shard's first index entry (in flight, delayed, locked), puts an *at mark* for that time, and drops the marks it
+read. Why no message is left without a mark:
+
+- A mark's `put_at` only rises (`store.shard_marks.mark`), and a drop lands only on a mark put before its cutoff:
+  for a now mark, `MARK_SECONDS` plus `limits.INDEX_LAG_GRACE_SECONDS` before the clock read just ahead of the
+  shard's query. A process that skipped a put because it trusted its own put at `t` stored its message before
+  `t + MARK_SECONDS`; the mark's `put_at` is at least `t`, so a drop that lands saw, in that query, an index
+  the grace after the message's write. A process that did not skip put the mark after its write: either that
+  put lands after the drop (the mark is back), or its `put_at` is past the cutoff and the drop does not land.
+- An at mark is dropped after its grace only (`put_at` before the query's clock less the grace): nobody skips a
+  put because of one, but a change of visibility that put it must show in the index the drain reads.
+- The drain puts the at mark for the shard's first entry before it drops what it read; a look that finds
+  something due keeps every mark.
+- A write whose mark could not be put (throttled three times, or the process killed between the two) is found by
+  the sweep, which reads every shard's entries anyway and puts the mark of each shard that holds something and
+  has none (`backstop`): such a message waits at most one sweep pass. So do messages stored by a release that
+  wrote no marks, until the first pass after the upgrade.
+
+A receive of a sub-queue of one shard reads that shard as before; marks are still put, so that a queue that
+grows finds them. Each process keeps the marks it read for `LIST_SECONDS`; a receive that finds nothing in the
+listed shards reads the marks again before it answers empty, so the cache makes a receive cheaper, never blind.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from . import limits, partial
+from .errors import QueueError, Throttled
+from .keys import Space
+from .shards import ShardPicker, ShardReceive, ask
+from .shards import visit as visit_every_shard
+from .store import ConditionFailed
+from .store import shard_marks as writes
+
+if TYPE_CHECKING:
+    from .context import Context
+
+logger = logging.getLogger("queue_core")
+
+# How long a process trusts a now mark it put (no new put for its shard and priority meanwhile). A longer time
+# saves mark writes; a drain must wait as long past a mark's last put (an empty receive visits the shard, one
+# query, until then).
+MARK_SECONDS: Final = 10
+# How long a mark put ahead of a caller's own commit stays trusted at least (`ahead`).
+AHEAD_SECONDS: Final = MARK_SECONDS // 2
+# How long a process reuses the marks it read before reading them again.
+LIST_SECONDS: Final = 1.0
+# A mark put that DynamoDB throttled is tried again after these pauses; then the sweep puts it.
+PUT_RETRY_PAUSES: Final = (0.05, 0.2)
+# The most marks a receive reads of one priority (every shard at the cap, with room for at marks).
+MAX_MARKS: Final = 4 * limits.MAX_SHARDS
+
+Look = Callable[[int, int], "int | None"]
+
+
+@dataclass(frozen=True)
+class Mark:
+    priority: int
+    shard: int
+    at: int
+    put_at: int
+    sk: str
+
+    def cutoff(self, looked_at: int) -> int:
+        """The latest `put_at` a drain whose query started at `looked_at` may drop (see the module's docstring)."""
+        trusted = MARK_SECONDS * 1000 if self.at == 0 else 0
+        return looked_at - limits.INDEX_LAG_GRACE_SECONDS * 1000 - trusted
+
+
+class Marks:
+    """What this process knows of one sub-queue's marks: when it last put each now mark (trusted for
+    `MARK_SECONDS`), and the list it last read of each priority."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._put: dict[tuple[int, int], int] = {}
+        self._listed: dict[int, tuple[float, list[Mark]]] = {}
+        self._emptied: dict[tuple[int, int], int] = {}
+
+    def emptied(self, priority: int, shard: int) -> int:
+        """When this process last took the shard's last visible messages (-1: never)."""
+        with self._lock:
+            return self._emptied.get((priority, shard), -1)
+
+    def note_emptied(self, priority: int, shard: int, at: int) -> None:
+        with self._lock:
+            if len(self._emptied) >= 4 * limits.MAX_SHARDS:
+                self._emptied.clear()
+            self._emptied[(priority, shard)] = at
+
+    def trusted(self, priority: int, shard: int, now: int) -> bool:
+        with self._lock:
+            put_at = self._put.get((priority, shard))
+        return put_at is not None and now < put_at + MARK_SECONDS * 1000
+
+    def note_put(self, priority: int, shard: int, put_at: int) -> None:
+        with self._lock:
+            if put_at > self._put.get((priority, shard), -1):
+                self._put[(priority, shard)] = put_at
+
+    def listed(self, priority: int) -> list[Mark] | None:
+        with self._lock:
+            read = self._listed.get(priority)
+        return read[1] if read is not None and time.monotonic() < read[0] + LIST_SECONDS else None
+
+    def note_listed(self, priority: int, marks: list[Mark]) -> None:
+        with self._lock:
+            self._listed[priority] = (time.monotonic(), marks)
+
+    def note_drained(self, priority: int, dropped: set[str], added: Mark | None) -> None:
+        with self._lock:
+            read = self._listed.get(priority)
+            if read is not None:
+                kept = [mark for mark in read[1] if mark.sk not in dropped]
+                self._listed[priority] = (read[0], kept + ([added] if added else []))
+
+
+def _marks(ctx: Context, space: Space) -> Marks:
+    return ctx.shared(("shard marks", space), Marks)
+
+
+def announce(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
+    """Puts the now mark of each `(priority, shard)`, after the write that made a message of it visible at some
+    time, unless this process put it lately. Logged, not raised, when it cannot be put: the write is done, and
+    the sweep puts what is missing."""
+    marks = _marks(ctx, space)
+    for priority, shard in sorted(set(due)):
+        if not marks.trusted(priority, shard, ctx.now_ms()):
+            _put(ctx, space, marks, priority, shard, 0)
+
+
+def ahead(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
+    """The now marks of writes another party commits later (a caller's own transaction), put before them: unless
+    this process's put of each stays trusted for `AHEAD_SECONDS` more, it is put now. Such a write committed
+    within that time is found at once; later, once the next sweep pass puts its mark."""
+    marks = _marks(ctx, space)
+    for priority, shard in sorted(set(due)):
+        if not marks.trusted(priority, shard, ctx.now_ms() + AHEAD_SECONDS * 1000):
+            _put(ctx, space, marks, priority, shard, 0)
+
+
+def _put(ctx: Context, space: Space, marks: Marks, priority: int, shard: int, at: int) -> Mark | None:
+    """The mark, put with the clock read now (never older than the writes it announces); None if not put."""
+    for pause in (*PUT_RETRY_PAUSES, None):
+        put_at = ctx.now_ms()
+        item = {**space.shard_mark(priority, shard, at), "put_at": put_at}
+        try:
+            ctx.store.write(writes.mark(item))
+        except ConditionFailed:
+            pass  # a later put is there (or this one, repeated by the SDK): it stays longer than ours would
+        except QueueError as error:
+            if isinstance(error, Throttled) and pause is not None:
+                time.sleep(pause)
+                continue
+            logger.warning("shard mark %s of %s not written; the sweep will", item["sk"], space.client, exc_info=error)
+            return None
+        if at == 0:
+            marks.note_put(priority, shard, put_at)
+        return Mark(priority, shard, at, put_at, str(item["sk"]))
+    return None
+
+
+def read(ctx: Context, space: Space, priority: int | None = None) -> list[Mark]:
+    """The sub-queue's marks (of one priority, or all), strongly consistent: one query at most sizes."""
+    values = {":p": f"{priority}#"} if priority is not None else None
+    items = ctx.store.query_all(
+        space.shard_marks_pk(),
+        sk_condition="begins_with(sk, :p)" if priority is not None else "",
+        values=values,
+        consistent=True,
+        max_items=MAX_MARKS,
+    )
+    return [_parsed(item) for item in items]
+
+
+def _parsed(item: dict[str, Any]) -> Mark:
+    return Mark(int(item["priority"]), int(item["shard"]), int(item["at"]), int(item["put_at"]), str(item["sk"]))
+
+
+def visit(
+    ctx: Context,
+    space: Space,
+    read_shards: int,
+    picker: ShardPicker,
+    priority: int,
+    want: int,
+    receive_shard: ShardReceive,
+    look: Look,
+) -> list[Any]:
+    """`shards.visit` over the shards the marks name (a sub-queue of one shard: that shard). `look(priority,
+    shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none."""
+    if read_shards <= 1:
+        return visit_every_shard(picker, want, receive_shard)
+    marks = _marks(ctx, space)
+    listed = marks.listed(priority)
+    fresh = listed is None
+    if listed is None:
+        listed = read(ctx, space, priority)
+        marks.note_listed(priority, listed)
+    visited: set[int] = set()
+    got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
+    if not got and not fresh:
+        listed = read(ctx, space, priority)
+        marks.note_listed(priority, listed)
+        got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
+    return got
+
+
+def _visit(
+    ctx: Context,
+    space: Space,
+    marks: Marks,
+    priority: int,
+    listed: list[Mark],
+    want: int,
+    receive_shard: ShardReceive,
+    look: Look,
+    visited: set[int],
+) -> list[Any]:
+    """As `shards.visit`: until `want` are found or a shard gave some but fewer than asked; a shard that
+    throttled is asked nothing more, and the throttle is raised with what the others gave (see `partial`)."""
+    now = ctx.now_ms()
+    due: dict[int, list[Mark]] = {}
+    for mark in listed:
+        if mark.at <= now and mark.shard not in visited:
+            due.setdefault(mark.shard, []).append(mark)
+    # Shards this process never emptied first, then the one whose last messages it took longest ago: at low
+    # load, with several shards marked lately, that is where a message most likely came since (a visit that finds
+    # nothing tells nothing of what comes next). Ties in random order, so that concurrent receivers spread.
+    order = list(due)
+    random.shuffle(order)
+    order.sort(key=lambda shard: marks.emptied(priority, shard))
+    got: list[Any] = []
+    throttle: Throttled | None = None
+    for shard in order:
+        if len(got) >= want:
+            break
+        visited.add(shard)
+        need = want - len(got)
+        looked_at = ctx.now_ms()
+        found, saw_candidates, throttled = ask(receive_shard, shard, need)
+        got += found
+        if throttled:
+            throttle = throttle or throttled
+            continue
+        if found and len(found) < need:
+            marks.note_emptied(priority, shard, looked_at)
+        if not saw_candidates:
+            _drain(ctx, space, marks, due[shard], [m for m in listed if m.shard == shard], looked_at, look)
+        if found and len(found) < need:
+            break
+    if throttle is not None:
+        raise partial.after(throttle, got) from partial.original(throttle)
+    return got
+
+
+def _drain(
+    ctx: Context, space: Space, marks: Marks, read_due: list[Mark], of_shard: list[Mark], looked_at: int, look: Look
+) -> None:
+    """The shard had nothing due when its query started at `looked_at`: the marks read of it that may go (see
+    `Mark.cutoff`) leave, after an at mark for its first entry is in place. Any failure leaves the marks."""
+    ripe = [mark for mark in read_due if mark.put_at <= mark.cutoff(looked_at)]
+    if not ripe:
+        return
+    priority, shard = ripe[0].priority, ripe[0].shard
+    try:
+        first = look(priority, shard)
+    except QueueError:
+        return
+    if first is not None and first <= ctx.now_ms():
+        return  # due now (a write since the query): every mark stays
+    staying = [mark for mark in of_shard if mark not in ripe]
+    added = None
+    if first is not None and not any(mark.at <= first for mark in staying):
+        added = _put(ctx, space, marks, priority, shard, first)
+        if added is None:
+            return
+    dropped = set()
+    for mark in ripe:
+        try:
+            ctx.store.write(writes.drop({"pk": space.shard_marks_pk(), "sk": mark.sk}, mark.cutoff(looked_at)))
+            dropped.add(mark.sk)
+        except ConditionFailed as failed:
+            if failed.repeated:
+                dropped.add(mark.sk)  # this drop, applied with its answer lost
+        except QueueError:
+            logger.debug("shard mark %s of %s stays (not dropped)", mark.sk, space.client, exc_info=True)
+    marks.note_drained(priority, dropped, added)
+
+
+class Holder(Protocol):
+    """What `build` needs of a sub-queue's engine."""
+
+    space: Space
+
+    def priorities(self) -> list[int]: ...
+
+    def first_at(self, priority: int, shard: int) -> int | None: ...
+
+
+def build(ctx: Context, engine: Holder, read_shards: int) -> int:
+    """The marks a sub-queue would have, had every write put its own: for `dq migrate`, on a table written by a
+    release before shard marks (one index query per shard and priority). Returns how many were put."""
+    firsts = {}
+    for priority in engine.priorities():
+        for shard in range(read_shards):
+            at = engine.first_at(priority, shard)
+            if at is not None:
+                firsts[(priority, shard)] = at
+    return backstop(ctx, engine.space, firsts)
+
+
+def backstop(ctx: Context, space: Space, firsts: dict[tuple[int, int], int]) -> int:
+    """The sweep's part: for each `(priority, shard)` holding entries (its first entry's time), a mark at or
+    before that time unless one is there. One query of the marks when anything is held; returns how many put."""
+    if not firsts:
+        return 0
+    now = ctx.now_ms()
+    present: dict[tuple[int, int], int] = {}
+    for mark in read(ctx, space):
+        key = (mark.priority, mark.shard)
+        present[key] = min(present.get(key, mark.at), mark.at)
+    put = 0
+    marks = _marks(ctx, space)
+    for (priority, shard), first in sorted(firsts.items()):
+        if (priority, shard) in present and present[(priority, shard)] <= max(first, now):
+            continue
+        if _put(ctx, space, marks, priority, shard, 0 if first <= now else first) is None:
+            raise Throttled("shard marks not written; the next sweep puts them")
+        put += 1
+    return put

@@ -1,0 +1,244 @@
+"""Shard marks: a receive on a queue of many shards visits the shards that may hold messages, and no message is
+ever left where no receive looks (`queue_core.shard_marks`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from queue_core import QueueClient, limits, shard_marks
+
+from tests.core.answers import Interleave, LostAnswer, attached, expression_has
+from tests.index_lag import IndexLag
+
+SHARDS = 64
+PAST_TRUST = shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
+
+
+def _other(client: QueueClient, dynamodb: Any) -> QueueClient:
+    """Another process: its own core client and caches, the same table and clock."""
+    return QueueClient(client.table_name, dynamodb=dynamodb, clock=client._ctx.clock)
+
+
+def _a_mark(body: dict[str, Any]) -> bool:
+    return str(body.get("Item", {}).get("pk", {}).get("S", "")).startswith("K#")
+
+
+def _marks(client: QueueClient, queue: str, tenant: str) -> list[shard_marks.Mark]:
+    return shard_marks.read(client._ctx, client.queue(queue, tenant).space)
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_an_empty_receive_costs_at_most_two_queries_at_64_shards(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any, fifo: bool
+) -> None:
+    name = "idle.fifo" if fifo else "idle"
+    client.create_queue(name, fifo=fifo, shards=SHARDS)
+    producer = client.queue(name, "t")
+    group = {"group_id": "g"} if fifo else {}
+    consumer = _other(client, dynamodb).queue(name, "t")
+    for round_ in range(3):
+        producer.send(f"m{round_}", **group)
+        got = consumer.receive(max_messages=10)
+        assert [m.body for m in got] == [f"m{round_}"]
+        consumer.delete(got[0].receipt_handle)
+        clock.advance(1)
+    for when in (0, PAST_TRUST):
+        clock.advance(when)
+        consumer.receive(max_messages=10)  # the first poll after the trust drains what it may
+        counter.reset()
+        for _ in range(5):
+            assert consumer.receive(max_messages=10) == []
+        assert counter.calls["Query"] <= 2 * 5, counter.queries
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_receive_at_low_load_on_64_shards_costs_few_queries_per_message(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any, fifo: bool
+) -> None:
+    name = "low.fifo" if fifo else "low"
+    client.create_queue(name, fifo=fifo, shards=SHARDS)
+    producer = client.queue(name, "t")
+    consumer = _other(client, dynamodb).queue(name, "t")
+    counter.reset()
+    delivered = 0
+    for number in range(20):
+        producer.send(f"m{number}", **({"group_id": f"g{number % 2}"} if fifo else {}))
+        for message in consumer.receive(max_messages=10):
+            consumer.delete(message.receipt_handle)
+            delivered += 1
+        clock.advance(0.5)
+    assert delivered == 20
+    assert counter.calls["Query"] / delivered <= (3 if fifo else 1.5), counter.calls
+
+
+def test_a_send_trusting_its_mark_while_a_receive_drains_it_is_found(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """The sender put its shard's mark and trusts it; a receive finds the shard empty and would drop the mark
+    just as the sender sends again without putting it: the drop lands only past the trust and the index's grace,
+    so the message stays found at every moment of the trust."""
+    client.create_queue("race", shards=SHARDS)
+    producer = client.queue("race", "t")
+    consumer = _other(client, dynamodb).queue("race", "t")
+    for step in range(int(shard_marks.MARK_SECONDS) + 2):
+        producer.send(f"m{step}")
+        got = consumer.receive(max_messages=10)
+        assert [m.body for m in got] == [f"m{step}"], step
+        consumer.delete(got[0].receipt_handle)
+        assert consumer.receive() == []  # the shard found empty: a drain, when the mark is old enough
+        clock.advance(1 + limits.INDEX_LAG_GRACE_SECONDS / 4)
+
+
+def test_a_send_between_a_drains_query_and_its_drop_is_found(client: QueueClient, dynamodb: Any, clock: Any) -> None:
+    client.create_queue("between", shards=SHARDS)
+    producer = client.queue("between", "t")
+    consumer = _other(client, dynamodb).queue("between", "t")
+    producer.send("first")
+    consumer.delete(consumer.receive()[0].receipt_handle)
+    clock.advance(PAST_TRUST)
+    # Past its trust, the sender puts the mark again with its send; the drop, already decided, must not land.
+    sent = Interleave("DeleteItem", lambda: producer.send("second"), expression_has("put_at <= :cutoff"))
+    with attached(dynamodb, sent):
+        assert consumer.receive() == []
+    assert sent.done
+    assert [m.body for m in consumer.receive()] == ["second"]
+
+
+def test_a_mark_put_repeated_after_a_lost_answer_never_looks_older(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    client.create_queue("repeat")  # one shard: both processes put the same mark
+    producer = client.queue("repeat", "t")
+    later = _other(client, dynamodb).queue("repeat", "t")
+
+    def newer_put() -> None:
+        clock.advance(5)
+        later.send("from another process")
+
+    # The first process's put is applied, its answer lost; another process puts the same mark later; then the
+    # SDK repeats the first put, which must not bring the mark's time back.
+    with attached(dynamodb, LostAnswer("PutItem", _a_mark, meanwhile=newer_put)) as lost:
+        producer.send("first")
+    assert lost.lost == 1
+    stamps = [mark.put_at for mark in _marks(client, "repeat", "t") if mark.at == 0]
+    assert stamps and max(stamps) == int(clock() * 1000)
+
+
+def test_a_drop_repeated_after_a_lost_answer_changes_nothing_more(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    client.create_queue("dropped", shards=SHARDS)
+    producer = client.queue("dropped", "t")
+    consumer = _other(client, dynamodb).queue("dropped", "t")
+    producer.send("first")
+    consumer.delete(consumer.receive()[0].receipt_handle)
+    clock.advance(PAST_TRUST)
+    with attached(dynamodb, LostAnswer("DeleteItem", expression_has("put_at <= :cutoff"))) as lost:
+        assert consumer.receive() == []
+    assert lost.lost == 1
+    assert _marks(client, "dropped", "t") == []
+    producer.send("second")
+    assert [m.body for m in consumer.receive()] == ["second"]
+
+
+def test_a_message_in_flight_leaves_a_mark_for_when_its_claim_ends(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    client.create_queue("crash", shards=SHARDS, visibility_timeout=60)
+    client.queue("crash", "t").send("held by a consumer that crashes")
+    consumer = _other(client, dynamodb).queue("crash", "t")
+    assert len(consumer.receive()) == 1
+    clock.advance(PAST_TRUST)
+    assert consumer.receive() == []  # drained: the now mark leaves, an at mark for the claim's end comes
+    marks = _marks(client, "crash", "t")
+    assert len(marks) == 1 and marks[0].at > 0
+    clock.advance(60)
+    assert [m.body for m in consumer.receive()] == ["held by a consumer that crashes"]
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_message_whose_mark_was_never_written_is_found_after_a_sweep(
+    client: QueueClient, dynamodb: Any, clock: Any, fifo: bool
+) -> None:
+    """A mark that could not be put (throttled, or the process killed between its write and the mark's) is put
+    by the sweep, which reads every shard anyway."""
+    name = "lost.fifo" if fifo else "lost"
+    client.create_queue(name, fifo=fifo, shards=SHARDS)
+    sub = client.queue(name, "t")
+    sub.send("unmarked", **({"group_id": "g"} if fifo else {}))
+    client._ctx.store.delete_partition(sub.space.shard_marks_pk())
+    consumer = _other(client, dynamodb).queue(name, "t")
+    assert consumer.receive() == []
+    client.sweep()
+    assert [m.body for m in consumer.receive()] == ["unmarked"]
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_releases_and_unlocks_put_their_shards_marks(
+    client: QueueClient, dynamodb: Any, clock: Any, fifo: bool
+) -> None:
+    """A message given back (or a FIFO group unlocked) after its shard's marks were drained is found at once."""
+    name = "back.fifo" if fifo else "back"
+    client.create_queue(name, fifo=fifo, shards=SHARDS, visibility_timeout=600)
+    client.queue(name, "t").send("m", **({"group_id": "g"} if fifo else {}))
+    consumer = _other(client, dynamodb).queue(name, "t")
+    [held] = consumer.receive()
+    clock.advance(PAST_TRUST)
+    assert consumer.receive() == []  # drained: only an at mark for the claim's end is left
+    clock.advance(PAST_TRUST)
+    _other(client, dynamodb).queue(name, "t").change_visibility(held.receipt_handle, 0)
+    assert [m.body for m in consumer.receive()] == ["m"]
+
+
+def test_a_steady_low_rate_sender_stays_on_one_shard(client: QueueClient, clock: Any) -> None:
+    client.create_queue("steady", shards=SHARDS)
+    sub = client.queue("steady", "t")
+    for number in range(30):
+        sub.send(f"m{number}")
+        clock.advance(0.2)
+    assert len({mark.shard for mark in _marks(client, "steady", "t")}) == 1
+    assert len(sub.receive(max_messages=10)) == 10
+
+
+def test_a_trusting_send_just_before_a_drain_is_found_when_the_index_lags(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """The sender trusts its mark until `MARK_SECONDS` after its put and sends at the end of that trust; a drain
+    just after reads an index that does not show that send yet. The mark must stay until the index's grace has
+    passed after the trust, else the message waits for a sweep."""
+    lag = 2
+    client.create_queue("lagging", shards=SHARDS)
+    producer = client.queue("lagging", "t")
+    consumer = _other(client, dynamodb).queue("lagging", "t")
+    with IndexLag(lag, clock):
+        start = clock()
+        producer.send("first")
+        clock.advance(lag)
+        consumer.delete(consumer.receive()[0].receipt_handle)
+        clock.now = start + shard_marks.MARK_SECONDS - 0.5
+        producer.send("second")  # trusted: no mark put
+        clock.now = start + max(shard_marks.MARK_SECONDS, limits.INDEX_LAG_GRACE_SECONDS) + 0.1
+        assert consumer.receive() == []  # the index does not show it yet
+        clock.advance(lag + 1)
+        assert [m.body for m in consumer.receive()] == ["second"]
+
+
+def test_a_send_committed_in_the_callers_own_transaction_is_found_at_once(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """A caller that commits `send_transact_items` with its own `transact_write_items` (no `QueueClient.transact`
+    to put the mark after the commit) finds the message received at once: the mark is put when the items are
+    built, and trusted long enough for a commit that follows."""
+    client.create_queue("outbox", shards=SHARDS)
+    sub = client.queue("outbox", "t")
+    consumer = _other(client, dynamodb).queue("outbox", "t")
+    for body in ("first", "second"):
+        send = sub.send_transact_items(body)
+        clock.advance(shard_marks.AHEAD_SECONDS - 0.5)
+        dynamodb.transact_write_items(TransactItems=send.items)
+        got = consumer.receive()
+        assert [m.body for m in got] == [body]
+        consumer.delete(got[0].receipt_handle)
+        clock.advance(shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS)
+        assert consumer.receive() == []
