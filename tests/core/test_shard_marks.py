@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from queue_core import QueueClient, limits, shard_marks
+from queue_core import QueueClient, QueueError, limits, shard_marks
 
-from tests.core.answers import Interleave, LostAnswer, attached, expression_has
+from tests.core.answers import AnswerNeverCame, Interleave, LostAnswer, attached, expression_has, never_answered
 from tests.index_lag import IndexLag
+from tests.throttle_hooks import ThrottleAll, throttling
 
 SHARDS = 64
 PAST_TRUST = shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
@@ -242,3 +243,97 @@ def test_a_send_committed_in_the_callers_own_transaction_is_found_at_once(
         consumer.delete(got[0].receipt_handle)
         clock.advance(shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS)
         assert consumer.receive() == []
+
+
+@pytest.mark.parametrize("shards", [1, 8])
+def test_a_fifo_receive_attempt_repeated_with_a_shorter_visibility_is_found_when_it_ends(
+    client: QueueClient, dynamodb: Any, clock: Any, shards: int
+) -> None:
+    """The repeat holds the group again for its own, shorter visibility: the group is available long before the
+    at mark a drain put for the first claim's end, so the repeat puts the shard's mark."""
+    client.create_queue("att.fifo", fifo=True, shards=shards, visibility_timeout=300)
+    sub = client.queue("att.fifo", "t")
+    sub.send("m", group_id="g")
+    first = sub.receive_attempt("A", max_messages=1, visibility_timeout=300)
+    clock.advance(PAST_TRUST)
+    other = _other(client, dynamodb).queue("att.fifo", "t")
+    assert other.receive() == []  # drained: an at mark for the lock's end
+    again = sub.receive_attempt("A", max_messages=1, visibility_timeout=5)
+    assert [m.receipt_handle for m in again] == [first[0].receipt_handle]
+    clock.advance(6)
+    assert [m.body for m in other.receive()] == ["m"]
+
+
+def test_a_throttled_marks_read_visits_every_shard_instead_of_failing(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    client.create_queue("hot", shards=8)
+    client.queue("hot", "t").send("m")
+    consumer = _other(client, dynamodb).queue("hot", "t")
+
+    def marks_query(body: dict[str, Any]) -> bool:
+        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
+
+    with throttling(dynamodb, ThrottleAll("Query", marks_query)):
+        assert [m.body for m in consumer.receive(max_messages=10)] == ["m"]
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_dedup_send_whose_answers_were_all_lost_and_repeated_is_found(
+    client: QueueClient, dynamodb: Any, clock: Any, fifo: bool
+) -> None:
+    """The first send was stored and every answer lost (the SDK gave up); the caller's repeat is answered with
+    the first message: between them, the shard's mark is put."""
+    name = "lost.fifo" if fifo else "lost"
+    client.create_queue(name, fifo=fifo, shards=8)
+    sub = client.queue(name, "t")
+    group = {"group_id": "g"} if fifo else {}
+    with never_answered(dynamodb, AnswerNeverCame("TransactWriteItems", times=100)) as hook, pytest.raises(QueueError):
+        sub.send("m", dedup_id="d1", **group)
+    assert hook.lost >= 1
+    assert sub.send("m", dedup_id="d1", **group).duplicate
+    assert [m.body for m in _other(client, dynamodb).queue(name, "t").receive(max_messages=10)] == ["m"]
+
+
+def _process_on(client: QueueClient, dynamodb: Any, name: str, shard: int) -> Any:
+    """A process whose sends go to `shard` (its rotation starts at a random shard and stays there at low rate)."""
+    for _ in range(200):
+        sub = _other(client, dynamodb).queue(name, "t")
+        if sub.engine().traffic.rotation._next == shard:
+            return sub
+    raise AssertionError("no process on that shard")
+
+
+def test_at_marks_never_pile_up_when_later_sends_are_due_sooner(client: QueueClient, dynamodb: Any, clock: Any) -> None:
+    """Each drain sees an earlier first entry than the last (messages due sooner than those sent before them):
+    its at mark replaces the later ones, so a shard keeps one at mark, and the capped read of the marks never
+    grows past a few per shard."""
+    client.create_queue("sched", shards=2)
+    early = _process_on(client, dynamodb, "sched", 0)
+    consumer = _other(client, dynamodb).queue("sched", "t")
+    base = clock.now + 100_000
+    for step in range(8):
+        early.send(f"later{step}", deliver_at=base - 1000 * step)
+        clock.advance(PAST_TRUST)
+        assert consumer.receive() == []
+    at_marks = [m for m in _marks(client, "sched", "t") if m.shard == 0 and m.at]
+    assert len(at_marks) == 1 and at_marks[0].at == int((base - 7000) * 1000), at_marks
+    clock.now = base - 7
+    assert [m.body for m in consumer.receive()] == ["later7"]
+
+
+def test_a_fifo_ack_committed_in_the_callers_own_transaction_frees_the_group_for_receives(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    client.create_queue("own.fifo", fifo=True, shards=8, visibility_timeout=300)
+    sub = client.queue("own.fifo", "t")
+    sub.send("m1", group_id="g")
+    sub.send("m2", group_id="g")
+    first = sub.receive(max_messages=1)
+    clock.advance(PAST_TRUST)
+    consumer = _other(client, dynamodb).queue("own.fifo", "t")
+    assert consumer.receive() == []  # the group is locked: an at mark for the lock's end
+    ack = sub.delete_transact_items(first[0].receipt_handle)
+    dynamodb.transact_write_items(TransactItems=[dict(item) for item in ack])
+    clock.advance(1)
+    assert [m.body for m in consumer.receive()] == ["m2"]

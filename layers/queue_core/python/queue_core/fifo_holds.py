@@ -349,6 +349,8 @@ class FifoHolds(FifoGroups):
             self.ctx.store.transact_writes([*checks, *groups.values()])
         except TransactionCancelled:
             return False
+        # The groups' locks may end sooner than before (a repeat asking a shorter visibility).
+        self.announce([(0, visible_at, keys.shard_of(pk)) for pk, _ in groups])
         return True
 
 

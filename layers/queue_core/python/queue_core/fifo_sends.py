@@ -98,8 +98,13 @@ class FifoSends(FifoGroups):
                     entry = _dedup_owner(actions, pending, position)
                     if entry is not None:
                         results[entry.index] = duplicate_of(cancelled.reasons[position], self.settings)
+                if results:  # a first send stored with every answer lost never put its mark
+                    self.announce(self.ready_pairs(pending, now, placement.key))
                 pending = [entry for entry in pending if entry.index not in results]
                 continue
+            except QueueError:
+                self.announce(self.ready_pairs(pending, now, placement.key))  # stored perhaps: then found
+                raise
             results.update({entry.index: sent(ref, item) for entry, ref, item in refs})
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
             self.announce(self.ready_pairs([entry for entry, _, _ in refs], now, placement.key))

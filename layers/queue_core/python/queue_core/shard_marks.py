@@ -211,15 +211,28 @@ def visit(
     listed = marks.listed(priority)
     fresh = listed is None
     if listed is None:
-        listed = read(ctx, space, priority)
-        marks.note_listed(priority, listed)
+        listed = _read_again(ctx, space, marks, priority)
+        if listed is None:
+            return visit_every_shard(picker, want, receive_shard)
     visited: set[int] = set()
     got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
     if not got and not fresh:
-        listed = read(ctx, space, priority)
-        marks.note_listed(priority, listed)
+        listed = _read_again(ctx, space, marks, priority)
+        if listed is None:
+            return visit_every_shard(picker, want, receive_shard)
         got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
     return got
+
+
+def _read_again(ctx: Context, space: Space, marks: Marks, priority: int) -> list[Mark] | None:
+    """The marks of `priority`, read now and kept; None when DynamoDB throttles their one partition (the receive
+    then visits every shard, as before marks: a hot marks key costs queries, never a failed receive)."""
+    try:
+        listed = read(ctx, space, priority)
+    except Throttled:
+        return None
+    marks.note_listed(priority, listed)
+    return listed
 
 
 def _visit(
@@ -291,10 +304,15 @@ def _drain(
         added = _put(ctx, space, marks, priority, shard, first)
         if added is None:
             return
+    # At marks later than the shard's first entry serve nothing: the mark for that entry comes first, and its own
+    # drain looks again. Dropped here, they never pile up (one per later time a drain saw).
+    now = ctx.now_ms()
+    surplus = [mark for mark in staying if mark.at > now and (first is None or mark.at > first)]
+    cutoffs = [(mark, mark.cutoff(looked_at)) for mark in ripe] + [(mark, now) for mark in surplus]
     dropped = set()
-    for mark in ripe:
+    for mark, cutoff in cutoffs:
         try:
-            ctx.store.write(writes.drop({"pk": space.shard_marks_pk(), "sk": mark.sk}, mark.cutoff(looked_at)))
+            ctx.store.write(writes.drop({"pk": space.shard_marks_pk(), "sk": mark.sk}, cutoff))
             dropped.add(mark.sk)
         except ConditionFailed as failed:
             if failed.repeated:

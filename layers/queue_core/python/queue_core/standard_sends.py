@@ -69,6 +69,8 @@ class StandardSends(StandardSpace):
                 # stored none of them: their objects go. Any other outcome is unknown, and keeps them.
                 if isinstance(error, MessageTooLarge):
                     self.ctx.bodies.discard(item for _, _, item in chunk)
+                else:  # stored perhaps: then found
+                    self.announce_items([item for _, _, item in chunk])
                 results.update({entry.index: error for entry, _, _ in chunk})
                 continue
             self.announce_items([item for position, (_, _, item) in enumerate(chunk) if position not in left])
@@ -94,9 +96,16 @@ class StandardSends(StandardSpace):
             self.ctx.store.transact_writes(planned.writes)
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
-            return duplicate_of(cancelled.reasons[0], self.settings)
+            duplicate = duplicate_of(cancelled.reasons[0], self.settings)
+            # The first send may have been stored with every answer lost, its mark never put: put it now.
+            original = MessageRef.parse(duplicate.message_id)
+            self.announce([(original.priority, now, original.shard)])
+            return duplicate
         except MessageTooLarge:
             self.ctx.bodies.discard(write.item for write in planned.writes)  # refused: nothing was stored
+            raise
+        except QueueError:
+            self.send_committed(planned, now)  # its outcome unknown: stored perhaps, and then found
             raise
         self.send_committed(planned, now)
         return SendResult(planned.ref.message_id, planned.ref.sequence, sqs_message_id=planned.sqs_id)
@@ -141,6 +150,9 @@ class StandardSends(StandardSpace):
             self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
         except TransactionCancelled:
             return False
+        except QueueError:
+            self.announce_items([live])  # its outcome unknown: moved perhaps, and then found
+            raise
         self.announce_items([live])
         return True
 

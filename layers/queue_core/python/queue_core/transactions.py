@@ -208,7 +208,10 @@ class _AckPart(_Part):
         self._build(group_may_be_empty=True)
 
     def _build(self, group_may_be_empty: bool) -> None:
-        writes = self._engine_of(False).delete_writes(self.receipt, self._now_ms(), group_may_be_empty)
+        engine = self._engine_of(False)
+        writes = engine.delete_writes(self.receipt, self._now_ms(), group_may_be_empty)
+        if engine.settings.fifo:  # the ack may unlock its group, in a transaction the caller may commit itself
+            engine.mark_ahead([(0, self._now_ms(), self.receipt.group_shard)])
         self.items[:] = _owned([write.transact_item(self._table) for write in writes], self)
         self._may_empty = group_may_be_empty
 
