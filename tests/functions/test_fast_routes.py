@@ -558,6 +558,22 @@ def test_a_route_of_a_whole_queue_is_answered_alike_by_both_paths(
         _same(fast, slow, fresh=tail == "receive")
 
 
+@pytest.mark.parametrize("path", ["/queues", "/queues/orders", "/queues/jobs.fifo", "/queues/missing", "/queues/a b"])
+@pytest.mark.parametrize("query", [None, {"limit": "2"}])
+def test_a_queue_and_the_list_of_queues_are_answered_alike_by_both_paths(
+    queues: QueueClient, path: str, query: dict[str, str] | None
+) -> None:
+    event = api_event("GET", path)
+    if query:
+        event["queryStringParameters"] = query
+    fast, slow = _both("producer", event)
+    if query or path == "/queues/a b":
+        assert fast is None  # left to the resolver
+        return
+    assert fast is not None
+    _same(fast, slow, fresh=False)
+
+
 _IDS = st.sampled_from(["S0.1800000000000", "S0.x", "F" + "g" * 10 + ".1", "not an id", "S0." + "9" * 41, "x" * 401])
 
 
@@ -674,7 +690,7 @@ def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: Q
         ("producer", api_event("POST", f"{sub_queue}/messages", {"body": ""})),
         ("producer", api_event("POST", f"{sub_queue}/messages", {"body": "hi", "priority": "3"})),
         ("producer", api_event("POST", f"{sub_queue}/messages", raw_body="{")),
-        ("producer", api_event("GET", "/queues")),
+        ("producer", api_event("GET", "/openapi.json")),
         ("producer", api_event("POST", "/queues/bad name/clients/c1/messages", {"body": "hi"})),
         ("poller", api_event("POST", f"{sub_queue}/messages", {"body": "hi"})),
         ("poller", api_event("POST", f"{sub_queue}/receive", {"max_messages": 11})),
@@ -722,6 +738,9 @@ with mock_aws():
         ),
         ("poller", ["POST", "/queues/orders/receive", {}], [200, False]),
         ("producer", ["GET", "/queues/orders/clients"], [200, False]),
+        ("producer", ["GET", "/queues/orders"], [200, False]),
+        ("producer", ["GET", "/queues"], [200, False]),
+        ("producer", ["GET", "/queues/missing"], [404, False]),
         ("poller", ["GET", "/queues/orders/clients/c1/messages/S0.1800000000000"], [404, False]),
         ("poller", ["POST", "/queues/orders/clients/c1/release", {"receipt_handle": FORGED}], [400, False]),
         ("dlq_redriver", ["POST", "/queues/orders/clients/c1/messages/S0.1800000000000/dlq"], [404, False]),

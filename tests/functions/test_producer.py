@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from queue_api import plain_operations
 from queue_api import producer as producer_operations
 from queue_api.openapi import document
 from queue_api.resolver import MAX_REQUEST_BYTES
@@ -343,6 +344,7 @@ def test_a_bug_is_a_500_internal_error_without_internals(monkeypatch: pytest.Mon
         raise RuntimeError("secret detail at /var/task/handler.py line 7")
 
     monkeypatch.setattr(producer_operations, "queue_client", broken)
+    monkeypatch.setattr(plain_operations, "queue_client", broken)
     answer = call(producer, "GET", "/queues")
     assert error_of(answer) == (500, "InternalError")
     assert "secret" not in json.dumps(answer.body) and "handler.py" not in json.dumps(answer.body)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from queue_core import limits
+
 from .request_checks import REQUIRED, Unsure, choice, is_text, nullable, text, text_map
 
 Write = Callable[[Any], Any]
@@ -161,6 +163,30 @@ QUEUE_STATS_ANSWER: Final = Shape(
         "approximate": (flag, False),
     }
 )
+_QUEUE_SETTINGS_FIELDS: Final = {
+    "name": (TEXT, REQUIRED),
+    "fifo": (flag, REQUIRED),
+    "visibility_timeout": (integer, REQUIRED),
+    "max_receive_count": (integer, REQUIRED),
+    "retention_seconds": (integer, REQUIRED),
+    "delay_seconds": (integer, REQUIRED),
+    "dedup_window_seconds": (integer, REQUIRED),
+    "content_based_dedup": (flag, REQUIRED),
+    "shards": (integer, REQUIRED),
+    "auto_shards": (flag, False),
+    "min_shards": (integer, 1),
+    "max_shards": (integer, limits.MAX_SHARDS),
+    "max_message_bytes": (integer, limits.MAX_BODY_BYTES),
+    "receive_wait_seconds": (integer, 0),
+    "queue_wide": (flag, False),
+    "archive_days": (integer, 0),
+    "created_at": (integer, REQUIRED),
+}
+QUEUE_SETTINGS_ANSWER: Final = Shape(_QUEUE_SETTINGS_FIELDS)
+QUEUE_DESCRIPTION: Final = Shape(
+    {**_QUEUE_SETTINGS_FIELDS, "stats": (QUEUE_STATS_ANSWER, REQUIRED), "client_count": (integer, REQUIRED)}
+)
+QUEUE_LIST: Final = Shape({"queues": (many(QUEUE_SETTINGS_ANSWER), REQUIRED)})
 DELETE_ENTRY_RESULT: Final = Shape({"index": (integer, REQUIRED)})
 DELETE_ANSWER: Final = Shape(
     {"successful": (many(DELETE_ENTRY_RESULT), REQUIRED), "failed": (many(ENTRY_FAILURE), REQUIRED)}
@@ -219,6 +245,9 @@ MODELS: Final = {
     "MessageAnswer": MESSAGE_ANSWER,
     "MessageList": MESSAGE_LIST,
     "QueueStatsAnswer": QUEUE_STATS_ANSWER,
+    "QueueSettingsAnswer": QUEUE_SETTINGS_ANSWER,
+    "QueueDescription": QUEUE_DESCRIPTION,
+    "QueueList": QUEUE_LIST,
     "DeleteEntryResult": DELETE_ENTRY_RESULT,
     "DeleteAnswer": DELETE_ANSWER,
     "VisibleAt": VISIBLE_AT,

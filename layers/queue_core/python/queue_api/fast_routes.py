@@ -159,6 +159,8 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
     ),
     "purge": FastRoute(_nothing, lambda address, _: (plain_operations.purge(address["q"], address["c"]), "Purged")),
     "list_clients": FastRoute(_nothing, lambda address, _: (plain_operations.list_clients(address["q"]), "ClientList")),
+    "get_queue": FastRoute(_nothing, lambda address, _: (plain_operations.get_queue(address["q"]), "QueueDescription")),
+    "list_queues": FastRoute(_nothing, lambda _address, _: (plain_operations.list_queues(), "QueueList")),
     "delete_queue": FastRoute(_nothing, lambda address, _: (plain_operations.delete_queue(address["q"]), "Deleted")),
     "release": _RELEASE,
     "release_any": _RELEASE,

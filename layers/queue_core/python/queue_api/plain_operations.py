@@ -127,6 +127,20 @@ def list_clients(queue: str) -> dict[str, Any]:
 
 
 @tracer.capture_method(capture_response=False)
+def get_queue(queue: str) -> dict[str, Any]:
+    """The queue's settings, its figures summed over its clients, and how many clients it has."""
+    client = queue_client()
+    settings = client.get_queue(queue).to_dict()
+    stats = client.queue_stats(queue).to_dict()
+    return {**settings, "stats": stats, "client_count": len(client.clients(queue))}
+
+
+@tracer.capture_method(capture_response=False)
+def list_queues() -> dict[str, Any]:
+    return {"queues": [settings.to_dict() for settings in queue_client().list_queues()]}
+
+
+@tracer.capture_method(capture_response=False)
 def delete_queue(queue: str) -> dict[str, Any]:
     queue_client().delete_queue(queue)
     return {"deleted": True}

@@ -17,7 +17,6 @@ from .schemas import (
     QueueDescription,
     QueueList,
     QueueSettingsAnswer,
-    QueueStatsAnswer,
     SendAnswer,
     SendBatchAnswer,
     SendBatchRequest,
@@ -38,17 +37,12 @@ def create_queue(address: QueueAddress, request: CreateQueueRequest) -> tuple[Qu
 
 @tracer.capture_method(capture_response=False)
 def get_queue(address: QueueAddress, _request: NoAddress) -> QueueDescription:
-    client = queue_client()
-    settings = client.get_queue(address.queue)
-    stats = QueueStatsAnswer.model_validate(client.queue_stats(address.queue).to_dict())
-    clients = len(client.clients(address.queue))
-    return QueueDescription.model_validate({**settings.to_dict(), "stats": stats, "client_count": clients})
+    return QueueDescription.model_validate(plain_operations.get_queue(address.queue))
 
 
 @tracer.capture_method(capture_response=False)
 def list_queues(_address: NoAddress, _request: NoAddress) -> QueueList:
-    queues = [QueueSettingsAnswer.model_validate(settings.to_dict()) for settings in queue_client().list_queues()]
-    return QueueList(queues=queues)
+    return QueueList.model_validate(plain_operations.list_queues())
 
 
 @tracer.capture_method(capture_response=False)
