@@ -91,18 +91,6 @@ class Marks:
         self._lock = threading.Lock()
         self._put: dict[tuple[int, int], int] = {}
         self._listed: dict[int, tuple[float, list[Mark]]] = {}
-        self._emptied: dict[tuple[int, int], int] = {}
-
-    def emptied(self, priority: int, shard: int) -> int:
-        """When this process last took the shard's last visible messages (-1: never)."""
-        with self._lock:
-            return self._emptied.get((priority, shard), -1)
-
-    def note_emptied(self, priority: int, shard: int, at: int) -> None:
-        with self._lock:
-            if len(self._emptied) >= 4 * limits.MAX_SHARDS:
-                self._emptied.clear()
-            self._emptied[(priority, shard)] = at
 
     def trusted(self, priority: int, shard: int, now: int) -> bool:
         with self._lock:
@@ -253,12 +241,11 @@ def _visit(
     for mark in listed:
         if mark.at <= now and mark.shard not in visited:
             due.setdefault(mark.shard, []).append(mark)
-    # Shards this process never emptied first, then the one whose last messages it took longest ago: at low
-    # load, with several shards marked lately, that is where a message most likely came since (a visit that finds
-    # nothing tells nothing of what comes next). Ties in random order, so that concurrent receivers spread.
+    # In random order, so that concurrent receivers spread. (Ordered by what this process emptied longest ago,
+    # low load from several senders cost fewer queries, but every receiver of a process went the same way, and
+    # the stress run's queue-wide receivers then lost every race for one client's messages.)
     order = list(due)
     random.shuffle(order)
-    order.sort(key=lambda shard: marks.emptied(priority, shard))
     got: list[Any] = []
     throttle: Throttled | None = None
     for shard in order:
@@ -272,8 +259,6 @@ def _visit(
         if throttled:
             throttle = throttle or throttled
             continue
-        if found and len(found) < need:
-            marks.note_emptied(priority, shard, looked_at)
         if not saw_candidates:
             _drain(ctx, space, marks, due[shard], [m for m in listed if m.shard == shard], looked_at, look)
         if found and len(found) < need:
