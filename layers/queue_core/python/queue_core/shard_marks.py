@@ -203,12 +203,12 @@ def visit(
         if listed is None:
             return visit_every_shard(picker, want, receive_shard)
     visited: set[int] = set()
-    got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
+    got = _visit(ctx, space, marks, listed, want, receive_shard, look, visited)
     if not got and not fresh:
         listed = _read_again(ctx, space, marks, priority)
         if listed is None:
             return visit_every_shard(picker, want, receive_shard)
-        got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
+        got = _visit(ctx, space, marks, listed, want, receive_shard, look, visited)
     return got
 
 
@@ -227,7 +227,6 @@ def _visit(
     ctx: Context,
     space: Space,
     marks: Marks,
-    priority: int,
     listed: list[Mark],
     want: int,
     receive_shard: ShardReceive,
