@@ -1952,13 +1952,15 @@ def _dead_copy(handle: str) -> str:
 
 
 def _changed(before: frozenset[str], after: frozenset[str]) -> list[str]:
-    """The keys of the items that differ (with what differs), load reports aside (a process's own, written by
-    any call)."""
+    """The keys of the items that differ (with what differs), load reports and shard marks aside: a report is a
+    process's own, written by any call; a mark only says where a receive should look (an ack built for the caller's
+    own transaction marks its group's shard before anyone knows whether it will commit), and a mark too many costs a
+    query, never a message."""
     old = {_key(item): item for item in map(_attributes, before - after)}
     new = {_key(item): item for item in map(_attributes, after - before)}
     changes = []
     for key in sorted(set(old) | set(new)):
-        if key.startswith("L#"):
+        if key.startswith(("L#", "K#")):
             continue
         was, now = old.get(key, {}), new.get(key, {})
         fields = sorted(name for name in set(was) | set(now) if was.get(name) != now.get(name))
