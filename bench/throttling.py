@@ -130,6 +130,11 @@ class Limits:
     table_read: float = TABLE_UNITS
     window: float = BUCKET_SECONDS  # seconds of its rate a bucket holds
     provisioned: Provisioned | None = None  # None: on demand, the table quota above covers table and indexes
+    # What `scaled` divided the limits by, and the partition keys (by prefix) whose per-key limits a scaled run
+    # keeps whole: those whose traffic follows the number of processes and shards, not of messages (see
+    # `bench.scenarios.load_step`), meet the full limits as the same processes would at full scale.
+    factor: float = 1.0
+    unscaled_keys: tuple[str, ...] = ()
 
     def scaled(self, factor: float) -> Limits:
         """Every limit divided by `factor`: a simulation carrying 1/factor of the load meets them as the full load
@@ -139,7 +144,13 @@ class Limits:
         if provisioned is not None:
             units = (provisioned.table_write, provisioned.table_read, provisioned.index_write, provisioned.index_read)
             provisioned = Provisioned(*(unit / factor for unit in units), burst_seconds=provisioned.burst_seconds)
-        return Limits(*(limit / factor for limit in rates), window=self.window, provisioned=provisioned)
+        return Limits(
+            *(limit / factor for limit in rates),
+            window=self.window,
+            provisioned=provisioned,
+            factor=self.factor * factor,
+            unscaled_keys=self.unscaled_keys,
+        )
 
     def with_table(self, units: float) -> Limits:
         """A raised (or lowered) table-level quota, read and write."""
@@ -242,7 +253,8 @@ class Throttler:
     # Buckets.
     def _rate(self, space: str, key: str, kind: str) -> float:
         if key:
-            return self.limits.key_write if kind == "w" else self.limits.key_read
+            whole = self.limits.factor if key.startswith(self.limits.unscaled_keys) else 1.0
+            return (self.limits.key_write if kind == "w" else self.limits.key_read) * whole
         if self.limits.provisioned is not None:
             return self.limits.provisioned.units(space, kind)
         return self.limits.table_write if kind == "w" else self.limits.table_read

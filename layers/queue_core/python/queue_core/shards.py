@@ -135,7 +135,7 @@ class SendRotation:
             if now - self._second >= 1.0:
                 self._second, self._sent = now, 0
             self._sent += 1
-            if self._sent > self.RUN and self._sent % self.RUN == 1:
+            if self._sent > self.RUN and (self._sent - 1) % self.RUN == 0:
                 self._next = (self._next + 1) % self.shards
             return self._next
 
