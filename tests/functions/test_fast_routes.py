@@ -1,6 +1,6 @@
 """The fast routes answer exactly as the validating resolver does, and a well-formed first request of a send, a
-receive, a listing, a delete, a visibility change, a release, stats, a purge, a look, cancel or move by id, or a
-queue's clients or deletion does not load pydantic.
+receive, a listing, a delete, a visibility change, a release, stats, a purge, a look, cancel or move by id, a
+queue's creation, change, clients or deletion, a browse, or a look at the archive does not load pydantic.
 
 The fast checks and answer shapes are tables written by hand; these tests hold each against the pydantic model it
 mirrors: the same fields in the same order with the same defaults, and, for generated inputs both well-formed and
@@ -11,12 +11,15 @@ resolver's, byte for byte (ids and times aside where both paths write a new mess
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_core import PydanticUndefined
 from queue_api import answer_shapes, fast_routes, request_checks, schemas
+from queue_api.names import MAX_EPOCH_MS
 from queue_api.resolver import MAX_REQUEST_BYTES, answer_http, resolve, resolver_for
-from queue_core import QueueClient, limits
+from queue_core import QueueClient, QueueExists, limits
 
 from tests.conftest import examples
 from tests.events import FakeLambdaContext, api_event, scheduled_rule_event
@@ -47,6 +51,7 @@ FRESH = frozenset(
         "visible_at",
         "receive_count",
         "oldest_age_seconds",
+        "created_at",
     }
 )
 # A handle of the shape the core issues that no sub-queue issued: refused alike by both paths.
@@ -118,6 +123,7 @@ _VALUES = st.recursive(
 
 # What a strict field refuses though Python calls it a number or text: bools are ints, 1.0 == 1, lone surrogates.
 _NOT_INTS = st.one_of(st.booleans(), st.sampled_from([0.0, 1.0, -0.0, 1e2]))
+_NOT_BOOLS = st.one_of(st.integers(0, 1), st.sampled_from([0.0, 1.0, "true", "false", None]))
 _NOT_UTF8 = st.sampled_from(["\ud800", "a\udfff", "\udc80" * 2])
 
 
@@ -180,6 +186,24 @@ _VALID_REQUEST_FIELDS = {
     "receipt_handle": _HANDLE_SHAPED,
     "receipt_handles": st.lists(_HANDLE_SHAPED, min_size=1, max_size=limits.MAX_BATCH),
     "reason": st.one_of(st.none(), st.text(max_size=20)),
+    "fifo": st.booleans(),
+    "content_based_dedup": st.booleans(),
+    "queue_wide": st.booleans(),
+    "max_receive_count": st.integers(0, limits.MAX_RECEIVE_COUNT),
+    "retention_seconds": st.integers(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS),
+    "dedup_window_seconds": st.integers(0, limits.MAX_DEDUP_WINDOW_SECONDS),
+    "shards": st.one_of(st.just("auto"), st.integers(1, limits.MAX_SHARDS)),
+    "min_shards": st.integers(1, limits.MAX_SHARDS),
+    "max_shards": st.integers(1, limits.MAX_SHARDS),
+    "max_message_bytes": st.integers(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
+    "receive_wait_seconds": st.integers(0, limits.MAX_WAIT_SECONDS),
+    "archive_days": st.integers(0, limits.MAX_ARCHIVE_DAYS),
+    "limit": st.integers(1, limits.MAX_PEEK),
+    "state": st.one_of(st.none(), st.sampled_from(["visible", "in_flight", "delayed"])),
+    "group": st.one_of(st.none(), st.text(min_size=1, max_size=limits.MAX_GROUP_ID)),
+    "cursor": st.one_of(st.none(), st.text(alphabet=_BASE64URL, min_size=1, max_size=12)),
+    "since": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
+    "until": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
 }
 _NEAR_REQUEST_FIELDS = {
     "body": st.one_of(_TEXTS, _NOT_UTF8),
@@ -200,6 +224,24 @@ _NEAR_REQUEST_FIELDS = {
         st.lists(st.just("h"), min_size=limits.MAX_BATCH, max_size=limits.MAX_BATCH + 1),
     ),
     "reason": st.one_of(_TEXTS, _NOT_UTF8, st.just("r" * (64 * 1024)), st.just("r" * (64 * 1024 + 1))),
+    "fifo": _NOT_BOOLS,
+    "content_based_dedup": _NOT_BOOLS,
+    "queue_wide": _NOT_BOOLS,
+    "max_receive_count": _count(0, limits.MAX_RECEIVE_COUNT),
+    "retention_seconds": _count(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS),
+    "dedup_window_seconds": _count(0, limits.MAX_DEDUP_WINDOW_SECONDS),
+    "shards": st.one_of(_count(1, limits.MAX_SHARDS), st.sampled_from(["Auto", "auto ", "", "5", None])),
+    "min_shards": _count(1, limits.MAX_SHARDS),
+    "max_shards": _count(1, limits.MAX_SHARDS),
+    "max_message_bytes": _count(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
+    "receive_wait_seconds": _count(0, limits.MAX_WAIT_SECONDS),
+    "archive_days": _count(0, limits.MAX_ARCHIVE_DAYS),
+    "limit": _count(1, limits.MAX_PEEK),
+    "state": st.sampled_from(["dlq", "Visible", "", "in flight"]),
+    "group": _name(limits.MAX_GROUP_ID),
+    "cursor": st.one_of(_TEXTS, _NOT_UTF8, st.sampled_from(["a" * 1000, "a" * 1001, "a=b", "a\n", "a.b"])),
+    "since": _count(0, MAX_EPOCH_MS),
+    "until": _count(0, MAX_EPOCH_MS),
 }
 
 
@@ -225,6 +267,11 @@ _REQUESTS = {
     "DeleteRequest": _requests(request_checks.DELETE),
     "VisibilityRequest": _requests(request_checks.VISIBILITY),
     "ReleaseRequest": _requests(request_checks.RELEASE),
+    "CreateQueueRequest": _requests(request_checks.CREATE_QUEUE),
+    "UpdateQueueRequest": _requests(request_checks.UPDATE_QUEUE),
+    "ListRequest": _requests(request_checks.LIST),
+    "BrowseRequest": _requests(request_checks.BROWSE),
+    "ArchiveRequest": _requests(request_checks.ARCHIVE),
 }
 
 
@@ -348,6 +395,8 @@ _BATCH_PARTS = {
     "successful": st.lists(_answers(answer_shapes.SEND_ENTRY_RESULT), max_size=3),
     "failed": st.lists(_answers(answer_shapes.ENTRY_FAILURE), max_size=2),
 }
+_ATTEMPTS = {"attempts": st.lists(_answers(answer_shapes.ATTEMPT), max_size=2)}
+_ARCHIVED = st.lists(_answers(answer_shapes.ARCHIVED_MESSAGE_ANSWER, _ATTEMPTS), max_size=2)
 _ANSWERS = {
     "SendMessageAnswer": _answers(answer_shapes.SEND_MESSAGE_ANSWER, _BATCH_PARTS),
     "SendBatchAnswer": _answers(answer_shapes.SEND_BATCH_ANSWER, _BATCH_PARTS),
@@ -359,9 +408,7 @@ _ANSWERS = {
         answer_shapes.MESSAGE_LIST,
         {
             "messages": st.lists(
-                _answers(
-                    answer_shapes.MESSAGE_ANSWER, {"attempts": st.lists(_answers(answer_shapes.ATTEMPT), max_size=2)}
-                ),
+                _answers(answer_shapes.MESSAGE_ANSWER, _ATTEMPTS),
                 max_size=2,
             )
         },
@@ -379,6 +426,13 @@ _ANSWERS = {
     "Deleted": _answers(answer_shapes.DELETED),
     "ClientList": _answers(answer_shapes.CLIENT_LIST, {"clients": st.lists(st.text(max_size=4), max_size=3)}),
     "Moved": _answers(answer_shapes.MOVED),
+    "QueueSettingsAnswer": _answers(answer_shapes.QUEUE_SETTINGS_ANSWER),
+    "BrowsePageAnswer": _answers(
+        answer_shapes.BROWSE_PAGE_ANSWER,
+        {"messages": st.lists(_answers(answer_shapes.BROWSED_MESSAGE_ANSWER, _ATTEMPTS), max_size=2)},
+    ),
+    "ArchivePageAnswer": _answers(answer_shapes.ARCHIVE_PAGE_ANSWER, {"messages": _ARCHIVED}),
+    "ArchivedCopies": _answers(answer_shapes.ARCHIVED_COPIES, {"messages": _ARCHIVED}),
     "SweepAnswer": _answers(
         answer_shapes.SWEEP_ANSWER,
         {
@@ -574,6 +628,137 @@ def test_a_queue_and_the_list_of_queues_are_answered_alike_by_both_paths(
     _same(fast, slow, fresh=False)
 
 
+_NEW_QUEUES = itertools.count()
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    name=st.sampled_from(["new", "new", "orders", "jobs.fifo", "bad name", "x" * 81]),
+    body=st.one_of(st.none(), _REQUESTS["CreateQueueRequest"], _VALUES),
+)
+def test_a_queue_creation_is_answered_alike_by_both_paths(queues: QueueClient, name: str, body: Any) -> None:
+    """A new queue: each path creates its own, of names of one length, so the answers differ only by the name and
+    the creation time; an existing queue: both meet it as it is (its own settings 200, others 409)."""
+    number = next(_NEW_QUEUES)
+    fast_name, slow_name = (f"new-f{number}", f"new-s{number}") if name == "new" else (name, name)
+    fast = fast_routes.answer("producer", api_event("PUT", f"/queues/{fast_name}", body))
+    if fast is None:
+        return
+    slow = resolve(resolver_for("producer"), api_event("PUT", f"/queues/{slow_name}", body), FakeLambdaContext())
+    _same(fast, {**slow, "body": slow["body"].replace(slow_name, fast_name)}, fresh=True)
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    name=st.sampled_from(["twin", "twin", "jobs.fifo", "missing", "bad name"]),
+    body=st.one_of(st.none(), _REQUESTS["UpdateQueueRequest"], _VALUES, st.just({"fifo": True})),
+)
+def test_a_queue_update_is_answered_alike_by_both_paths(queues: QueueClient, name: str, body: Any) -> None:
+    """Each path changes its own of two queues created alike and changed alike (a change the fast path left to
+    the resolver is made to neither)."""
+    for twin in ("twin-f", "twin-s"):
+        with contextlib.suppress(QueueExists):
+            queues.create_queue(twin)
+    fast_name, slow_name = ("twin-f", "twin-s") if name == "twin" else (name, name)
+    fast = fast_routes.answer("producer", api_event("PATCH", f"/queues/{fast_name}", body))
+    if fast is None:
+        return
+    slow = resolve(resolver_for("producer"), api_event("PATCH", f"/queues/{slow_name}", body), FakeLambdaContext())
+    _same(fast, {**slow, "body": slow["body"].replace(slow_name, fast_name)}, fresh=True)
+
+
+def test_a_queue_is_created_and_changed_through_the_fast_path(queues: QueueClient) -> None:
+    """201 when created, 200 when it existed with these settings; only the fields given are passed on."""
+    created = fast_routes.answer("producer", api_event("PUT", "/queues/made", {"fifo": False, "shards": 4}))
+    assert created is not None and created["statusCode"] == 201
+    assert json.loads(created["body"])["shards"] == 4 and not json.loads(created["body"])["auto_shards"]
+    again = fast_routes.answer("producer", api_event("PUT", "/queues/made", {"shards": 4}))
+    assert again is not None and again["statusCode"] == 200
+    empty = fast_routes.answer("producer", api_event("PUT", "/queues/plain"))
+    assert empty is not None and empty["statusCode"] == 201 and json.loads(empty["body"])["auto_shards"]
+    changed = fast_routes.answer("producer", api_event("PATCH", "/queues/made", {"visibility_timeout": 45}))
+    assert changed is not None and json.loads(changed["body"])["visibility_timeout"] == 45
+    assert queues.get_queue("made").visibility_timeout == 45 and queues.get_queue("made").shards == 4
+
+
+@pytest.fixture
+def archived(queues: QueueClient) -> dict[str, Any]:
+    """A queue that keeps an archive, with acknowledged messages of two clients and one still waiting; the ids
+    and cursors the routes of the archive and browse give."""
+    queues.create_queue("kept", archive_days=1)
+    ids = []
+    for client in ("c1", "c1", "c2"):
+        sub_queue = queues.queue("kept", client)
+        ids.append(sub_queue.send(f"to {client}", attributes={"k": client}).message_id)
+        (held,) = sub_queue.receive()
+        sub_queue.delete(held.receipt_handle)
+    queues.queue("kept", "c1").send("waiting")
+    queues.queue("orders", "c1").send("second")
+    cursors = [
+        queues.queue("kept", "c1").archive_list(limit=1).cursor,
+        queues.queue_wide("kept").archive_list(limit=1).cursor,
+        queues.queue("orders", "c1").browse(limit=1).cursor,
+    ]
+    return {"ids": ids, "cursors": [cursor for cursor in cursors if cursor]}
+
+
+_QUERY_VALUES = st.one_of(
+    st.sampled_from(
+        ["1", "2", "10", "100", "101", "0", "01", "-1", "+1", " 1", "1.0", "9" * 13, "1" + "0" * 13, "9" * 20]
+    ),
+    st.sampled_from(["visible", "in_flight", "delayed", "dlq", "newest", "oldest", "Newest", "", "g", "x" * 129]),
+    _TEXTS,
+)
+_QUERY_NAMES = st.sampled_from(["limit", "state", "priority", "group", "cursor", "since", "until", "order", "other"])
+
+
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    queue=st.sampled_from(["kept", "orders", "jobs.fifo", "missing", "bad name"]),
+    client=st.sampled_from(["c1", "c2", "c9", "bad!"]),
+    tail=st.sampled_from(["clients/{c}/browse", "clients/{c}/archive", "archive", "clients/{c}/archive/{id}"]),
+    query=st.one_of(st.none(), st.dictionaries(_QUERY_NAMES, _QUERY_VALUES, max_size=3)),
+    pick=st.integers(0, 10),
+    cursor=st.booleans(),
+    body=st.one_of(st.none(), st.just({})),
+)
+def test_a_look_at_waiting_or_archived_messages_is_answered_alike_by_both_paths(
+    archived: dict[str, Any],
+    queue: str,
+    client: str,
+    tail: str,
+    query: dict[str, str] | None,
+    pick: int,
+    cursor: bool,
+    body: Any,
+) -> None:
+    """Browse, the archive of a client and of a queue, an archived message by id: reads, so both paths meet the
+    same state; real cursors and ids among the generated ones."""
+    ids = [*archived["ids"], "S0.1800000000000", "not an id", "x" * 401]
+    if cursor and archived["cursors"]:
+        query = {**(query or {}), "cursor": archived["cursors"][pick % len(archived["cursors"])]}
+    path = f"/queues/{queue}/" + tail.format(c=client, id=ids[pick % len(ids)])
+    fast, slow = _both("poller", api_event("GET", path, body, query=query))
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_waiting_and_archived_messages_are_looked_at_through_the_fast_path(archived: dict[str, Any]) -> None:
+    """Without this the alike-answers test could pass by leaving everything to the resolver."""
+    first = archived["ids"][0]
+    for path, query in (
+        ("/queues/kept/clients/c1/browse", None),
+        ("/queues/kept/clients/c1/browse", {"limit": "1", "state": "visible"}),
+        ("/queues/kept/clients/c1/archive", {"order": "oldest", "since": "0", "limit": "5"}),
+        ("/queues/kept/archive", None),
+        (f"/queues/kept/clients/c1/archive/{first}", None),
+    ):
+        fast, slow = _both("poller", api_event("GET", path, query=query))
+        assert fast is not None and fast["statusCode"] == 200, path
+        _same(fast, slow, fresh=False)
+        assert json.loads(fast["body"])["messages"], path
+
+
 _IDS = st.sampled_from(["S0.1800000000000", "S0.x", "F" + "g" * 10 + ".1", "not an id", "S0." + "9" * 41, "x" * 401])
 
 
@@ -674,6 +859,23 @@ def test_a_listing_without_a_limit_takes_the_routes_default() -> None:
         assert fast_routes.FAST_ROUTES[name].check(api_event("GET", f"/queues/q/clients/c/{tail}")) == default
 
 
+def test_the_query_checks_read_each_parameter_as_the_route_declares_it() -> None:
+    """The fast checks of a query string read the parameters the route declares (`queue_api.http`), numbers as
+    numbers, with the same defaults; the request tables are held against the models above."""
+    from queue_api import http
+    from queue_api.operations import ROUTES
+
+    for name, parameter in http.QUERY_PARAMETERS.items():
+        declared = typing.get_args(parameter.annotation)[0]
+        assert (declared is int or int in typing.get_args(declared)) == (name in request_checks.QUERY_NUMBERS), name
+    for operation in ROUTES:
+        if operation.query and operation.name in fast_routes.FAST_ROUTES:
+            table = request_checks.MODELS[operation.request]
+            assert list(table.fields) == list(operation.query), operation.name
+            for name, (_check, default) in table.fields.items():
+                assert http.QUERY_PARAMETERS[name].default == default, (operation.name, name)
+
+
 def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: QueueClient) -> None:
     sub_queue = "/queues/orders/clients/c1"
     answered = [
@@ -744,6 +946,14 @@ with mock_aws():
         ("poller", ["GET", "/queues/orders/clients/c1/messages/S0.1800000000000"], [404, False]),
         ("poller", ["POST", "/queues/orders/clients/c1/release", {"receipt_handle": FORGED}], [400, False]),
         ("dlq_redriver", ["POST", "/queues/orders/clients/c1/messages/S0.1800000000000/dlq"], [404, False]),
+        ("producer", ["PUT", "/queues/made", {"visibility_timeout": 40}], [201, False]),
+        ("producer", ["PUT", "/queues/orders", {}], [200, False]),
+        ("producer", ["PUT", "/queues/orders", {"fifo": "yes"}], [400, True]),
+        ("producer", ["PATCH", "/queues/orders", {"visibility_timeout": 40}], [200, False]),
+        ("poller", ["GET", "/queues/orders/clients/c1/browse"], [200, False]),
+        ("poller", ["GET", "/queues/orders/clients/c1/archive"], [200, False]),
+        ("poller", ["GET", "/queues/orders/archive"], [200, False]),
+        ("poller", ["GET", "/queues/orders/clients/c1/archive/S0.1800000000000"], [404, False]),
         ("producer", ["DELETE", "/queues/orders"], [200, False]),
         ("visibility_sweeper", {"action": "sweep"}, [200, False]),
         ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),

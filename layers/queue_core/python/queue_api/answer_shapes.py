@@ -153,6 +153,39 @@ MESSAGE_ANSWER: Final = Shape(
     }
 )
 MESSAGE_LIST: Final = Shape({"messages": (many(MESSAGE_ANSWER), REQUIRED)})
+BROWSED_MESSAGE_ANSWER: Final = Shape(
+    {
+        **MESSAGE_ANSWER.fields,
+        "state": (choice("visible", "in_flight", "delayed"), REQUIRED),
+        "until": (MAYBE_INT, None),
+    }
+)
+BROWSE_PAGE_ANSWER: Final = Shape(
+    {"messages": (many(BROWSED_MESSAGE_ANSWER), REQUIRED), "cursor": (MAYBE_TEXT, REQUIRED)}
+)
+ARCHIVED_MESSAGE_ANSWER: Final = Shape(
+    {
+        "message_id": (TEXT, REQUIRED),
+        "client": (TEXT, REQUIRED),
+        "body": (TEXT, REQUIRED),
+        "attributes": (TEXT_MAP, REQUIRED),
+        "attribute_types": (TEXT_MAP, dict),
+        "group_id": (MAYBE_TEXT, REQUIRED),
+        "dedup_id": (MAYBE_TEXT, None),
+        "priority": (integer, 0),
+        "sent_at": (integer, REQUIRED),
+        "first_received_at": (MAYBE_INT, REQUIRED),
+        "acked_at": (integer, REQUIRED),
+        "receive_count": (integer, REQUIRED),
+        "expires_at": (integer, REQUIRED),
+        "attempts": (many(ATTEMPT), list),
+        "last_reason": (MAYBE_TEXT, None),
+    }
+)
+ARCHIVE_PAGE_ANSWER: Final = Shape(
+    {"messages": (many(ARCHIVED_MESSAGE_ANSWER), REQUIRED), "cursor": (MAYBE_TEXT, REQUIRED)}
+)
+ARCHIVED_COPIES: Final = Shape({"messages": (many(ARCHIVED_MESSAGE_ANSWER), REQUIRED)})
 QUEUE_STATS_ANSWER: Final = Shape(
     {
         "visible": (integer, REQUIRED),
@@ -244,6 +277,12 @@ MODELS: Final = {
     "ReceiveAnswer": RECEIVE_ANSWER,
     "MessageAnswer": MESSAGE_ANSWER,
     "MessageList": MESSAGE_LIST,
+    "AttemptAnswer": ATTEMPT,
+    "BrowsedMessageAnswer": BROWSED_MESSAGE_ANSWER,
+    "BrowsePageAnswer": BROWSE_PAGE_ANSWER,
+    "ArchivedMessageAnswer": ARCHIVED_MESSAGE_ANSWER,
+    "ArchivePageAnswer": ARCHIVE_PAGE_ANSWER,
+    "ArchivedCopies": ARCHIVED_COPIES,
     "QueueStatsAnswer": QUEUE_STATS_ANSWER,
     "QueueSettingsAnswer": QUEUE_SETTINGS_ANSWER,
     "QueueDescription": QUEUE_DESCRIPTION,

@@ -17,8 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from queue_core import limits
-
 from . import answer_shapes, plain_operations, request_checks
 from .error_mapping import error_answer
 from .operations import ROUTES, Operation
@@ -33,11 +31,11 @@ class FastRoute:
     """How one route is answered without pydantic.
 
     `check` takes the event and returns the checked request (or raises `Unsure`); `run` does the work and returns
-    the answer mapping and the name of its model in `queue_api.schemas`.
+    the answer mapping and the name of its model in `queue_api.schemas`, and the HTTP status when it is not 200.
     """
 
     check: Callable[[Mapping[str, Any]], Any]
-    run: Callable[[Address, Any], tuple[Any, str]]
+    run: Callable[[Address, Any], tuple[Any, str] | tuple[Any, str, int]]
 
 
 def _json_body(event: Mapping[str, Any], optional: bool) -> Any:
@@ -87,8 +85,17 @@ def _receive(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _limit(event: Mapping[str, Any]) -> int:
-    _no_body(event)
-    return request_checks.limit_query(event, default=10, high=limits.MAX_PEEK)
+    return _query(request_checks.LIST)(event)["limit"]
+
+
+def _query(table: request_checks.Fields) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A route that takes its request from the query string (`table`: its model's fields) and no body."""
+
+    def check(event: Mapping[str, Any]) -> dict[str, Any]:
+        _no_body(event)
+        return request_checks.query(event, table)
+
+    return check
 
 
 def _nothing(event: Mapping[str, Any]) -> None:
@@ -101,6 +108,30 @@ def _nothing(event: Mapping[str, Any]) -> None:
 def _body(check: Callable[[Any], Any]) -> Callable[[Mapping[str, Any]], Any]:
     """A route whose JSON body is required and checked by `check` (a table of `queue_api.request_checks`)."""
     return lambda event: check(_json_body(event, optional=False))
+
+
+def _given(check: Callable[[Any], dict[str, Any]]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A route whose JSON body may be left out, which passes on only the fields the caller gave (the model's
+    `exclude_unset`), so the core's defaults apply to the rest."""
+
+    def given(event: Mapping[str, Any]) -> dict[str, Any]:
+        body = _json_body(event, optional=True)
+        checked = check({} if body is None else body)
+        return {name: value for name, value in checked.items() if name in (body or {})}
+
+    return given
+
+
+def _changes(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A change of a queue's settings: the fields given and not null (the model's `exclude_none`)."""
+    body = _json_body(event, optional=True)
+    checked = request_checks.UPDATE_QUEUE({} if body is None else body)
+    return {name: value for name, value in checked.items() if value is not None}
+
+
+def _created(address: Address, settings: dict[str, Any]) -> tuple[Any, str, int]:
+    answer, created = plain_operations.create_queue(address["q"], settings)
+    return answer, "QueueSettingsAnswer", 201 if created else 200
 
 
 def _client(address: Address) -> str | None:
@@ -171,6 +202,36 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
     "cancel": FastRoute(
         _nothing, lambda address, _: (plain_operations.cancel(address["q"], address["c"], address["id"]), "Deleted")
     ),
+    "create_queue": FastRoute(_given(request_checks.CREATE_QUEUE), _created),
+    "update_queue": FastRoute(
+        _changes,
+        lambda address, changes: (plain_operations.update_queue(address["q"], changes), "QueueSettingsAnswer"),
+    ),
+    "browse": FastRoute(
+        _query(request_checks.BROWSE),
+        lambda address, request: (
+            plain_operations.browse(address["q"], address["c"], request),
+            "BrowsePageAnswer",
+        ),
+    ),
+    "archive_list": FastRoute(
+        _query(request_checks.ARCHIVE),
+        lambda address, request: (
+            plain_operations.archive_list(address["q"], address["c"], request),
+            "ArchivePageAnswer",
+        ),
+    ),
+    "archive_list_any": FastRoute(
+        _query(request_checks.ARCHIVE),
+        lambda address, request: (plain_operations.archive_list(address["q"], None, request), "ArchivePageAnswer"),
+    ),
+    "archive_get": FastRoute(
+        _nothing,
+        lambda address, _: (
+            plain_operations.archive_get(address["q"], address["c"], address["id"]),
+            "ArchivedCopies",
+        ),
+    ),
     "move_to_dlq": FastRoute(
         _nothing, lambda address, _: (plain_operations.move_to_dlq(address["q"], address["c"], address["id"]), "Moved")
     ),
@@ -215,11 +276,11 @@ def answer(function: str, event: Mapping[str, Any]) -> dict[str, Any] | None:
     except Unsure:
         return None
     try:
-        result, model = route.run(address, request)
+        result, model, *status = route.run(address, request)
         written = _written(result, model)
     except Exception as error:  # mapped once, as the resolver's exception handler maps it
         return proxy_response(*error_answer(error))
-    return proxy_response(200, written)
+    return proxy_response(status[0] if status else 200, written)
 
 
 def _written(result: Any, model: str) -> Any:

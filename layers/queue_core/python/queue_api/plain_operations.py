@@ -136,6 +136,21 @@ def get_queue(queue: str) -> dict[str, Any]:
 
 
 @tracer.capture_method(capture_response=False)
+def create_queue(queue: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The queue's settings and whether this call created it. `settings` holds only the fields the caller gave,
+    so the core's defaults stay the one source of defaults."""
+    created = queue_client().create_queue(queue, **settings)
+    return created.to_dict(), created.created
+
+
+@tracer.capture_method(capture_response=False)
+def update_queue(queue: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The queue's settings after the change; `changes` holds only what changes. A concurrent change of `shards`
+    or `retention_seconds` makes this a 409 (`QueueExists`), to be read again and retried."""
+    return queue_client().update_queue(queue, **changes).to_dict()
+
+
+@tracer.capture_method(capture_response=False)
 def list_queues() -> dict[str, Any]:
     return {"queues": [settings.to_dict() for settings in queue_client().list_queues()]}
 
@@ -154,6 +169,27 @@ def peek(queue: str, client: str, limit: int) -> dict[str, Any]:
 @tracer.capture_method(capture_response=False)
 def list_dlq(queue: str, client: str, limit: int) -> dict[str, Any]:
     return _looked_at(queue_client().queue(queue, client).dlq_list(limit))
+
+
+@tracer.capture_method(capture_response=False)
+def browse(queue: str, client: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """A page of the sub-queue's waiting messages; `request` holds every field of `BrowseRequest`."""
+    return queue_client().queue(queue, client).browse(**request).to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def archive_list(queue: str, client: str | None, request: Mapping[str, Any]) -> dict[str, Any]:
+    """A page of the archive of one client, or with no client of every client of the queue; `request` holds every
+    field of `ArchiveRequest`."""
+    if client is None:
+        return queue_client().queue_wide(queue).archive_list(**request).to_dict()
+    return queue_client().queue(queue, client).archive_list(**request).to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def archive_get(queue: str, client: str, message_id: str) -> dict[str, Any]:
+    copies = queue_client().queue(queue, client).archive_get(message_id)
+    return {"messages": [copy.to_dict() for copy in copies]}
 
 
 def _looked_at(messages: Sequence[Any]) -> dict[str, Any]:
