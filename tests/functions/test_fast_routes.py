@@ -628,6 +628,15 @@ def test_a_queue_and_the_list_of_queues_are_answered_alike_by_both_paths(
     _same(fast, slow, fresh=False)
 
 
+def test_the_openapi_document_is_served_as_the_resolver_serves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, slow = _both("producer", api_event("GET", "/openapi.json"))
+    assert fast is not None
+    _same(fast, slow, fresh=False)
+    assert fast_routes.answer("producer", api_event("GET", "/openapi.json", {"x": 1})) is None
+    monkeypatch.setattr(fast_routes, "SERVED", ROOT / "no" / "such" / "file.json")
+    assert fast_routes.answer("producer", api_event("GET", "/openapi.json")) is None
+
+
 _NEW_QUEUES = itertools.count()
 
 
@@ -892,7 +901,7 @@ def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: Q
         ("producer", api_event("POST", f"{sub_queue}/messages", {"body": ""})),
         ("producer", api_event("POST", f"{sub_queue}/messages", {"body": "hi", "priority": "3"})),
         ("producer", api_event("POST", f"{sub_queue}/messages", raw_body="{")),
-        ("producer", api_event("GET", "/openapi.json")),
+        ("producer", api_event("GET", "/openapi.json", query={"format": "yaml"})),
         ("producer", api_event("POST", "/queues/bad name/clients/c1/messages", {"body": "hi"})),
         ("poller", api_event("POST", f"{sub_queue}/messages", {"body": "hi"})),
         ("poller", api_event("POST", f"{sub_queue}/receive", {"max_messages": 11})),
@@ -954,6 +963,7 @@ with mock_aws():
         ("poller", ["GET", "/queues/orders/clients/c1/archive"], [200, False]),
         ("poller", ["GET", "/queues/orders/archive"], [200, False]),
         ("poller", ["GET", "/queues/orders/clients/c1/archive/S0.1800000000000"], [404, False]),
+        ("producer", ["GET", "/openapi.json"], [200, False]),
         ("producer", ["DELETE", "/queues/orders"], [200, False]),
         ("visibility_sweeper", {"action": "sweep"}, [200, False]),
         ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),

@@ -6,8 +6,9 @@ to a route listed in `FAST_ROUTES` is first checked by `queue_api.request_checks
 pydantic accepts identically, and answered through `queue_api.plain_operations` (the same work the pydantic
 handlers call) and `queue_api.answer_shapes` (the same JSON the models write). Whenever any step is unsure
 (another route, an odd path, a query string or body it does not vouch for, an answer of a type it does not
-know), the request takes the validating resolver as before, so every error answer and `/openapi.json` stay
-exactly what they were; `answer` only ever returns None before it has changed anything.
+know), the request takes the validating resolver as before, so every error answer stays exactly what it was;
+`answer` only ever returns None before it has changed anything. `GET /openapi.json` is answered with the document
+as the resolver writes it, generated beforehand and shipped in the layer (`queue_api.openapi.SERVED`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any, Final
 
 from . import answer_shapes, plain_operations, request_checks
 from .error_mapping import error_answer
+from .openapi import SERVED
 from .operations import ROUTES, Operation
-from .proxy import proxy_response
+from .proxy import proxy_json, proxy_response
 from .request_checks import Unsure
 
 Address = dict[str, str]
@@ -134,6 +136,19 @@ def _created(address: Address, settings: dict[str, Any]) -> tuple[Any, str, int]
     return answer, "QueueSettingsAnswer", 201 if created else 200
 
 
+class Written(str):
+    """An answer's body already written as the resolver writes it, served as it is."""
+
+
+def _served_document(event: Mapping[str, Any]) -> Written:
+    """The OpenAPI document's answer as generated (`queue_api.openapi.SERVED`); without it, the resolver's."""
+    _nothing(event)
+    try:
+        return Written(SERVED.read_text(encoding="utf-8").removesuffix("\n"))
+    except OSError as error:
+        raise Unsure from error
+
+
 def _client(address: Address) -> str | None:
     """The path's client, or None for a route of the whole queue (its handles name their client)."""
     return address.get("c")
@@ -202,6 +217,7 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
     "cancel": FastRoute(
         _nothing, lambda address, _: (plain_operations.cancel(address["q"], address["c"], address["id"]), "Deleted")
     ),
+    "openapi": FastRoute(_served_document, lambda _address, document: (document, "OpenApiDocument")),
     "create_queue": FastRoute(_given(request_checks.CREATE_QUEUE), _created),
     "update_queue": FastRoute(
         _changes,
@@ -280,14 +296,18 @@ def answer(function: str, event: Mapping[str, Any]) -> dict[str, Any] | None:
         written = _written(result, model)
     except Exception as error:  # mapped once, as the resolver's exception handler maps it
         return proxy_response(*error_answer(error))
-    return proxy_response(status[0] if status else 200, written)
+    return proxy_json(status[0] if status else 200, written)
 
 
-def _written(result: Any, model: str) -> Any:
-    """The answer as its model writes it: by its shape when sure, else validated and written by the model."""
+def _written(result: Any, model: str) -> str:
+    """The answer's JSON as its model writes it: by its shape when sure, else validated and written by the
+    model; an answer `Written` already, as it is."""
+    if isinstance(result, Written):
+        return str(result)
     try:
-        return answer_shapes.MODELS[model](result)
+        shaped = answer_shapes.MODELS[model](result)
     except Unsure:
         from . import schemas
 
-        return getattr(schemas, model).model_validate(result).model_dump(mode="json", by_alias=True)
+        shaped = getattr(schemas, model).model_validate(result).model_dump(mode="json", by_alias=True)
+    return json.dumps(shaped, separators=(",", ":"))
