@@ -273,6 +273,16 @@ def _replayed_queue(core: Any) -> Mapping[str, str]:
     return {"q": name, "replay": core.queue(name, READER).replay_start().replay_id}
 
 
+def _archived(core: Any) -> Mapping[str, str]:
+    """A queue that keeps an archive, with one message acknowledged (archived); its name and the message's id."""
+    name = f"kept-{uuid.uuid4().hex[:12]}"
+    core.create_queue(name, archive_days=1)
+    sub_queue = core.queue(name, READER)
+    sent = sub_queue.send("a first message").message_id
+    sub_queue.delete(sub_queue.receive()[0].receipt_handle)
+    return {"q": name, "id": sent}
+
+
 def _fresh_name(_core: Any) -> Mapping[str, str]:
     return {"q": f"new-{uuid.uuid4().hex[:12]}"}
 
@@ -310,6 +320,9 @@ _ROUTE_PREPARES: Final[dict[str, Callable[[Any], Mapping[str, str]]]] = {
     "get": _send_one(READER),
     "cancel": _send_one(READER),
     "move_to_dlq": _send_one(READER),
+    "archive_list": _archived,
+    "archive_get": _archived,
+    "archive_list_any": _archived,
     "replay_start": _replayed_queue,
     "replay_list": _replayed_queue,
     "replay_run": _replayed_queue,
