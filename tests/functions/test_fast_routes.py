@@ -1,6 +1,7 @@
 """The fast routes answer exactly as the validating resolver does, and a well-formed first request of a send, a
 receive, a listing, a delete, a visibility change, a release, stats, a purge, a look, cancel or move by id, a
-queue's creation, change, clients or deletion, a browse, or a look at the archive does not load pydantic.
+queue's creation, change, clients or deletion, a browse, a look at the archive, a redrive, the DLQ's reasons or the
+OpenAPI document does not load pydantic.
 
 The fast checks and answer shapes are tables written by hand; these tests hold each against the pydantic model it
 mirrors: the same fields in the same order with the same defaults, and, for generated inputs both well-formed and
@@ -165,6 +166,10 @@ def _valid_or_one_wrong(
 
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+# Message ids of the shapes the core issues (standard and FIFO), and near them.
+_MESSAGE_IDS = st.sampled_from(
+    ["S0.1800000000000", "S3.17959214976470000f38542", "F" + "g" * 10 + ".1", "S0.x", "S0." + "9" * 397, "x" * 401]
+)
 # Receipt handles of the shape the core issues (payload.MAC), and near it.
 _HANDLE_SHAPED = st.tuples(
     st.text(alphabet=_BASE64URL, min_size=1, max_size=8), st.text(alphabet=_BASE64URL, min_size=22, max_size=22)
@@ -204,6 +209,7 @@ _VALID_REQUEST_FIELDS = {
     "cursor": st.one_of(st.none(), st.text(alphabet=_BASE64URL, min_size=1, max_size=12)),
     "since": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
     "until": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
+    "message_ids": st.one_of(st.none(), st.lists(_MESSAGE_IDS, min_size=1, max_size=3)),
 }
 _NEAR_REQUEST_FIELDS = {
     "body": st.one_of(_TEXTS, _NOT_UTF8),
@@ -242,7 +248,15 @@ _NEAR_REQUEST_FIELDS = {
     "cursor": st.one_of(_TEXTS, _NOT_UTF8, st.sampled_from(["a" * 1000, "a" * 1001, "a=b", "a\n", "a.b"])),
     "since": _count(0, MAX_EPOCH_MS),
     "until": _count(0, MAX_EPOCH_MS),
+    "message_ids": st.one_of(
+        st.lists(st.one_of(_MESSAGE_IDS, _TEXTS, _NOT_UTF8, _NOT_INTS), max_size=3),
+        st.lists(st.just("S0.1800000000000"), min_size=limits.MAX_PEEK, max_size=limits.MAX_PEEK + 1),
+    ),
 }
+_NEAR_REQUEST_FIELDS["max_messages"] = st.one_of(
+    _NEAR_REQUEST_FIELDS["max_messages"], _count(1, limits.MAX_REDRIVE), st.none()
+)
+_NEAR_REQUEST_FIELDS["reason"] = st.one_of(_NEAR_REQUEST_FIELDS["reason"], st.sampled_from(["r" * 2048, "r" * 2049]))
 
 
 def _requests(table: Any) -> st.SearchStrategy[dict[str, Any]]:
@@ -272,6 +286,7 @@ _REQUESTS = {
     "ListRequest": _requests(request_checks.LIST),
     "BrowseRequest": _requests(request_checks.BROWSE),
     "ArchiveRequest": _requests(request_checks.ARCHIVE),
+    "RedriveRequest": _requests(request_checks.REDRIVE),
 }
 
 
@@ -433,6 +448,10 @@ _ANSWERS = {
     ),
     "ArchivePageAnswer": _answers(answer_shapes.ARCHIVE_PAGE_ANSWER, {"messages": _ARCHIVED}),
     "ArchivedCopies": _answers(answer_shapes.ARCHIVED_COPIES, {"messages": _ARCHIVED}),
+    "Redriven": _answers(answer_shapes.REDRIVEN),
+    "DlqReasons": _answers(
+        answer_shapes.DLQ_REASONS, {"reasons": st.lists(_answers(answer_shapes.REASON_GROUP), max_size=2)}
+    ),
     "SweepAnswer": _answers(
         answer_shapes.SWEEP_ANSWER,
         {
@@ -768,6 +787,50 @@ def test_waiting_and_archived_messages_are_looked_at_through_the_fast_path(archi
         assert json.loads(fast["body"])["messages"], path
 
 
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    path=st.one_of(_PATHS, st.just("/queues/orders/clients/dead")),
+    route=st.sampled_from([("POST", "dlq/redrive"), ("GET", "dlq/reasons")]),
+    body=st.one_of(st.none(), _REQUESTS["RedriveRequest"], _VALUES),
+)
+def test_a_redrive_and_the_dlqs_reasons_are_answered_alike_by_both_paths(
+    queues: QueueClient, path: str, route: tuple[str, str], body: Any
+) -> None:
+    """The reasons of a DLQ with dead letters, and redrives of DLQs with nothing to redrive (`c1` and `c2` have
+    no dead letters, `dead`'s are only looked at), change nothing."""
+    dead = queues.queue("orders", "dead")
+    if not dead.dlq_list(1):
+        for reason in ("timed out", "bad input", "bad input"):
+            sent = dead.send("poison").message_id
+            (held,) = dead.receive()
+            dead.release(held.receipt_handle, 0, reason)
+            dead.move_to_dlq(sent)
+    method, tail = route
+    if method == "POST" and path.endswith("/dead"):
+        path = path.replace("/dead", "/c2")
+    fast, slow = _both("dlq_redriver", api_event(method, f"{path}/{tail}", body if method == "POST" else None))
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_dead_letters_are_redriven_through_the_fast_path(queues: QueueClient) -> None:
+    sub_queue = queues.queue("orders", "c3")
+    for _ in range(3):
+        sent = sub_queue.send("poison").message_id
+        (held,) = sub_queue.receive()
+        sub_queue.release(held.receipt_handle, 0, "bad input")
+        sub_queue.move_to_dlq(sent)
+    path = "/queues/orders/clients/c3"
+    reasons, slow = _both("dlq_redriver", api_event("GET", f"{path}/dlq/reasons"))
+    assert reasons is not None and reasons == slow
+    assert [(group["reason"], group["count"]) for group in json.loads(reasons["body"])["reasons"]] == [("bad input", 3)]
+    oldest = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/dlq/redrive", {"max_messages": 1}))
+    assert oldest is not None and json.loads(oldest["body"]) == {"redriven": 1}
+    rest = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/dlq/redrive"))
+    assert rest is not None and json.loads(rest["body"]) == {"redriven": 2}
+    assert sub_queue.stats().dlq == 0 and sub_queue.stats().visible == 3
+
+
 _IDS = st.sampled_from(["S0.1800000000000", "S0.x", "F" + "g" * 10 + ".1", "not an id", "S0." + "9" * 41, "x" * 401])
 
 
@@ -966,6 +1029,8 @@ with mock_aws():
         ("poller", ["GET", "/queues/orders/archive"], [200, False]),
         ("poller", ["GET", "/queues/orders/clients/c1/archive/S0.1800000000000"], [404, False]),
         ("producer", ["GET", "/openapi.json"], [200, False]),
+        ("dlq_redriver", ["POST", "/queues/orders/clients/c1/dlq/redrive", {}], [200, False]),
+        ("dlq_redriver", ["GET", "/queues/orders/clients/c1/dlq/reasons"], [200, False]),
         ("producer", ["DELETE", "/queues/orders"], [200, False]),
         ("visibility_sweeper", {"action": "sweep"}, [200, False]),
         ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),

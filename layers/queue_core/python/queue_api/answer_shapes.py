@@ -229,6 +229,16 @@ PURGED: Final = Shape({"purged": (integer, REQUIRED)})
 DELETED: Final = Shape({"deleted": (flag, REQUIRED)})
 CLIENT_LIST: Final = Shape({"clients": (many(TEXT), REQUIRED)})
 MOVED: Final = Shape({"moved": (flag, REQUIRED)})
+REDRIVEN: Final = Shape({"redriven": (integer, REQUIRED)})
+REASON_GROUP: Final = Shape(
+    {
+        "reason": (TEXT, REQUIRED),
+        "count": (integer, REQUIRED),
+        "first_seen": (MAYBE_INT, REQUIRED),
+        "last_seen": (MAYBE_INT, REQUIRED),
+    }
+)
+DLQ_REASONS: Final = Shape({"reasons": (many(REASON_GROUP), REQUIRED), "approximate": (flag, REQUIRED)})
 QUEUE_DEPTH: Final = Shape(
     {
         "queue": (TEXT, REQUIRED),
@@ -294,6 +304,9 @@ MODELS: Final = {
     "Deleted": DELETED,
     "ClientList": CLIENT_LIST,
     "Moved": MOVED,
+    "Redriven": REDRIVEN,
+    "ReasonGroup": REASON_GROUP,
+    "DlqReasons": DLQ_REASONS,
     "QueueDepth": QUEUE_DEPTH,
     "QueueShards": QUEUE_SHARDS,
     "ShardGrowthHeld": SHARD_GROWTH_HELD,

@@ -38,16 +38,13 @@ def list_dlq(address: SubQueueAddress, request: ListRequest) -> MessageList:
 @tracer.capture_method(capture_response=False)
 def redrive(address: SubQueueAddress, request: RedriveRequest) -> Redriven:
     """All of the DLQ, the oldest `max_messages`, or the given `message_ids`, back with receive counts reset."""
-    moved = queue_client().queue(address.queue, address.client).redrive(**request.model_dump())
-    count("MessagesRedriven", moved)
-    return Redriven(redriven=moved)
+    return Redriven.model_validate(plain_operations.redrive(address.queue, address.client, request.model_dump()))
 
 
 @tracer.capture_method(capture_response=False)
 def dlq_reasons(address: SubQueueAddress, _request: NoAddress) -> DlqReasons:
     """The dead letters grouped by their last reason, from a bounded read of the DLQ."""
-    groups, approximate = queue_client().queue(address.queue, address.client).dlq_reasons()
-    return DlqReasons.model_validate({"reasons": groups, "approximate": approximate})
+    return DlqReasons.model_validate(plain_operations.dlq_reasons(address.queue, address.client))
 
 
 @tracer.capture_method(capture_response=False)

@@ -81,11 +81,6 @@ def _run_send(address: Address, request: tuple[str, Any]) -> tuple[Any, str]:
     return plain_operations.send_one(address["q"], address["c"], fields), "SendMessageAnswer"
 
 
-def _receive(event: Mapping[str, Any]) -> dict[str, Any]:
-    body = _json_body(event, optional=True)
-    return request_checks.RECEIVE({} if body is None else body)
-
-
 def _limit(event: Mapping[str, Any]) -> int:
     return _query(request_checks.LIST)(event)["limit"]
 
@@ -112,13 +107,23 @@ def _body(check: Callable[[Any], Any]) -> Callable[[Mapping[str, Any]], Any]:
     return lambda event: check(_json_body(event, optional=False))
 
 
+def _whole(check: Callable[[Any], dict[str, Any]]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A route whose JSON body may be left out (its every field has a default), which passes on every field."""
+
+    def whole(event: Mapping[str, Any]) -> dict[str, Any]:
+        body = _json_body(event, optional=True)
+        return check({} if body is None else body)
+
+    return whole
+
+
 def _given(check: Callable[[Any], dict[str, Any]]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """A route whose JSON body may be left out, which passes on only the fields the caller gave (the model's
     `exclude_unset`), so the core's defaults apply to the rest."""
 
     def given(event: Mapping[str, Any]) -> dict[str, Any]:
         body = _json_body(event, optional=True)
-        checked = check({} if body is None else body)
+        checked = check({} if body is None else body)  # a dict when checked: its fields are the ones given
         return {name: value for name, value in checked.items() if name in (body or {})}
 
     return given
@@ -126,9 +131,7 @@ def _given(check: Callable[[Any], dict[str, Any]]) -> Callable[[Mapping[str, Any
 
 def _changes(event: Mapping[str, Any]) -> dict[str, Any]:
     """A change of a queue's settings: the fields given and not null (the model's `exclude_none`)."""
-    body = _json_body(event, optional=True)
-    checked = request_checks.UPDATE_QUEUE({} if body is None else body)
-    return {name: value for name, value in checked.items() if value is not None}
+    return {name: value for name, value in _whole(request_checks.UPDATE_QUEUE)(event).items() if value is not None}
 
 
 def _created(address: Address, settings: dict[str, Any]) -> tuple[Any, str, int]:
@@ -154,6 +157,7 @@ def _client(address: Address) -> str | None:
     return address.get("c")
 
 
+_RECEIVE: Final = _whole(request_checks.RECEIVE)
 _DELETE: Final = FastRoute(
     _body(request_checks.DELETE),
     lambda address, request: (
@@ -184,7 +188,7 @@ _VISIBILITY: Final = FastRoute(
 FAST_ROUTES: Final[dict[str, FastRoute]] = {
     "send": FastRoute(_send, _run_send),
     "receive": FastRoute(
-        _receive,
+        _RECEIVE,
         lambda address, options: (plain_operations.receive(address["q"], address["c"], options), "ReceiveAnswer"),
     ),
     "peek": FastRoute(
@@ -194,7 +198,7 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
         _limit, lambda address, limit: (plain_operations.list_dlq(address["q"], address["c"], limit), "MessageList")
     ),
     "receive_any": FastRoute(
-        _receive, lambda address, options: (plain_operations.receive_any(address["q"], options), "ReceiveAnswer")
+        _RECEIVE, lambda address, options: (plain_operations.receive_any(address["q"], options), "ReceiveAnswer")
     ),
     "delete": _DELETE,
     "delete_any": _DELETE,
@@ -247,6 +251,13 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
             plain_operations.archive_get(address["q"], address["c"], address["id"]),
             "ArchivedCopies",
         ),
+    ),
+    "redrive": FastRoute(
+        _whole(request_checks.REDRIVE),
+        lambda address, request: (plain_operations.redrive(address["q"], address["c"], request), "Redriven"),
+    ),
+    "dlq_reasons": FastRoute(
+        _nothing, lambda address, _: (plain_operations.dlq_reasons(address["q"], address["c"]), "DlqReasons")
     ),
     "move_to_dlq": FastRoute(
         _nothing, lambda address, _: (plain_operations.move_to_dlq(address["q"], address["c"], address["id"]), "Moved")

@@ -192,6 +192,22 @@ def archive_get(queue: str, client: str, message_id: str) -> dict[str, Any]:
     return {"messages": [copy.to_dict() for copy in copies]}
 
 
+@tracer.capture_method(capture_response=False)
+def redrive(queue: str, client: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """All of the DLQ, the oldest `max_messages`, or the given `message_ids`, back with receive counts reset;
+    `request` holds every field of `RedriveRequest`."""
+    moved = queue_client().queue(queue, client).redrive(**request)
+    count("MessagesRedriven", moved)
+    return {"redriven": moved}
+
+
+@tracer.capture_method(capture_response=False)
+def dlq_reasons(queue: str, client: str) -> dict[str, Any]:
+    """The dead letters grouped by their last reason, from a bounded read of the DLQ."""
+    groups, approximate = queue_client().queue(queue, client).dlq_reasons()
+    return {"reasons": groups, "approximate": approximate}
+
+
 def _looked_at(messages: Sequence[Any]) -> dict[str, Any]:
     """As many of the looked-at messages as one Lambda answer carries (a hundred 1 MiB bodies would not): a look
     changes nothing, so the ones left out are simply not shown."""

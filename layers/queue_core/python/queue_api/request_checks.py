@@ -220,6 +220,23 @@ RELEASE: Final = Fields(
         "reason": (nullable(text(0, 64 * 1024)), None),
     }
 )
+_MESSAGE_ID: Final = re.compile(MESSAGE_ID_PATTERN)
+
+
+def message_id(value: Any) -> str:
+    """A message id of the shape the core issues, at most `MAX_MESSAGE_ID` characters (`schemas.MessageId`)."""
+    if not is_text(value) or len(value) > MAX_MESSAGE_ID or _MESSAGE_ID.fullmatch(value) is None:
+        raise Unsure
+    return value
+
+
+REDRIVE: Final = Fields(
+    {
+        "max_messages": (nullable(strict_int(1, limits.MAX_REDRIVE)), None),
+        "message_ids": (nullable(items(message_id, 1, limits.MAX_PEEK)), None),
+        "reason": (nullable(text(1, 2048)), None),
+    }
+)
 # A queue's settings, by field: the check of a given value and the default of one left out at creation.
 _SHARDS: Final = either(strict_int(1, limits.MAX_SHARDS), choice("auto"))
 _SETTINGS: Final = {
@@ -284,13 +301,10 @@ MODELS: Final = {
     "ListRequest": LIST,
     "BrowseRequest": BROWSE,
     "ArchiveRequest": ARCHIVE,
+    "RedriveRequest": REDRIVE,
 }
 
-_PATH_PATTERNS: Final = {
-    "q": re.compile(QUEUE_NAME_PATTERN),
-    "c": re.compile(CLIENT_ID_PATTERN),
-    "id": re.compile(MESSAGE_ID_PATTERN),
-}
+_PATH_PATTERNS: Final = {"q": re.compile(QUEUE_NAME_PATTERN), "c": re.compile(CLIENT_ID_PATTERN)}
 # A number in a query string as the fast checks take it: plain decimal digits, no sign, space or leading zero.
 _DECIMAL: Final = re.compile(r"0|[1-9][0-9]{0,15}")
 # The query parameters that are numbers (`queue_api.http.QUERY_PARAMETERS` gives each name one type).
@@ -300,10 +314,11 @@ QUERY_NUMBERS: Final = frozenset({"since", "until", "limit", "priority"})
 def path_names(parameters: Mapping[str, str]) -> dict[str, str]:
     """The queue, client and message id of a route's path parameters (`q`, `c`, `id`); any other is `Unsure`."""
     for name, value in parameters.items():
+        if name == "id":
+            message_id(value)
+            continue
         pattern = _PATH_PATTERNS.get(name)
         if pattern is None or not is_text(value) or pattern.fullmatch(value) is None:
-            raise Unsure
-        if name == "id" and len(value) > MAX_MESSAGE_ID:
             raise Unsure
     return dict(parameters)
 
