@@ -1,7 +1,7 @@
 """The fast routes answer exactly as the validating resolver does, and a well-formed first request of a send, a
 receive, a listing, a delete, a visibility change, a release, stats, a purge, a look, cancel or move by id, a
-queue's creation, change, clients or deletion, a browse, a look at the archive, a redrive, the DLQ's reasons or the
-OpenAPI document does not load pydantic.
+queue's creation, change, clients or deletion, a browse, a look at the archive, a replay, a redrive, the DLQ's
+reasons or the OpenAPI document does not load pydantic.
 
 The fast checks and answer shapes are tables written by hand; these tests hold each against the pydantic model it
 mirrors: the same fields in the same order with the same defaults, and, for generated inputs both well-formed and
@@ -53,6 +53,11 @@ FRESH = frozenset(
         "receive_count",
         "oldest_age_seconds",
         "created_at",
+        "replay_id",
+        "updated_at",
+        "finished_at",
+        "reached_at",
+        "until",  # a replay's end of range: its start's time when none is given
     }
 )
 # A handle of the shape the core issues that no sub-queue issued: refused alike by both paths.
@@ -166,6 +171,19 @@ def _valid_or_one_wrong(
 
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+_SECONDS = st.one_of(
+    st.integers(0, limits.MAX_REPLAY_RUN_SECONDS),
+    st.floats(0, limits.MAX_REPLAY_RUN_SECONDS, allow_nan=False),
+)
+_NEAR_SECONDS = st.one_of(
+    st.sampled_from([-1, -0.0, limits.MAX_REPLAY_RUN_SECONDS + 1, 20.000001, float("inf"), "5", "5.0", True, None]),
+    st.floats(),
+)
+# Replay ids of the shape the core issues (`queue_core.keys.REPLAY_ID_PATTERN`), and near it.
+_REPLAY_IDS = st.tuples(
+    st.text(alphabet="0123456789", min_size=13, max_size=13),
+    st.text(alphabet="0123456789abcdef", min_size=12, max_size=12),
+).map("-".join)
 # Message ids of the shapes the core issues (standard and FIFO), and near them.
 _MESSAGE_IDS = st.sampled_from(
     ["S0.1800000000000", "S3.17959214976470000f38542", "F" + "g" * 10 + ".1", "S0.x", "S0." + "9" * 397, "x" * 401]
@@ -210,6 +228,11 @@ _VALID_REQUEST_FIELDS = {
     "since": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
     "until": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
     "message_ids": st.one_of(st.none(), st.lists(_MESSAGE_IDS, min_size=1, max_size=3)),
+    "rate": st.one_of(st.none(), st.integers(1, limits.MAX_REPLAY_RATE)),
+    "source": st.one_of(st.none(), st.sampled_from(["archive", "dlq"])),
+    "run_seconds": _SECONDS,
+    "seconds": _SECONDS,
+    "replay_id": _REPLAY_IDS,
 }
 _NEAR_REQUEST_FIELDS = {
     "body": st.one_of(_TEXTS, _NOT_UTF8),
@@ -253,6 +276,21 @@ _NEAR_REQUEST_FIELDS = {
         st.lists(st.just("S0.1800000000000"), min_size=limits.MAX_PEEK, max_size=limits.MAX_PEEK + 1),
     ),
 }
+_NEAR_REQUEST_FIELDS.update(
+    {
+        "rate": _count(1, limits.MAX_REPLAY_RATE),
+        "source": st.sampled_from(["Archive", "", "dead"]),
+        "run_seconds": _NEAR_SECONDS,
+        "seconds": _NEAR_SECONDS,
+        "replay_id": st.one_of(
+            _TEXTS, _NOT_UTF8, _NOT_INTS, st.sampled_from(["1" * 13 + "-" + "a" * 11, "1" * 13 + "-" + "A" * 12])
+        ),
+    }
+)
+_NEAR_REQUEST_FIELDS["message_ids"] = st.one_of(
+    _NEAR_REQUEST_FIELDS["message_ids"],
+    st.lists(st.just("S0.1800000000000"), min_size=limits.MAX_REPLAY_IDS, max_size=limits.MAX_REPLAY_IDS + 1),
+)
 _NEAR_REQUEST_FIELDS["max_messages"] = st.one_of(
     _NEAR_REQUEST_FIELDS["max_messages"], _count(1, limits.MAX_REDRIVE), st.none()
 )
@@ -287,6 +325,10 @@ _REQUESTS = {
     "BrowseRequest": _requests(request_checks.BROWSE),
     "ArchiveRequest": _requests(request_checks.ARCHIVE),
     "RedriveRequest": _requests(request_checks.REDRIVE),
+    "ReplayRequest": _requests(request_checks.REPLAY),
+    "ReplayRunRequest": _requests(request_checks.REPLAY_RUN),
+    "ReplayIdRequest": _requests(request_checks.REPLAY_ID),
+    "ReplayListRequest": _requests(request_checks.REPLAY_LIST),
 }
 
 
@@ -410,6 +452,14 @@ _BATCH_PARTS = {
     "successful": st.lists(_answers(answer_shapes.SEND_ENTRY_RESULT), max_size=3),
     "failed": st.lists(_answers(answer_shapes.ENTRY_FAILURE), max_size=2),
 }
+_REPLAY_ANSWERS = _answers(
+    answer_shapes.REPLAY_ANSWER,
+    {
+        "state": st.sampled_from(["running", "done", "cancelled", "gone"]),
+        "source": st.sampled_from(["archive", "dlq", "DLQ"]),
+        "message_ids": st.one_of(st.none(), st.lists(st.text(max_size=4), max_size=2)),
+    },
+)
 _ATTEMPTS = {"attempts": st.lists(_answers(answer_shapes.ATTEMPT), max_size=2)}
 _ARCHIVED = st.lists(_answers(answer_shapes.ARCHIVED_MESSAGE_ANSWER, _ATTEMPTS), max_size=2)
 _ANSWERS = {
@@ -449,6 +499,8 @@ _ANSWERS = {
     "ArchivePageAnswer": _answers(answer_shapes.ARCHIVE_PAGE_ANSWER, {"messages": _ARCHIVED}),
     "ArchivedCopies": _answers(answer_shapes.ARCHIVED_COPIES, {"messages": _ARCHIVED}),
     "Redriven": _answers(answer_shapes.REDRIVEN),
+    "ReplayAnswer": _REPLAY_ANSWERS,
+    "ReplayList": _answers(answer_shapes.REPLAY_LIST, {"replays": st.lists(_REPLAY_ANSWERS, max_size=2)}),
     "DlqReasons": _answers(
         answer_shapes.DLQ_REASONS, {"reasons": st.lists(_answers(answer_shapes.REASON_GROUP), max_size=2)}
     ),
@@ -727,7 +779,9 @@ def archived(queues: QueueClient) -> dict[str, Any]:
         queues.queue_wide("kept").archive_list(limit=1).cursor,
         queues.queue("orders", "c1").browse(limit=1).cursor,
     ]
-    return {"ids": ids, "cursors": [cursor for cursor in cursors if cursor]}
+    replay = queues.queue("kept", "c1").replay_start(message_ids=ids[:1])
+    queues.queue("kept", "c1").replay_run(replay.replay_id, 1)
+    return {"ids": ids, "cursors": [cursor for cursor in cursors if cursor], "replay": replay.replay_id}
 
 
 _QUERY_VALUES = st.one_of(
@@ -829,6 +883,79 @@ def test_dead_letters_are_redriven_through_the_fast_path(queues: QueueClient) ->
     rest = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/dlq/redrive"))
     assert rest is not None and json.loads(rest["body"]) == {"redriven": 2}
     assert sub_queue.stats().dlq == 0 and sub_queue.stats().visible == 3
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    queue=st.sampled_from(["kept", "kept", "orders", "missing", "bad name"]),
+    body=st.one_of(st.none(), _REQUESTS["ReplayRequest"], _VALUES),
+)
+def test_a_replay_start_is_answered_alike_by_both_paths(archived: dict[str, Any], queue: str, body: Any) -> None:
+    """Each path starts its own replay, into one of two clients of names of one length; it runs for no time (a
+    run of seconds is left to the test below)."""
+    if isinstance(body, dict) and type(body.get("run_seconds")) in (int, float) and body["run_seconds"] > 0:
+        body = {**body, "run_seconds": type(body["run_seconds"])(0)}
+    fast = fast_routes.answer("dlq_redriver", api_event("POST", f"/queues/{queue}/clients/twin-f/replays", body))
+    if fast is None:
+        return
+    event = api_event("POST", f"/queues/{queue}/clients/twin-s/replays", body)
+    slow = resolve(resolver_for("dlq_redriver"), event, FakeLambdaContext())
+    _same(fast, {**slow, "body": slow["body"].replace("twin-s", "twin-f")}, fresh=True)
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    queue=st.sampled_from(["kept", "orders", "missing", "bad name"]),
+    route=st.sampled_from([("GET", "replays"), ("POST", "replays/run"), ("POST", "replays/cancel")]),
+    known=st.booleans(),
+    body=st.one_of(st.none(), _REQUESTS["ReplayRunRequest"], _REQUESTS["ReplayIdRequest"], _VALUES),
+    query=st.one_of(
+        st.none(),
+        st.dictionaries(st.sampled_from(["replay_id", "limit", "other"]), st.one_of(_QUERY_VALUES, _REPLAY_IDS)),
+    ),
+)
+def test_a_replays_listing_run_or_cancel_is_answered_alike_by_both_paths(
+    archived: dict[str, Any],
+    queue: str,
+    route: tuple[str, str],
+    known: bool,
+    body: Any,
+    query: dict[str, str] | None,
+) -> None:
+    """Listings of a sub-queue with a finished replay (a real id among the generated ones), and runs and cancels
+    of replays that do not exist (or of a finished one: both answer it as it stands) change nothing."""
+    if known:
+        key = "replay_id"
+        if route[0] == "GET":
+            query = {**(query or {}), key: archived["replay"]}
+        elif isinstance(body, dict):
+            body = {**body, key: archived["replay"]}
+    method, tail = route
+    event = api_event(method, f"/queues/{queue}/clients/c1/{tail}", body if method == "POST" else None, query=query)
+    fast, slow = _both("dlq_redriver", event)
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_a_replay_is_started_run_listed_and_cancelled_through_the_fast_path(archived: dict[str, Any]) -> None:
+    path = "/queues/kept/clients/c1/replays"
+    started = fast_routes.answer("dlq_redriver", api_event("POST", path, {"since": 0, "rate": 5}))
+    assert started is not None and started["statusCode"] == 200
+    replay = json.loads(started["body"])
+    assert replay["state"] == "running" and replay["rate"] == 5
+    listed, slow = _both("dlq_redriver", api_event("GET", path, query={"replay_id": replay["replay_id"]}))
+    assert listed is not None and listed == slow
+    ran = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/run", {"replay_id": replay["replay_id"]}))
+    assert ran is not None and json.loads(ran["body"])["replayed"] == 2
+    again = fast_routes.answer("dlq_redriver", api_event("POST", path, {"run_seconds": 1}))
+    assert again is not None and json.loads(again["body"])["state"] == "done"
+    running = json.loads(fast_routes.answer("dlq_redriver", api_event("POST", path))["body"])
+    cancelled = fast_routes.answer(
+        "dlq_redriver", api_event("POST", f"{path}/cancel", {"replay_id": running["replay_id"]})
+    )
+    assert cancelled is not None and json.loads(cancelled["body"])["state"] == "cancelled"
+    everything, slow = _both("dlq_redriver", api_event("GET", path, query={"limit": "10"}))
+    assert everything is not None and everything == slow and len(json.loads(everything["body"])["replays"]) == 4
 
 
 _IDS = st.sampled_from(["S0.1800000000000", "S0.x", "F" + "g" * 10 + ".1", "not an id", "S0." + "9" * 41, "x" * 401])
@@ -1031,6 +1158,13 @@ with mock_aws():
         ("producer", ["GET", "/openapi.json"], [200, False]),
         ("dlq_redriver", ["POST", "/queues/orders/clients/c1/dlq/redrive", {}], [200, False]),
         ("dlq_redriver", ["GET", "/queues/orders/clients/c1/dlq/reasons"], [200, False]),
+        ("dlq_redriver", ["POST", "/queues/orders/clients/c1/replays", {}], [400, False]),
+        ("dlq_redriver", ["GET", "/queues/orders/clients/c1/replays"], [200, False]),
+        (
+            "dlq_redriver",
+            ["POST", "/queues/orders/clients/c1/replays/cancel", {"replay_id": "1" * 13 + "-" + "a" * 12}],
+            [404, False],
+        ),
         ("producer", ["DELETE", "/queues/orders"], [200, False]),
         ("visibility_sweeper", {"action": "sweep"}, [200, False]),
         ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),

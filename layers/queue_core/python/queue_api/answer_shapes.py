@@ -239,6 +239,31 @@ REASON_GROUP: Final = Shape(
     }
 )
 DLQ_REASONS: Final = Shape({"reasons": (many(REASON_GROUP), REQUIRED), "approximate": (flag, REQUIRED)})
+REPLAY_ANSWER: Final = Shape(
+    {
+        "replay_id": (TEXT, REQUIRED),
+        "queue": (TEXT, REQUIRED),
+        "client": (TEXT, REQUIRED),
+        "state": (choice("running", "done", "cancelled"), REQUIRED),
+        "since": (MAYBE_INT, REQUIRED),
+        "until": (MAYBE_INT, REQUIRED),
+        "message_ids": (nullable(many(TEXT)), REQUIRED),
+        "attributes": (TEXT_MAP, REQUIRED),
+        "rate": (integer, REQUIRED),
+        "replayed": (integer, REQUIRED),
+        "skipped": (integer, REQUIRED),
+        "failed": (integer, REQUIRED),
+        "total": (MAYBE_INT, REQUIRED),
+        "reached_at": (MAYBE_INT, REQUIRED),
+        "last_error": (MAYBE_TEXT, REQUIRED),
+        "created_at": (integer, REQUIRED),
+        "updated_at": (integer, REQUIRED),
+        "finished_at": (MAYBE_INT, REQUIRED),
+        "source": (choice("archive", "dlq"), "archive"),
+        "reason": (MAYBE_TEXT, None),
+    }
+)
+REPLAY_LIST: Final = Shape({"replays": (many(REPLAY_ANSWER), REQUIRED)})
 QUEUE_DEPTH: Final = Shape(
     {
         "queue": (TEXT, REQUIRED),
@@ -305,6 +330,8 @@ MODELS: Final = {
     "ClientList": CLIENT_LIST,
     "Moved": MOVED,
     "Redriven": REDRIVEN,
+    "ReplayAnswer": REPLAY_ANSWER,
+    "ReplayList": REPLAY_LIST,
     "ReasonGroup": REASON_GROUP,
     "DlqReasons": DLQ_REASONS,
     "QueueDepth": QUEUE_DEPTH,

@@ -259,6 +259,31 @@ FAST_ROUTES: Final[dict[str, FastRoute]] = {
     "dlq_reasons": FastRoute(
         _nothing, lambda address, _: (plain_operations.dlq_reasons(address["q"], address["c"]), "DlqReasons")
     ),
+    "replay_start": FastRoute(
+        _whole(request_checks.REPLAY),
+        lambda address, request: (plain_operations.replay_start(address["q"], address["c"], request), "ReplayAnswer"),
+    ),
+    "replay_run": FastRoute(
+        _body(request_checks.REPLAY_RUN),
+        lambda address, request: (
+            plain_operations.replay_run(address["q"], address["c"], request["replay_id"], request["seconds"]),
+            "ReplayAnswer",
+        ),
+    ),
+    "replay_cancel": FastRoute(
+        _body(request_checks.REPLAY_ID),
+        lambda address, request: (
+            plain_operations.replay_cancel(address["q"], address["c"], request["replay_id"]),
+            "ReplayAnswer",
+        ),
+    ),
+    "replay_list": FastRoute(
+        _query(request_checks.REPLAY_LIST),
+        lambda address, request: (
+            plain_operations.replay_list(address["q"], address["c"], request["replay_id"], request["limit"]),
+            "ReplayList",
+        ),
+    ),
     "move_to_dlq": FastRoute(
         _nothing, lambda address, _: (plain_operations.move_to_dlq(address["q"], address["c"], address["id"]), "Moved")
     ),

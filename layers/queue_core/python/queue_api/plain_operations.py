@@ -208,6 +208,41 @@ def dlq_reasons(queue: str, client: str) -> dict[str, Any]:
     return {"reasons": groups, "approximate": approximate}
 
 
+@tracer.capture_method(capture_response=False)
+def replay_start(queue: str, client: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """Records the replay, then runs it for up to `run_seconds` (0: not at all) in this call; `request` holds
+    every field of `ReplayRequest`."""
+    sub_queue = queue_client().queue(queue, client)
+    options = {name: value for name, value in request.items() if name != "run_seconds"}
+    started = sub_queue.replay_start(**options)
+    if request["run_seconds"]:
+        started = sub_queue.replay_run(started.replay_id, request["run_seconds"])
+    count("MessagesReplayed", started.replayed)
+    return started.to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def replay_run(queue: str, client: str, replay_id: str, seconds: float) -> dict[str, Any]:
+    sub_queue = queue_client().queue(queue, client)
+    before = sub_queue.replay_status(replay_id).replayed
+    found = sub_queue.replay_run(replay_id, seconds)
+    count("MessagesReplayed", found.replayed - before)
+    return found.to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def replay_list(queue: str, client: str, replay_id: str | None, limit: int) -> dict[str, Any]:
+    """One replay by id, or the sub-queue's replays, newest first."""
+    sub_queue = queue_client().queue(queue, client)
+    found = [sub_queue.replay_status(replay_id)] if replay_id is not None else sub_queue.replay_list(limit)
+    return {"replays": [status.to_dict() for status in found]}
+
+
+@tracer.capture_method(capture_response=False)
+def replay_cancel(queue: str, client: str, replay_id: str) -> dict[str, Any]:
+    return queue_client().queue(queue, client).replay_cancel(replay_id).to_dict()
+
+
 def _looked_at(messages: Sequence[Any]) -> dict[str, Any]:
     """As many of the looked-at messages as one Lambda answer carries (a hundred 1 MiB bodies would not): a look
     changes nothing, so the ones left out are simply not shown."""

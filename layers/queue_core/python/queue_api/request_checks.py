@@ -28,6 +28,7 @@ from .names import (
     MAX_MESSAGE_ID,
     MESSAGE_ID_PATTERN,
     QUEUE_NAME_PATTERN,
+    REPLAY_ID_PATTERN,
 )
 
 Check = Callable[[Any], Any]
@@ -98,6 +99,20 @@ def choice(*values: str) -> Check:
 
     def check(value: Any) -> str:
         if type(value) is not str or value not in values:
+            raise Unsure
+        return value
+
+    return check
+
+
+def seconds(high: float) -> Check:
+    """A lax `float` with `ge=0, le=high`: a JSON integer is held as the float it equals (pydantic's conversion),
+    a finite float as it is; text, booleans and anything out of range are `Unsure`."""
+
+    def check(value: Any) -> float:
+        if type(value) is int:
+            value = float(value)
+        if type(value) is not float or not 0 <= value <= high:
             raise Unsure
         return value
 
@@ -237,6 +252,24 @@ REDRIVE: Final = Fields(
         "reason": (nullable(text(1, 2048)), None),
     }
 )
+_REPLAY_ID: Final = matching(REPLAY_ID_PATTERN)
+_TIME: Final = nullable(strict_int(0, MAX_EPOCH_MS))
+REPLAY: Final = Fields(
+    {
+        "since": (_TIME, None),
+        "until": (_TIME, None),
+        "message_ids": (nullable(items(message_id, 1, limits.MAX_REPLAY_IDS)), None),
+        "attributes": (nullable(text_map(limits.MAX_ATTRIBUTES)), None),
+        "rate": (nullable(strict_int(1, limits.MAX_REPLAY_RATE)), None),
+        "source": (nullable(choice("archive", "dlq")), None),
+        "reason": (nullable(text(1, 2048)), None),
+        "run_seconds": (seconds(limits.MAX_REPLAY_RUN_SECONDS), 0),
+    }
+)
+REPLAY_RUN: Final = Fields(
+    {"replay_id": (_REPLAY_ID, REQUIRED), "seconds": (seconds(limits.MAX_REPLAY_RUN_SECONDS), 10)}
+)
+REPLAY_ID: Final = Fields({"replay_id": (_REPLAY_ID, REQUIRED)})
 # A queue's settings, by field: the check of a given value and the default of one left out at creation.
 _SHARDS: Final = either(strict_int(1, limits.MAX_SHARDS), choice("auto"))
 _SETTINGS: Final = {
@@ -281,13 +314,14 @@ BROWSE: Final = Fields(
 )
 ARCHIVE: Final = Fields(
     {
-        "since": (nullable(strict_int(0, MAX_EPOCH_MS)), None),
-        "until": (nullable(strict_int(0, MAX_EPOCH_MS)), None),
+        "since": (_TIME, None),
+        "until": (_TIME, None),
         "order": (choice("newest", "oldest"), "newest"),
         **LIST.fields,
         "cursor": (_CURSOR, None),
     }
 )
+REPLAY_LIST: Final = Fields({"replay_id": (nullable(_REPLAY_ID), None), **LIST.fields})
 # Each table by the name of the model it mirrors in `queue_api.schemas`.
 MODELS: Final = {
     "SendMessageRequest": SEND_MESSAGE,
@@ -302,6 +336,10 @@ MODELS: Final = {
     "BrowseRequest": BROWSE,
     "ArchiveRequest": ARCHIVE,
     "RedriveRequest": REDRIVE,
+    "ReplayRequest": REPLAY,
+    "ReplayRunRequest": REPLAY_RUN,
+    "ReplayIdRequest": REPLAY_ID,
+    "ReplayListRequest": REPLAY_LIST,
 }
 
 _PATH_PATTERNS: Final = {"q": re.compile(QUEUE_NAME_PATTERN), "c": re.compile(CLIENT_ID_PATTERN)}
