@@ -105,6 +105,7 @@ dist: $(DIST_STAMP)
 
 openapi: install
 	$(PY) -m queue_api.openapi > docs/openapi.json
+	$(PY) -m queue_api.openapi --served > layers/queue_core/python/queue_api/openapi.json
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache tests/sqs_clients/node_modules

@@ -1,6 +1,7 @@
 """The fast routes answer exactly as the validating resolver does, and a well-formed first request of a send, a
-receive, a listing, a delete, a visibility change, a release, stats, a purge, a look, cancel or move by id, or a
-queue's clients or deletion does not load pydantic.
+receive, a listing, a delete, a visibility change, a release, stats, a purge, a look, cancel or move by id, a
+queue's creation, change, clients or deletion, a browse, a look at the archive, a replay, a redrive, the DLQ's
+reasons or the OpenAPI document does not load pydantic.
 
 The fast checks and answer shapes are tables written by hand; these tests hold each against the pydantic model it
 mirrors: the same fields in the same order with the same defaults, and, for generated inputs both well-formed and
@@ -11,12 +12,15 @@ resolver's, byte for byte (ids and times aside where both paths write a new mess
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_core import PydanticUndefined
 from queue_api import answer_shapes, fast_routes, request_checks, schemas
+from queue_api.names import MAX_EPOCH_MS
 from queue_api.resolver import MAX_REQUEST_BYTES, answer_http, resolve, resolver_for
-from queue_core import QueueClient, limits
+from queue_core import QueueClient, QueueExists, limits
 
 from tests.conftest import examples
 from tests.events import FakeLambdaContext, api_event, scheduled_rule_event
@@ -47,6 +52,12 @@ FRESH = frozenset(
         "visible_at",
         "receive_count",
         "oldest_age_seconds",
+        "created_at",
+        "replay_id",
+        "updated_at",
+        "finished_at",
+        "reached_at",
+        "until",  # a replay's end of range: its start's time when none is given
     }
 )
 # A handle of the shape the core issues that no sub-queue issued: refused alike by both paths.
@@ -118,6 +129,7 @@ _VALUES = st.recursive(
 
 # What a strict field refuses though Python calls it a number or text: bools are ints, 1.0 == 1, lone surrogates.
 _NOT_INTS = st.one_of(st.booleans(), st.sampled_from([0.0, 1.0, -0.0, 1e2]))
+_NOT_BOOLS = st.one_of(st.integers(0, 1), st.sampled_from([0.0, 1.0, "true", "false", None]))
 _NOT_UTF8 = st.sampled_from(["\ud800", "a\udfff", "\udc80" * 2])
 
 
@@ -159,6 +171,23 @@ def _valid_or_one_wrong(
 
 
 _BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+_SECONDS = st.one_of(
+    st.integers(0, limits.MAX_REPLAY_RUN_SECONDS),
+    st.floats(0, limits.MAX_REPLAY_RUN_SECONDS, allow_nan=False),
+)
+_NEAR_SECONDS = st.one_of(
+    st.sampled_from([-1, -0.0, limits.MAX_REPLAY_RUN_SECONDS + 1, 20.000001, float("inf"), "5", "5.0", True, None]),
+    st.floats(),
+)
+# Replay ids of the shape the core issues (`queue_core.keys.REPLAY_ID_PATTERN`), and near it.
+_REPLAY_IDS = st.tuples(
+    st.text(alphabet="0123456789", min_size=13, max_size=13),
+    st.text(alphabet="0123456789abcdef", min_size=12, max_size=12),
+).map("-".join)
+# Message ids of the shapes the core issues (standard and FIFO), and near them.
+_MESSAGE_IDS = st.sampled_from(
+    ["S0.1800000000000", "S3.17959214976470000f38542", "F" + "g" * 10 + ".1", "S0.x", "S0." + "9" * 397, "x" * 401]
+)
 # Receipt handles of the shape the core issues (payload.MAC), and near it.
 _HANDLE_SHAPED = st.tuples(
     st.text(alphabet=_BASE64URL, min_size=1, max_size=8), st.text(alphabet=_BASE64URL, min_size=22, max_size=22)
@@ -180,6 +209,30 @@ _VALID_REQUEST_FIELDS = {
     "receipt_handle": _HANDLE_SHAPED,
     "receipt_handles": st.lists(_HANDLE_SHAPED, min_size=1, max_size=limits.MAX_BATCH),
     "reason": st.one_of(st.none(), st.text(max_size=20)),
+    "fifo": st.booleans(),
+    "content_based_dedup": st.booleans(),
+    "queue_wide": st.booleans(),
+    "max_receive_count": st.integers(0, limits.MAX_RECEIVE_COUNT),
+    "retention_seconds": st.integers(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS),
+    "dedup_window_seconds": st.integers(0, limits.MAX_DEDUP_WINDOW_SECONDS),
+    "shards": st.one_of(st.just("auto"), st.integers(1, limits.MAX_SHARDS)),
+    "min_shards": st.integers(1, limits.MAX_SHARDS),
+    "max_shards": st.integers(1, limits.MAX_SHARDS),
+    "max_message_bytes": st.integers(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
+    "receive_wait_seconds": st.integers(0, limits.MAX_WAIT_SECONDS),
+    "archive_days": st.integers(0, limits.MAX_ARCHIVE_DAYS),
+    "limit": st.integers(1, limits.MAX_PEEK),
+    "state": st.one_of(st.none(), st.sampled_from(["visible", "in_flight", "delayed"])),
+    "group": st.one_of(st.none(), st.text(min_size=1, max_size=limits.MAX_GROUP_ID)),
+    "cursor": st.one_of(st.none(), st.text(alphabet=_BASE64URL, min_size=1, max_size=12)),
+    "since": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
+    "until": st.one_of(st.none(), st.integers(0, MAX_EPOCH_MS)),
+    "message_ids": st.one_of(st.none(), st.lists(_MESSAGE_IDS, min_size=1, max_size=3)),
+    "rate": st.one_of(st.none(), st.integers(1, limits.MAX_REPLAY_RATE)),
+    "source": st.one_of(st.none(), st.sampled_from(["archive", "dlq"])),
+    "run_seconds": _SECONDS,
+    "seconds": _SECONDS,
+    "replay_id": _REPLAY_IDS,
 }
 _NEAR_REQUEST_FIELDS = {
     "body": st.one_of(_TEXTS, _NOT_UTF8),
@@ -200,7 +253,48 @@ _NEAR_REQUEST_FIELDS = {
         st.lists(st.just("h"), min_size=limits.MAX_BATCH, max_size=limits.MAX_BATCH + 1),
     ),
     "reason": st.one_of(_TEXTS, _NOT_UTF8, st.just("r" * (64 * 1024)), st.just("r" * (64 * 1024 + 1))),
+    "fifo": _NOT_BOOLS,
+    "content_based_dedup": _NOT_BOOLS,
+    "queue_wide": _NOT_BOOLS,
+    "max_receive_count": _count(0, limits.MAX_RECEIVE_COUNT),
+    "retention_seconds": _count(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS),
+    "dedup_window_seconds": _count(0, limits.MAX_DEDUP_WINDOW_SECONDS),
+    "shards": st.one_of(_count(1, limits.MAX_SHARDS), st.sampled_from(["Auto", "auto ", "", "5", None])),
+    "min_shards": _count(1, limits.MAX_SHARDS),
+    "max_shards": _count(1, limits.MAX_SHARDS),
+    "max_message_bytes": _count(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES),
+    "receive_wait_seconds": _count(0, limits.MAX_WAIT_SECONDS),
+    "archive_days": _count(0, limits.MAX_ARCHIVE_DAYS),
+    "limit": _count(1, limits.MAX_PEEK),
+    "state": st.sampled_from(["dlq", "Visible", "", "in flight"]),
+    "group": _name(limits.MAX_GROUP_ID),
+    "cursor": st.one_of(_TEXTS, _NOT_UTF8, st.sampled_from(["a" * 1000, "a" * 1001, "a=b", "a\n", "a.b"])),
+    "since": _count(0, MAX_EPOCH_MS),
+    "until": _count(0, MAX_EPOCH_MS),
+    "message_ids": st.one_of(
+        st.lists(st.one_of(_MESSAGE_IDS, _TEXTS, _NOT_UTF8, _NOT_INTS), max_size=3),
+        st.lists(st.just("S0.1800000000000"), min_size=limits.MAX_PEEK, max_size=limits.MAX_PEEK + 1),
+    ),
 }
+_NEAR_REQUEST_FIELDS.update(
+    {
+        "rate": _count(1, limits.MAX_REPLAY_RATE),
+        "source": st.sampled_from(["Archive", "", "dead"]),
+        "run_seconds": _NEAR_SECONDS,
+        "seconds": _NEAR_SECONDS,
+        "replay_id": st.one_of(
+            _TEXTS, _NOT_UTF8, _NOT_INTS, st.sampled_from(["1" * 13 + "-" + "a" * 11, "1" * 13 + "-" + "A" * 12])
+        ),
+    }
+)
+_NEAR_REQUEST_FIELDS["message_ids"] = st.one_of(
+    _NEAR_REQUEST_FIELDS["message_ids"],
+    st.lists(st.just("S0.1800000000000"), min_size=limits.MAX_REPLAY_IDS, max_size=limits.MAX_REPLAY_IDS + 1),
+)
+_NEAR_REQUEST_FIELDS["max_messages"] = st.one_of(
+    _NEAR_REQUEST_FIELDS["max_messages"], _count(1, limits.MAX_REDRIVE), st.none()
+)
+_NEAR_REQUEST_FIELDS["reason"] = st.one_of(_NEAR_REQUEST_FIELDS["reason"], st.sampled_from(["r" * 2048, "r" * 2049]))
 
 
 def _requests(table: Any) -> st.SearchStrategy[dict[str, Any]]:
@@ -225,6 +319,16 @@ _REQUESTS = {
     "DeleteRequest": _requests(request_checks.DELETE),
     "VisibilityRequest": _requests(request_checks.VISIBILITY),
     "ReleaseRequest": _requests(request_checks.RELEASE),
+    "CreateQueueRequest": _requests(request_checks.CREATE_QUEUE),
+    "UpdateQueueRequest": _requests(request_checks.UPDATE_QUEUE),
+    "ListRequest": _requests(request_checks.LIST),
+    "BrowseRequest": _requests(request_checks.BROWSE),
+    "ArchiveRequest": _requests(request_checks.ARCHIVE),
+    "RedriveRequest": _requests(request_checks.REDRIVE),
+    "ReplayRequest": _requests(request_checks.REPLAY),
+    "ReplayRunRequest": _requests(request_checks.REPLAY_RUN),
+    "ReplayIdRequest": _requests(request_checks.REPLAY_ID),
+    "ReplayListRequest": _requests(request_checks.REPLAY_LIST),
 }
 
 
@@ -348,6 +452,16 @@ _BATCH_PARTS = {
     "successful": st.lists(_answers(answer_shapes.SEND_ENTRY_RESULT), max_size=3),
     "failed": st.lists(_answers(answer_shapes.ENTRY_FAILURE), max_size=2),
 }
+_REPLAY_ANSWERS = _answers(
+    answer_shapes.REPLAY_ANSWER,
+    {
+        "state": st.sampled_from(["running", "done", "cancelled", "gone"]),
+        "source": st.sampled_from(["archive", "dlq", "DLQ"]),
+        "message_ids": st.one_of(st.none(), st.lists(st.text(max_size=4), max_size=2)),
+    },
+)
+_ATTEMPTS = {"attempts": st.lists(_answers(answer_shapes.ATTEMPT), max_size=2)}
+_ARCHIVED = st.lists(_answers(answer_shapes.ARCHIVED_MESSAGE_ANSWER, _ATTEMPTS), max_size=2)
 _ANSWERS = {
     "SendMessageAnswer": _answers(answer_shapes.SEND_MESSAGE_ANSWER, _BATCH_PARTS),
     "SendBatchAnswer": _answers(answer_shapes.SEND_BATCH_ANSWER, _BATCH_PARTS),
@@ -359,9 +473,7 @@ _ANSWERS = {
         answer_shapes.MESSAGE_LIST,
         {
             "messages": st.lists(
-                _answers(
-                    answer_shapes.MESSAGE_ANSWER, {"attempts": st.lists(_answers(answer_shapes.ATTEMPT), max_size=2)}
-                ),
+                _answers(answer_shapes.MESSAGE_ANSWER, _ATTEMPTS),
                 max_size=2,
             )
         },
@@ -379,6 +491,19 @@ _ANSWERS = {
     "Deleted": _answers(answer_shapes.DELETED),
     "ClientList": _answers(answer_shapes.CLIENT_LIST, {"clients": st.lists(st.text(max_size=4), max_size=3)}),
     "Moved": _answers(answer_shapes.MOVED),
+    "QueueSettingsAnswer": _answers(answer_shapes.QUEUE_SETTINGS_ANSWER),
+    "BrowsePageAnswer": _answers(
+        answer_shapes.BROWSE_PAGE_ANSWER,
+        {"messages": st.lists(_answers(answer_shapes.BROWSED_MESSAGE_ANSWER, _ATTEMPTS), max_size=2)},
+    ),
+    "ArchivePageAnswer": _answers(answer_shapes.ARCHIVE_PAGE_ANSWER, {"messages": _ARCHIVED}),
+    "ArchivedCopies": _answers(answer_shapes.ARCHIVED_COPIES, {"messages": _ARCHIVED}),
+    "Redriven": _answers(answer_shapes.REDRIVEN),
+    "ReplayAnswer": _REPLAY_ANSWERS,
+    "ReplayList": _answers(answer_shapes.REPLAY_LIST, {"replays": st.lists(_REPLAY_ANSWERS, max_size=2)}),
+    "DlqReasons": _answers(
+        answer_shapes.DLQ_REASONS, {"reasons": st.lists(_answers(answer_shapes.REASON_GROUP), max_size=2)}
+    ),
     "SweepAnswer": _answers(
         answer_shapes.SWEEP_ANSWER,
         {
@@ -574,6 +699,265 @@ def test_a_queue_and_the_list_of_queues_are_answered_alike_by_both_paths(
     _same(fast, slow, fresh=False)
 
 
+def test_the_openapi_document_is_served_as_the_resolver_serves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, slow = _both("producer", api_event("GET", "/openapi.json"))
+    assert fast is not None
+    _same(fast, slow, fresh=False)
+    assert fast_routes.answer("producer", api_event("GET", "/openapi.json", {"x": 1})) is None
+    monkeypatch.setattr(fast_routes, "SERVED", ROOT / "no" / "such" / "file.json")
+    assert fast_routes.answer("producer", api_event("GET", "/openapi.json")) is None
+
+
+_NEW_QUEUES = itertools.count()
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    name=st.sampled_from(["new", "new", "orders", "jobs.fifo", "bad name", "x" * 81]),
+    body=st.one_of(st.none(), _REQUESTS["CreateQueueRequest"], _VALUES),
+)
+def test_a_queue_creation_is_answered_alike_by_both_paths(queues: QueueClient, name: str, body: Any) -> None:
+    """A new queue: each path creates its own, of names of one length, so the answers differ only by the name and
+    the creation time; an existing queue: both meet it as it is (its own settings 200, others 409)."""
+    number = next(_NEW_QUEUES)
+    fast_name, slow_name = (f"new-f{number}", f"new-s{number}") if name == "new" else (name, name)
+    fast = fast_routes.answer("producer", api_event("PUT", f"/queues/{fast_name}", body))
+    if fast is None:
+        return
+    slow = resolve(resolver_for("producer"), api_event("PUT", f"/queues/{slow_name}", body), FakeLambdaContext())
+    _same(fast, {**slow, "body": slow["body"].replace(slow_name, fast_name)}, fresh=True)
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    name=st.sampled_from(["twin", "twin", "jobs.fifo", "missing", "bad name"]),
+    body=st.one_of(st.none(), _REQUESTS["UpdateQueueRequest"], _VALUES, st.just({"fifo": True})),
+)
+def test_a_queue_update_is_answered_alike_by_both_paths(queues: QueueClient, name: str, body: Any) -> None:
+    """Each path changes its own of two queues created alike and changed alike (a change the fast path left to
+    the resolver is made to neither)."""
+    for twin in ("twin-f", "twin-s"):
+        with contextlib.suppress(QueueExists):
+            queues.create_queue(twin)
+    fast_name, slow_name = ("twin-f", "twin-s") if name == "twin" else (name, name)
+    fast = fast_routes.answer("producer", api_event("PATCH", f"/queues/{fast_name}", body))
+    if fast is None:
+        return
+    slow = resolve(resolver_for("producer"), api_event("PATCH", f"/queues/{slow_name}", body), FakeLambdaContext())
+    _same(fast, {**slow, "body": slow["body"].replace(slow_name, fast_name)}, fresh=True)
+
+
+def test_a_queue_is_created_and_changed_through_the_fast_path(queues: QueueClient) -> None:
+    """201 when created, 200 when it existed with these settings; only the fields given are passed on."""
+    created = fast_routes.answer("producer", api_event("PUT", "/queues/made", {"fifo": False, "shards": 4}))
+    assert created is not None and created["statusCode"] == 201
+    assert json.loads(created["body"])["shards"] == 4 and not json.loads(created["body"])["auto_shards"]
+    again = fast_routes.answer("producer", api_event("PUT", "/queues/made", {"shards": 4}))
+    assert again is not None and again["statusCode"] == 200
+    empty = fast_routes.answer("producer", api_event("PUT", "/queues/plain"))
+    assert empty is not None and empty["statusCode"] == 201 and json.loads(empty["body"])["auto_shards"]
+    changed = fast_routes.answer("producer", api_event("PATCH", "/queues/made", {"visibility_timeout": 45}))
+    assert changed is not None and json.loads(changed["body"])["visibility_timeout"] == 45
+    assert queues.get_queue("made").visibility_timeout == 45 and queues.get_queue("made").shards == 4
+
+
+@pytest.fixture
+def archived(queues: QueueClient) -> dict[str, Any]:
+    """A queue that keeps an archive, with acknowledged messages of two clients and one still waiting; the ids
+    and cursors the routes of the archive and browse give."""
+    queues.create_queue("kept", archive_days=1)
+    ids = []
+    for client in ("c1", "c1", "c2"):
+        sub_queue = queues.queue("kept", client)
+        ids.append(sub_queue.send(f"to {client}", attributes={"k": client}).message_id)
+        (held,) = sub_queue.receive()
+        sub_queue.delete(held.receipt_handle)
+    queues.queue("kept", "c1").send("waiting")
+    queues.queue("orders", "c1").send("second")
+    cursors = [
+        queues.queue("kept", "c1").archive_list(limit=1).cursor,
+        queues.queue_wide("kept").archive_list(limit=1).cursor,
+        queues.queue("orders", "c1").browse(limit=1).cursor,
+    ]
+    replay = queues.queue("kept", "c1").replay_start(message_ids=ids[:1])
+    queues.queue("kept", "c1").replay_run(replay.replay_id, 1)
+    return {"ids": ids, "cursors": [cursor for cursor in cursors if cursor], "replay": replay.replay_id}
+
+
+_QUERY_VALUES = st.one_of(
+    st.sampled_from(
+        ["1", "2", "10", "100", "101", "0", "01", "-1", "+1", " 1", "1.0", "9" * 13, "1" + "0" * 13, "9" * 20]
+    ),
+    st.sampled_from(["visible", "in_flight", "delayed", "dlq", "newest", "oldest", "Newest", "", "g", "x" * 129]),
+    _TEXTS,
+)
+_QUERY_NAMES = st.sampled_from(["limit", "state", "priority", "group", "cursor", "since", "until", "order", "other"])
+
+
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    queue=st.sampled_from(["kept", "orders", "jobs.fifo", "missing", "bad name"]),
+    client=st.sampled_from(["c1", "c2", "c9", "bad!"]),
+    tail=st.sampled_from(["clients/{c}/browse", "clients/{c}/archive", "archive", "clients/{c}/archive/{id}"]),
+    query=st.one_of(st.none(), st.dictionaries(_QUERY_NAMES, _QUERY_VALUES, max_size=3)),
+    pick=st.integers(0, 10),
+    cursor=st.booleans(),
+    body=st.one_of(st.none(), st.just({})),
+)
+def test_a_look_at_waiting_or_archived_messages_is_answered_alike_by_both_paths(
+    archived: dict[str, Any],
+    queue: str,
+    client: str,
+    tail: str,
+    query: dict[str, str] | None,
+    pick: int,
+    cursor: bool,
+    body: Any,
+) -> None:
+    """Browse, the archive of a client and of a queue, an archived message by id: reads, so both paths meet the
+    same state; real cursors and ids among the generated ones."""
+    ids = [*archived["ids"], "S0.1800000000000", "not an id", "x" * 401]
+    if cursor and archived["cursors"]:
+        query = {**(query or {}), "cursor": archived["cursors"][pick % len(archived["cursors"])]}
+    path = f"/queues/{queue}/" + tail.format(c=client, id=ids[pick % len(ids)])
+    fast, slow = _both("poller", api_event("GET", path, body, query=query))
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_waiting_and_archived_messages_are_looked_at_through_the_fast_path(archived: dict[str, Any]) -> None:
+    """Without this the alike-answers test could pass by leaving everything to the resolver."""
+    first = archived["ids"][0]
+    for path, query in (
+        ("/queues/kept/clients/c1/browse", None),
+        ("/queues/kept/clients/c1/browse", {"limit": "1", "state": "visible"}),
+        ("/queues/kept/clients/c1/archive", {"order": "oldest", "since": "0", "limit": "5"}),
+        ("/queues/kept/archive", None),
+        (f"/queues/kept/clients/c1/archive/{first}", None),
+    ):
+        fast, slow = _both("poller", api_event("GET", path, query=query))
+        assert fast is not None and fast["statusCode"] == 200, path
+        _same(fast, slow, fresh=False)
+        assert json.loads(fast["body"])["messages"], path
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    path=st.one_of(_PATHS, st.just("/queues/orders/clients/dead")),
+    route=st.sampled_from([("POST", "dlq/redrive"), ("GET", "dlq/reasons")]),
+    body=st.one_of(st.none(), _REQUESTS["RedriveRequest"], _VALUES),
+)
+def test_a_redrive_and_the_dlqs_reasons_are_answered_alike_by_both_paths(
+    queues: QueueClient, path: str, route: tuple[str, str], body: Any
+) -> None:
+    """The reasons of a DLQ with dead letters, and redrives of DLQs with nothing to redrive (`c1` and `c2` have
+    no dead letters, `dead`'s are only looked at), change nothing."""
+    dead = queues.queue("orders", "dead")
+    if not dead.dlq_list(1):
+        for reason in ("timed out", "bad input", "bad input"):
+            sent = dead.send("poison").message_id
+            (held,) = dead.receive()
+            dead.release(held.receipt_handle, 0, reason)
+            dead.move_to_dlq(sent)
+    method, tail = route
+    if method == "POST" and path.endswith("/dead"):
+        path = path.replace("/dead", "/c2")
+    fast, slow = _both("dlq_redriver", api_event(method, f"{path}/{tail}", body if method == "POST" else None))
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_dead_letters_are_redriven_through_the_fast_path(queues: QueueClient) -> None:
+    sub_queue = queues.queue("orders", "c3")
+    for _ in range(3):
+        sent = sub_queue.send("poison").message_id
+        (held,) = sub_queue.receive()
+        sub_queue.release(held.receipt_handle, 0, "bad input")
+        sub_queue.move_to_dlq(sent)
+    path = "/queues/orders/clients/c3"
+    reasons, slow = _both("dlq_redriver", api_event("GET", f"{path}/dlq/reasons"))
+    assert reasons is not None and reasons == slow
+    assert [(group["reason"], group["count"]) for group in json.loads(reasons["body"])["reasons"]] == [("bad input", 3)]
+    oldest = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/dlq/redrive", {"max_messages": 1}))
+    assert oldest is not None and json.loads(oldest["body"]) == {"redriven": 1}
+    rest = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/dlq/redrive"))
+    assert rest is not None and json.loads(rest["body"]) == {"redriven": 2}
+    assert sub_queue.stats().dlq == 0 and sub_queue.stats().visible == 3
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    queue=st.sampled_from(["kept", "kept", "orders", "missing", "bad name"]),
+    body=st.one_of(st.none(), _REQUESTS["ReplayRequest"], _VALUES),
+)
+def test_a_replay_start_is_answered_alike_by_both_paths(archived: dict[str, Any], queue: str, body: Any) -> None:
+    """Each path starts its own replay, into one of two clients of names of one length; it runs for no time (a
+    run of seconds is left to the test below)."""
+    if isinstance(body, dict) and type(body.get("run_seconds")) in (int, float) and body["run_seconds"] > 0:
+        body = {**body, "run_seconds": type(body["run_seconds"])(0)}
+    fast = fast_routes.answer("dlq_redriver", api_event("POST", f"/queues/{queue}/clients/twin-f/replays", body))
+    if fast is None:
+        return
+    event = api_event("POST", f"/queues/{queue}/clients/twin-s/replays", body)
+    slow = resolve(resolver_for("dlq_redriver"), event, FakeLambdaContext())
+    _same(fast, {**slow, "body": slow["body"].replace("twin-s", "twin-f")}, fresh=True)
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(
+    queue=st.sampled_from(["kept", "orders", "missing", "bad name"]),
+    route=st.sampled_from([("GET", "replays"), ("POST", "replays/run"), ("POST", "replays/cancel")]),
+    known=st.booleans(),
+    body=st.one_of(st.none(), _REQUESTS["ReplayRunRequest"], _REQUESTS["ReplayIdRequest"], _VALUES),
+    query=st.one_of(
+        st.none(),
+        st.dictionaries(st.sampled_from(["replay_id", "limit", "other"]), st.one_of(_QUERY_VALUES, _REPLAY_IDS)),
+    ),
+)
+def test_a_replays_listing_run_or_cancel_is_answered_alike_by_both_paths(
+    archived: dict[str, Any],
+    queue: str,
+    route: tuple[str, str],
+    known: bool,
+    body: Any,
+    query: dict[str, str] | None,
+) -> None:
+    """Listings of a sub-queue with a finished replay (a real id among the generated ones), and runs and cancels
+    of replays that do not exist (or of a finished one: both answer it as it stands) change nothing."""
+    if known:
+        key = "replay_id"
+        if route[0] == "GET":
+            query = {**(query or {}), key: archived["replay"]}
+        elif isinstance(body, dict):
+            body = {**body, key: archived["replay"]}
+    method, tail = route
+    event = api_event(method, f"/queues/{queue}/clients/c1/{tail}", body if method == "POST" else None, query=query)
+    fast, slow = _both("dlq_redriver", event)
+    if fast is not None:
+        _same(fast, slow, fresh=False)
+
+
+def test_a_replay_is_started_run_listed_and_cancelled_through_the_fast_path(archived: dict[str, Any]) -> None:
+    path = "/queues/kept/clients/c1/replays"
+    started = fast_routes.answer("dlq_redriver", api_event("POST", path, {"since": 0, "rate": 5}))
+    assert started is not None and started["statusCode"] == 200
+    replay = json.loads(started["body"])
+    assert replay["state"] == "running" and replay["rate"] == 5
+    listed, slow = _both("dlq_redriver", api_event("GET", path, query={"replay_id": replay["replay_id"]}))
+    assert listed is not None and listed == slow
+    ran = fast_routes.answer("dlq_redriver", api_event("POST", f"{path}/run", {"replay_id": replay["replay_id"]}))
+    assert ran is not None and json.loads(ran["body"])["replayed"] == 2
+    again = fast_routes.answer("dlq_redriver", api_event("POST", path, {"run_seconds": 1}))
+    assert again is not None and json.loads(again["body"])["state"] == "done"
+    running = json.loads(fast_routes.answer("dlq_redriver", api_event("POST", path))["body"])
+    cancelled = fast_routes.answer(
+        "dlq_redriver", api_event("POST", f"{path}/cancel", {"replay_id": running["replay_id"]})
+    )
+    assert cancelled is not None and json.loads(cancelled["body"])["state"] == "cancelled"
+    everything, slow = _both("dlq_redriver", api_event("GET", path, query={"limit": "10"}))
+    assert everything is not None and everything == slow and len(json.loads(everything["body"])["replays"]) == 4
+
+
 _IDS = st.sampled_from(["S0.1800000000000", "S0.x", "F" + "g" * 10 + ".1", "not an id", "S0." + "9" * 41, "x" * 401])
 
 
@@ -674,6 +1058,23 @@ def test_a_listing_without_a_limit_takes_the_routes_default() -> None:
         assert fast_routes.FAST_ROUTES[name].check(api_event("GET", f"/queues/q/clients/c/{tail}")) == default
 
 
+def test_the_query_checks_read_each_parameter_as_the_route_declares_it() -> None:
+    """The fast checks of a query string read the parameters the route declares (`queue_api.http`), numbers as
+    numbers, with the same defaults; the request tables are held against the models above."""
+    from queue_api import http
+    from queue_api.operations import ROUTES
+
+    for name, parameter in http.QUERY_PARAMETERS.items():
+        declared = typing.get_args(parameter.annotation)[0]
+        assert (declared is int or int in typing.get_args(declared)) == (name in request_checks.QUERY_NUMBERS), name
+    for operation in ROUTES:
+        if operation.query and operation.name in fast_routes.FAST_ROUTES:
+            table = request_checks.MODELS[operation.request]
+            assert list(table.fields) == list(operation.query), operation.name
+            for name, (_check, default) in table.fields.items():
+                assert http.QUERY_PARAMETERS[name].default == default, (operation.name, name)
+
+
 def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: QueueClient) -> None:
     sub_queue = "/queues/orders/clients/c1"
     answered = [
@@ -690,7 +1091,7 @@ def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: Q
         ("producer", api_event("POST", f"{sub_queue}/messages", {"body": ""})),
         ("producer", api_event("POST", f"{sub_queue}/messages", {"body": "hi", "priority": "3"})),
         ("producer", api_event("POST", f"{sub_queue}/messages", raw_body="{")),
-        ("producer", api_event("GET", "/openapi.json")),
+        ("producer", api_event("GET", "/openapi.json", query={"format": "yaml"})),
         ("producer", api_event("POST", "/queues/bad name/clients/c1/messages", {"body": "hi"})),
         ("poller", api_event("POST", f"{sub_queue}/messages", {"body": "hi"})),
         ("poller", api_event("POST", f"{sub_queue}/receive", {"max_messages": 11})),
@@ -717,6 +1118,8 @@ with mock_aws():
     event = api_event(*request) if isinstance(request, list) else request
     answer = handler.lambda_handler(event, FakeLambdaContext())
     status = answer.get("statusCode", answer.get("status", 200))
+    # A first answer without pydantic builds no resolver: Powertools' event handler is not even imported.
+    assert "pydantic" in sys.modules or "aws_lambda_powertools.event_handler" not in sys.modules
     print(json.dumps([status, "pydantic" in sys.modules]))
 """
 
@@ -744,6 +1147,24 @@ with mock_aws():
         ("poller", ["GET", "/queues/orders/clients/c1/messages/S0.1800000000000"], [404, False]),
         ("poller", ["POST", "/queues/orders/clients/c1/release", {"receipt_handle": FORGED}], [400, False]),
         ("dlq_redriver", ["POST", "/queues/orders/clients/c1/messages/S0.1800000000000/dlq"], [404, False]),
+        ("producer", ["PUT", "/queues/made", {"visibility_timeout": 40}], [201, False]),
+        ("producer", ["PUT", "/queues/orders", {}], [200, False]),
+        ("producer", ["PUT", "/queues/orders", {"fifo": "yes"}], [400, True]),
+        ("producer", ["PATCH", "/queues/orders", {"visibility_timeout": 40}], [200, False]),
+        ("poller", ["GET", "/queues/orders/clients/c1/browse"], [200, False]),
+        ("poller", ["GET", "/queues/orders/clients/c1/archive"], [200, False]),
+        ("poller", ["GET", "/queues/orders/archive"], [200, False]),
+        ("poller", ["GET", "/queues/orders/clients/c1/archive/S0.1800000000000"], [404, False]),
+        ("producer", ["GET", "/openapi.json"], [200, False]),
+        ("dlq_redriver", ["POST", "/queues/orders/clients/c1/dlq/redrive", {}], [200, False]),
+        ("dlq_redriver", ["GET", "/queues/orders/clients/c1/dlq/reasons"], [200, False]),
+        ("dlq_redriver", ["POST", "/queues/orders/clients/c1/replays", {}], [400, False]),
+        ("dlq_redriver", ["GET", "/queues/orders/clients/c1/replays"], [200, False]),
+        (
+            "dlq_redriver",
+            ["POST", "/queues/orders/clients/c1/replays/cancel", {"replay_id": "1" * 13 + "-" + "a" * 12}],
+            [404, False],
+        ),
         ("producer", ["DELETE", "/queues/orders"], [200, False]),
         ("visibility_sweeper", {"action": "sweep"}, [200, False]),
         ("visibility_sweeper", {"action": "sweep", "budget_seconds": 5}, [200, True]),

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from queue_api.invoke import actions_for
-from queue_api.openapi import document, document_json
+from queue_api.openapi import SERVED, document, document_json, served_json
 
 from dq.routes import ROUTES
 
@@ -25,6 +25,13 @@ def test_the_committed_document_is_current() -> None:
     assert COMMITTED.read_text() == document_json(), (
         "docs/openapi.json is stale: regenerate it with `make openapi` "
         "(python -m queue_api.openapi > docs/openapi.json)"
+    )
+
+
+def test_the_served_document_is_current() -> None:
+    """GET /openapi.json answers this file (`queue_api.fast_routes`): it must be what the resolver writes."""
+    assert SERVED.read_text(encoding="utf-8") == served_json() + "\n", (
+        "layers/queue_core/python/queue_api/openapi.json is stale: regenerate it with `make openapi`"
     )
 
 

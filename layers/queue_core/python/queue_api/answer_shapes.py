@@ -153,6 +153,39 @@ MESSAGE_ANSWER: Final = Shape(
     }
 )
 MESSAGE_LIST: Final = Shape({"messages": (many(MESSAGE_ANSWER), REQUIRED)})
+BROWSED_MESSAGE_ANSWER: Final = Shape(
+    {
+        **MESSAGE_ANSWER.fields,
+        "state": (choice("visible", "in_flight", "delayed"), REQUIRED),
+        "until": (MAYBE_INT, None),
+    }
+)
+BROWSE_PAGE_ANSWER: Final = Shape(
+    {"messages": (many(BROWSED_MESSAGE_ANSWER), REQUIRED), "cursor": (MAYBE_TEXT, REQUIRED)}
+)
+ARCHIVED_MESSAGE_ANSWER: Final = Shape(
+    {
+        "message_id": (TEXT, REQUIRED),
+        "client": (TEXT, REQUIRED),
+        "body": (TEXT, REQUIRED),
+        "attributes": (TEXT_MAP, REQUIRED),
+        "attribute_types": (TEXT_MAP, dict),
+        "group_id": (MAYBE_TEXT, REQUIRED),
+        "dedup_id": (MAYBE_TEXT, None),
+        "priority": (integer, 0),
+        "sent_at": (integer, REQUIRED),
+        "first_received_at": (MAYBE_INT, REQUIRED),
+        "acked_at": (integer, REQUIRED),
+        "receive_count": (integer, REQUIRED),
+        "expires_at": (integer, REQUIRED),
+        "attempts": (many(ATTEMPT), list),
+        "last_reason": (MAYBE_TEXT, None),
+    }
+)
+ARCHIVE_PAGE_ANSWER: Final = Shape(
+    {"messages": (many(ARCHIVED_MESSAGE_ANSWER), REQUIRED), "cursor": (MAYBE_TEXT, REQUIRED)}
+)
+ARCHIVED_COPIES: Final = Shape({"messages": (many(ARCHIVED_MESSAGE_ANSWER), REQUIRED)})
 QUEUE_STATS_ANSWER: Final = Shape(
     {
         "visible": (integer, REQUIRED),
@@ -196,6 +229,41 @@ PURGED: Final = Shape({"purged": (integer, REQUIRED)})
 DELETED: Final = Shape({"deleted": (flag, REQUIRED)})
 CLIENT_LIST: Final = Shape({"clients": (many(TEXT), REQUIRED)})
 MOVED: Final = Shape({"moved": (flag, REQUIRED)})
+REDRIVEN: Final = Shape({"redriven": (integer, REQUIRED)})
+REASON_GROUP: Final = Shape(
+    {
+        "reason": (TEXT, REQUIRED),
+        "count": (integer, REQUIRED),
+        "first_seen": (MAYBE_INT, REQUIRED),
+        "last_seen": (MAYBE_INT, REQUIRED),
+    }
+)
+DLQ_REASONS: Final = Shape({"reasons": (many(REASON_GROUP), REQUIRED), "approximate": (flag, REQUIRED)})
+REPLAY_ANSWER: Final = Shape(
+    {
+        "replay_id": (TEXT, REQUIRED),
+        "queue": (TEXT, REQUIRED),
+        "client": (TEXT, REQUIRED),
+        "state": (choice("running", "done", "cancelled"), REQUIRED),
+        "since": (MAYBE_INT, REQUIRED),
+        "until": (MAYBE_INT, REQUIRED),
+        "message_ids": (nullable(many(TEXT)), REQUIRED),
+        "attributes": (TEXT_MAP, REQUIRED),
+        "rate": (integer, REQUIRED),
+        "replayed": (integer, REQUIRED),
+        "skipped": (integer, REQUIRED),
+        "failed": (integer, REQUIRED),
+        "total": (MAYBE_INT, REQUIRED),
+        "reached_at": (MAYBE_INT, REQUIRED),
+        "last_error": (MAYBE_TEXT, REQUIRED),
+        "created_at": (integer, REQUIRED),
+        "updated_at": (integer, REQUIRED),
+        "finished_at": (MAYBE_INT, REQUIRED),
+        "source": (choice("archive", "dlq"), "archive"),
+        "reason": (MAYBE_TEXT, None),
+    }
+)
+REPLAY_LIST: Final = Shape({"replays": (many(REPLAY_ANSWER), REQUIRED)})
 QUEUE_DEPTH: Final = Shape(
     {
         "queue": (TEXT, REQUIRED),
@@ -244,6 +312,12 @@ MODELS: Final = {
     "ReceiveAnswer": RECEIVE_ANSWER,
     "MessageAnswer": MESSAGE_ANSWER,
     "MessageList": MESSAGE_LIST,
+    "AttemptAnswer": ATTEMPT,
+    "BrowsedMessageAnswer": BROWSED_MESSAGE_ANSWER,
+    "BrowsePageAnswer": BROWSE_PAGE_ANSWER,
+    "ArchivedMessageAnswer": ARCHIVED_MESSAGE_ANSWER,
+    "ArchivePageAnswer": ARCHIVE_PAGE_ANSWER,
+    "ArchivedCopies": ARCHIVED_COPIES,
     "QueueStatsAnswer": QUEUE_STATS_ANSWER,
     "QueueSettingsAnswer": QUEUE_SETTINGS_ANSWER,
     "QueueDescription": QUEUE_DESCRIPTION,
@@ -255,6 +329,11 @@ MODELS: Final = {
     "Deleted": DELETED,
     "ClientList": CLIENT_LIST,
     "Moved": MOVED,
+    "Redriven": REDRIVEN,
+    "ReplayAnswer": REPLAY_ANSWER,
+    "ReplayList": REPLAY_LIST,
+    "ReasonGroup": REASON_GROUP,
+    "DlqReasons": DLQ_REASONS,
     "QueueDepth": QUEUE_DEPTH,
     "QueueShards": QUEUE_SHARDS,
     "ShardGrowthHeld": SHARD_GROWTH_HELD,

@@ -9,8 +9,7 @@ to drain a DLQ at a steady rate.
 from __future__ import annotations
 
 from . import plain_operations
-from .core_client import queue_client
-from .observability import count, tracer
+from .observability import tracer
 from .schemas import (
     DlqReasons,
     ListRequest,
@@ -38,16 +37,13 @@ def list_dlq(address: SubQueueAddress, request: ListRequest) -> MessageList:
 @tracer.capture_method(capture_response=False)
 def redrive(address: SubQueueAddress, request: RedriveRequest) -> Redriven:
     """All of the DLQ, the oldest `max_messages`, or the given `message_ids`, back with receive counts reset."""
-    moved = queue_client().queue(address.queue, address.client).redrive(**request.model_dump())
-    count("MessagesRedriven", moved)
-    return Redriven(redriven=moved)
+    return Redriven.model_validate(plain_operations.redrive(address.queue, address.client, request.model_dump()))
 
 
 @tracer.capture_method(capture_response=False)
 def dlq_reasons(address: SubQueueAddress, _request: NoAddress) -> DlqReasons:
     """The dead letters grouped by their last reason, from a bounded read of the DLQ."""
-    groups, approximate = queue_client().queue(address.queue, address.client).dlq_reasons()
-    return DlqReasons.model_validate({"reasons": groups, "approximate": approximate})
+    return DlqReasons.model_validate(plain_operations.dlq_reasons(address.queue, address.client))
 
 
 @tracer.capture_method(capture_response=False)
@@ -58,35 +54,23 @@ def move_to_dlq(address: MessageAddress, _request: NoAddress) -> Moved:
 @tracer.capture_method(capture_response=False)
 def replay_start(address: SubQueueAddress, request: ReplayRequest) -> ReplayAnswer:
     """Records the replay, then runs it for up to `run_seconds` (0: not at all) in this call."""
-    sub_queue = queue_client().queue(address.queue, address.client)
-    options = request.model_dump(exclude={"run_seconds"})
-    started = sub_queue.replay_start(**options)
-    if request.run_seconds:
-        started = sub_queue.replay_run(started.replay_id, request.run_seconds)
-    count("MessagesReplayed", started.replayed)
-    return ReplayAnswer.model_validate(started.to_dict())
+    started = plain_operations.replay_start(address.queue, address.client, request.model_dump())
+    return ReplayAnswer.model_validate(started)
 
 
 @tracer.capture_method(capture_response=False)
 def replay_run(address: SubQueueAddress, request: ReplayRunRequest) -> ReplayAnswer:
-    sub_queue = queue_client().queue(address.queue, address.client)
-    before = sub_queue.replay_status(request.replay_id).replayed
-    found = sub_queue.replay_run(request.replay_id, request.seconds)
-    count("MessagesReplayed", found.replayed - before)
-    return ReplayAnswer.model_validate(found.to_dict())
+    found = plain_operations.replay_run(address.queue, address.client, request.replay_id, request.seconds)
+    return ReplayAnswer.model_validate(found)
 
 
 @tracer.capture_method(capture_response=False)
 def replay_list(address: SubQueueAddress, request: ReplayListRequest) -> ReplayList:
-    sub_queue = queue_client().queue(address.queue, address.client)
-    if request.replay_id is not None:
-        found = [sub_queue.replay_status(request.replay_id)]
-    else:
-        found = sub_queue.replay_list(request.limit)
-    return ReplayList.model_validate({"replays": [status.to_dict() for status in found]})
+    found = plain_operations.replay_list(address.queue, address.client, request.replay_id, request.limit)
+    return ReplayList.model_validate(found)
 
 
 @tracer.capture_method(capture_response=False)
 def replay_cancel(address: SubQueueAddress, request: ReplayIdRequest) -> ReplayAnswer:
-    found = queue_client().queue(address.queue, address.client).replay_cancel(request.replay_id)
-    return ReplayAnswer.model_validate(found.to_dict())
+    found = plain_operations.replay_cancel(address.queue, address.client, request.replay_id)
+    return ReplayAnswer.model_validate(found)

@@ -19,6 +19,7 @@ from .schemas import (
     ADDRESSES,
     CLIENT_ID_PATTERN,
     CURSOR_PATTERN,
+    MAX_EPOCH_MS,
     MAX_MESSAGE_ID,
     MESSAGE_ID_PATTERN,
     QUEUE_NAME_PATTERN,
@@ -90,7 +91,7 @@ CursorQuery = Annotated[
 ReplayIdQuery = Annotated[
     str | None, Query(pattern=REPLAY_ID_PATTERN, description="only this replay (its id, from its start)")
 ]
-TimeQuery = Annotated[int | None, Query(ge=0, le=10**13 - 1, description="epoch milliseconds")]
+TimeQuery = Annotated[int | None, Query(ge=0, le=MAX_EPOCH_MS, description="epoch milliseconds")]
 OrderQuery = Annotated[Literal["newest", "oldest"], Query(description="newest first (default) or oldest first")]
 
 QUERY_PARAMETERS: Final = {

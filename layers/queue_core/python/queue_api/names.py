@@ -17,9 +17,12 @@ from queue_core.receipts import RECEIPT_HANDLE_PATTERN
 QUEUE_NAME_PATTERN: Final = r"^([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$"
 CLIENT_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,80}$"
 MAX_MESSAGE_ID: Final = 400
+# The latest time (epoch milliseconds) a time range may name: thirteen digits.
+MAX_EPOCH_MS: Final = 10**13 - 1
 __all__ = [
     "CLIENT_ID_PATTERN",
     "CURSOR_PATTERN",
+    "MAX_EPOCH_MS",
     "MAX_MESSAGE_ID",
     "MESSAGE_ID_PATTERN",
     "QUEUE_NAME_PATTERN",

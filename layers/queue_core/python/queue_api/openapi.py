@@ -4,7 +4,9 @@ Each function serves only its own routes, so the document comes from a resolver 
 Powertools documents its own 422 and response-validation shapes; this API answers every error as
 `{"error": {"code", "message"}}` with 400 for validation, so those are replaced by the real ones.
 
-Regenerate the committed copy with `python -m queue_api.openapi > docs/openapi.json`.
+Regenerate the committed copy with `make openapi` (`python -m queue_api.openapi > docs/openapi.json`), which also
+writes `SERVED`: the document as `GET /openapi.json` answers it, shipped in the layer so that a first answer to
+that route reads one file instead of building every route's resolver and models (`queue_api.fast_routes`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 from typing import Any, Final
 
 TITLE: Final = "DynamoQueue"
@@ -23,6 +26,9 @@ DESCRIPTION: Final = (
     'operationId. Errors are always {"error": {"code", "message"}}.'
 )
 _POWERTOOLS_ERROR_SCHEMAS: Final = ("HTTPValidationError", "ValidationError", "ResponseValidationError")
+# The answer's body of GET /openapi.json, generated (`python -m queue_api.openapi --served`); a test holds it equal to
+# what the resolver writes.
+SERVED: Final = Path(__file__).with_name("openapi.json")
 
 
 def documentation_app() -> Any:
@@ -58,8 +64,14 @@ def document_json() -> str:
     return json.dumps(document(), indent=2) + "\n"
 
 
+def served_json() -> str:
+    """The document as the resolver writes it in its answer: compact JSON."""
+    return json.dumps(document(), separators=(",", ":"))
+
+
 def main() -> None:
-    sys.stdout.write(document_json())
+    """The committed document (indented), or with `--served` the answer's body as `SERVED` holds it."""
+    sys.stdout.write(served_json() + "\n" if "--served" in sys.argv[1:] else document_json())
 
 
 if __name__ == "__main__":

@@ -136,6 +136,21 @@ def get_queue(queue: str) -> dict[str, Any]:
 
 
 @tracer.capture_method(capture_response=False)
+def create_queue(queue: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The queue's settings and whether this call created it. `settings` holds only the fields the caller gave,
+    so the core's defaults stay the one source of defaults."""
+    created = queue_client().create_queue(queue, **settings)
+    return created.to_dict(), created.created
+
+
+@tracer.capture_method(capture_response=False)
+def update_queue(queue: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The queue's settings after the change; `changes` holds only what changes. A concurrent change of `shards`
+    or `retention_seconds` makes this a 409 (`QueueExists`), to be read again and retried."""
+    return queue_client().update_queue(queue, **changes).to_dict()
+
+
+@tracer.capture_method(capture_response=False)
 def list_queues() -> dict[str, Any]:
     return {"queues": [settings.to_dict() for settings in queue_client().list_queues()]}
 
@@ -154,6 +169,78 @@ def peek(queue: str, client: str, limit: int) -> dict[str, Any]:
 @tracer.capture_method(capture_response=False)
 def list_dlq(queue: str, client: str, limit: int) -> dict[str, Any]:
     return _looked_at(queue_client().queue(queue, client).dlq_list(limit))
+
+
+@tracer.capture_method(capture_response=False)
+def browse(queue: str, client: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """A page of the sub-queue's waiting messages; `request` holds every field of `BrowseRequest`."""
+    return queue_client().queue(queue, client).browse(**request).to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def archive_list(queue: str, client: str | None, request: Mapping[str, Any]) -> dict[str, Any]:
+    """A page of the archive of one client, or with no client of every client of the queue; `request` holds every
+    field of `ArchiveRequest`."""
+    if client is None:
+        return queue_client().queue_wide(queue).archive_list(**request).to_dict()
+    return queue_client().queue(queue, client).archive_list(**request).to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def archive_get(queue: str, client: str, message_id: str) -> dict[str, Any]:
+    copies = queue_client().queue(queue, client).archive_get(message_id)
+    return {"messages": [copy.to_dict() for copy in copies]}
+
+
+@tracer.capture_method(capture_response=False)
+def redrive(queue: str, client: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """All of the DLQ, the oldest `max_messages`, or the given `message_ids`, back with receive counts reset;
+    `request` holds every field of `RedriveRequest`."""
+    moved = queue_client().queue(queue, client).redrive(**request)
+    count("MessagesRedriven", moved)
+    return {"redriven": moved}
+
+
+@tracer.capture_method(capture_response=False)
+def dlq_reasons(queue: str, client: str) -> dict[str, Any]:
+    """The dead letters grouped by their last reason, from a bounded read of the DLQ."""
+    groups, approximate = queue_client().queue(queue, client).dlq_reasons()
+    return {"reasons": groups, "approximate": approximate}
+
+
+@tracer.capture_method(capture_response=False)
+def replay_start(queue: str, client: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """Records the replay, then runs it for up to `run_seconds` (0: not at all) in this call; `request` holds
+    every field of `ReplayRequest`."""
+    sub_queue = queue_client().queue(queue, client)
+    options = {name: value for name, value in request.items() if name != "run_seconds"}
+    started = sub_queue.replay_start(**options)
+    if request["run_seconds"]:
+        started = sub_queue.replay_run(started.replay_id, request["run_seconds"])
+    count("MessagesReplayed", started.replayed)
+    return started.to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def replay_run(queue: str, client: str, replay_id: str, seconds: float) -> dict[str, Any]:
+    sub_queue = queue_client().queue(queue, client)
+    before = sub_queue.replay_status(replay_id).replayed
+    found = sub_queue.replay_run(replay_id, seconds)
+    count("MessagesReplayed", found.replayed - before)
+    return found.to_dict()
+
+
+@tracer.capture_method(capture_response=False)
+def replay_list(queue: str, client: str, replay_id: str | None, limit: int) -> dict[str, Any]:
+    """One replay by id, or the sub-queue's replays, newest first."""
+    sub_queue = queue_client().queue(queue, client)
+    found = [sub_queue.replay_status(replay_id)] if replay_id is not None else sub_queue.replay_list(limit)
+    return {"replays": [status.to_dict() for status in found]}
+
+
+@tracer.capture_method(capture_response=False)
+def replay_cancel(queue: str, client: str, replay_id: str) -> dict[str, Any]:
+    return queue_client().queue(queue, client).replay_cancel(replay_id).to_dict()
 
 
 def _looked_at(messages: Sequence[Any]) -> dict[str, Any]:

@@ -4,7 +4,6 @@ stats. Their routes and actions are in `queue_api.operations`."""
 from __future__ import annotations
 
 from . import plain_operations
-from .core_client import queue_client
 from .observability import tracer
 from .schemas import (
     ArchivedCopies,
@@ -91,27 +90,25 @@ def peek(address: SubQueueAddress, request: ListRequest) -> MessageList:
 
 @tracer.capture_method(capture_response=False)
 def browse(address: SubQueueAddress, request: BrowseRequest) -> BrowsePageAnswer:
-    sub_queue = queue_client().queue(address.queue, address.client)
-    page = sub_queue.browse(request.limit, request.state, request.priority, request.group, request.cursor)
-    return BrowsePageAnswer.model_validate(page.to_dict())
+    page = plain_operations.browse(address.queue, address.client, request.model_dump())
+    return BrowsePageAnswer.model_validate(page)
 
 
 @tracer.capture_method(capture_response=False)
 def archive_list(address: SubQueueAddress, request: ArchiveRequest) -> ArchivePageAnswer:
-    sub_queue = queue_client().queue(address.queue, address.client)
-    return ArchivePageAnswer.model_validate(sub_queue.archive_list(**request.model_dump()).to_dict())
+    page = plain_operations.archive_list(address.queue, address.client, request.model_dump())
+    return ArchivePageAnswer.model_validate(page)
 
 
 @tracer.capture_method(capture_response=False)
 def archive_get(address: MessageAddress, _request: NoAddress) -> ArchivedCopies:
-    copies = queue_client().queue(address.queue, address.client).archive_get(address.message_id)
-    return ArchivedCopies.model_validate({"messages": [copy.to_dict() for copy in copies]})
+    copies = plain_operations.archive_get(address.queue, address.client, address.message_id)
+    return ArchivedCopies.model_validate(copies)
 
 
 @tracer.capture_method(capture_response=False)
 def archive_list_any(address: QueueAddress, request: ArchiveRequest) -> ArchivePageAnswer:
-    queue_wide = queue_client().queue_wide(address.queue)
-    return ArchivePageAnswer.model_validate(queue_wide.archive_list(**request.model_dump()).to_dict())
+    return ArchivePageAnswer.model_validate(plain_operations.archive_list(address.queue, None, request.model_dump()))
 
 
 @tracer.capture_method(capture_response=False)

@@ -4,7 +4,6 @@ messages, and describe the API itself. Their routes and actions are in `queue_ap
 from __future__ import annotations
 
 from . import plain_operations
-from .core_client import queue_client
 from .observability import tracer
 from .openapi import document
 from .schemas import (
@@ -31,8 +30,8 @@ from .schemas import (
 def create_queue(address: QueueAddress, request: CreateQueueRequest) -> tuple[QueueSettingsAnswer, int]:
     """The queue's settings, with 201 when this call created it and 200 when it existed with these settings.
     Only the fields the caller gave are passed on, so the core's defaults stay the one source of defaults."""
-    settings = queue_client().create_queue(address.queue, **request.model_dump(exclude_unset=True))
-    return QueueSettingsAnswer.model_validate(settings.to_dict()), 201 if settings.created else 200
+    settings, created = plain_operations.create_queue(address.queue, request.model_dump(exclude_unset=True))
+    return QueueSettingsAnswer.model_validate(settings), 201 if created else 200
 
 
 @tracer.capture_method(capture_response=False)
@@ -49,8 +48,8 @@ def list_queues(_address: NoAddress, _request: NoAddress) -> QueueList:
 def update_queue(address: QueueAddress, request: UpdateQueueRequest) -> QueueSettingsAnswer:
     """The queue's settings after the change. Only the fields the caller gave are changed; a concurrent change
     of `shards` or `retention_seconds` makes this a 409 (`QueueExists`), to be read again and retried."""
-    settings = queue_client().update_queue(address.queue, **request.model_dump(exclude_none=True))
-    return QueueSettingsAnswer.model_validate(settings.to_dict())
+    changes = request.model_dump(exclude_none=True)
+    return QueueSettingsAnswer.model_validate(plain_operations.update_queue(address.queue, changes))
 
 
 @tracer.capture_method(capture_response=False)

@@ -10,9 +10,14 @@ from typing import Any
 
 def proxy_response(status: int, body: Mapping[str, Any]) -> dict[str, Any]:
     """`body` as compact JSON, the way Powertools' resolver writes a JSON answer."""
+    return proxy_json(status, json.dumps(body, separators=(",", ":")))
+
+
+def proxy_json(status: int, text: str) -> dict[str, Any]:
+    """A JSON answer already written as text."""
     return {
         "statusCode": status,
         "multiValueHeaders": {"Content-Type": ["application/json"]},
-        "body": json.dumps(body, separators=(",", ":")),
+        "body": text,
         "isBase64Encoded": False,
     }

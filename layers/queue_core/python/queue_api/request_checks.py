@@ -21,7 +21,15 @@ from typing import Any, Final
 
 from queue_core import limits
 
-from .names import CLIENT_ID_PATTERN, MAX_MESSAGE_ID, MESSAGE_ID_PATTERN, QUEUE_NAME_PATTERN
+from .names import (
+    CLIENT_ID_PATTERN,
+    CURSOR_PATTERN,
+    MAX_EPOCH_MS,
+    MAX_MESSAGE_ID,
+    MESSAGE_ID_PATTERN,
+    QUEUE_NAME_PATTERN,
+    REPLAY_ID_PATTERN,
+)
 
 Check = Callable[[Any], Any]
 REQUIRED: Final = object()
@@ -53,6 +61,13 @@ def strict_int(low: int, high: int | None = None) -> Check:
         return value
 
     return check
+
+
+def strict_bool(value: Any) -> bool:
+    """`Field(strict=True)` on a `bool`: JSON's `true` or `false`, never 0, 1 or text."""
+    if type(value) is not bool:
+        raise Unsure
+    return value
 
 
 def text(min_length: int = 0, max_length: int | None = None) -> Check:
@@ -90,11 +105,51 @@ def choice(*values: str) -> Check:
     return check
 
 
+def seconds(high: float) -> Check:
+    """A lax `float` with `ge=0, le=high`: a JSON integer is held as the float it equals (pydantic's conversion),
+    a finite float as it is; text, booleans and anything out of range are `Unsure`."""
+
+    def check(value: Any) -> float:
+        if type(value) is int:
+            value = float(value)
+        if type(value) is not float or not 0 <= value <= high:
+            raise Unsure
+        return value
+
+    return check
+
+
 def instant(value: Any) -> Any:
     """A strict `int`, a strict finite `float` or a `str`, tried left to right (a send's `deliver_at`)."""
     if type(value) is int or (type(value) is float and math.isfinite(value)) or is_text(value):
         return value
     raise Unsure
+
+
+def matching(pattern: str) -> Check:
+    """A `str` with `StringConstraints(pattern=...)`: the whole text matches."""
+    compiled = re.compile(pattern)
+
+    def check(value: Any) -> str:
+        if not is_text(value) or compiled.fullmatch(value) is None:
+            raise Unsure
+        return value
+
+    return check
+
+
+def either(*checks: Check) -> Check:
+    """A union of types that take disjoint values (`int | Literal["auto"]`): the one check that takes it."""
+
+    def check(value: Any) -> Any:
+        for each in checks:
+            try:
+                return each(value)
+            except Unsure:
+                continue
+        raise Unsure
+
+    return check
 
 
 def nullable(check: Check) -> Check:
@@ -180,6 +235,93 @@ RELEASE: Final = Fields(
         "reason": (nullable(text(0, 64 * 1024)), None),
     }
 )
+_MESSAGE_ID: Final = re.compile(MESSAGE_ID_PATTERN)
+
+
+def message_id(value: Any) -> str:
+    """A message id of the shape the core issues, at most `MAX_MESSAGE_ID` characters (`schemas.MessageId`)."""
+    if not is_text(value) or len(value) > MAX_MESSAGE_ID or _MESSAGE_ID.fullmatch(value) is None:
+        raise Unsure
+    return value
+
+
+REDRIVE: Final = Fields(
+    {
+        "max_messages": (nullable(strict_int(1, limits.MAX_REDRIVE)), None),
+        "message_ids": (nullable(items(message_id, 1, limits.MAX_PEEK)), None),
+        "reason": (nullable(text(1, 2048)), None),
+    }
+)
+_REPLAY_ID: Final = matching(REPLAY_ID_PATTERN)
+_TIME: Final = nullable(strict_int(0, MAX_EPOCH_MS))
+REPLAY: Final = Fields(
+    {
+        "since": (_TIME, None),
+        "until": (_TIME, None),
+        "message_ids": (nullable(items(message_id, 1, limits.MAX_REPLAY_IDS)), None),
+        "attributes": (nullable(text_map(limits.MAX_ATTRIBUTES)), None),
+        "rate": (nullable(strict_int(1, limits.MAX_REPLAY_RATE)), None),
+        "source": (nullable(choice("archive", "dlq")), None),
+        "reason": (nullable(text(1, 2048)), None),
+        "run_seconds": (seconds(limits.MAX_REPLAY_RUN_SECONDS), 0),
+    }
+)
+REPLAY_RUN: Final = Fields(
+    {"replay_id": (_REPLAY_ID, REQUIRED), "seconds": (seconds(limits.MAX_REPLAY_RUN_SECONDS), 10)}
+)
+REPLAY_ID: Final = Fields({"replay_id": (_REPLAY_ID, REQUIRED)})
+# A queue's settings, by field: the check of a given value and the default of one left out at creation.
+_SHARDS: Final = either(strict_int(1, limits.MAX_SHARDS), choice("auto"))
+_SETTINGS: Final = {
+    "fifo": (strict_bool, False),
+    "visibility_timeout": (strict_int(0, limits.MAX_VISIBILITY_SECONDS), limits.DEFAULT_VISIBILITY_SECONDS),
+    "max_receive_count": (strict_int(0, limits.MAX_RECEIVE_COUNT), limits.DEFAULT_MAX_RECEIVE_COUNT),
+    "retention_seconds": (
+        strict_int(limits.MIN_RETENTION_SECONDS, limits.MAX_RETENTION_SECONDS),
+        limits.DEFAULT_RETENTION_SECONDS,
+    ),
+    "delay_seconds": (strict_int(0, limits.MAX_DELAY_SECONDS), limits.DEFAULT_DELAY_SECONDS),
+    "dedup_window_seconds": (strict_int(0, limits.MAX_DEDUP_WINDOW_SECONDS), limits.DEFAULT_DEDUP_WINDOW_SECONDS),
+    "content_based_dedup": (strict_bool, False),
+    "shards": (_SHARDS, "auto"),
+    "min_shards": (strict_int(1, limits.MAX_SHARDS), 1),
+    "max_shards": (strict_int(1, limits.MAX_SHARDS), limits.MAX_SHARDS),
+    "max_message_bytes": (strict_int(limits.MIN_MESSAGE_BYTES, limits.MAX_BODY_BYTES), limits.MAX_BODY_BYTES),
+    "receive_wait_seconds": (strict_int(0, limits.MAX_WAIT_SECONDS), 0),
+    "queue_wide": (strict_bool, False),
+    "archive_days": (strict_int(0, limits.MAX_ARCHIVE_DAYS), 0),
+}
+CREATE_QUEUE: Final = Fields(_SETTINGS)
+# A change names only what changes (null or left out: kept); the settings fixed at creation are not fields.
+UPDATE_QUEUE: Final = Fields(
+    {
+        name: (nullable(check), None)
+        for name, (check, _default) in _SETTINGS.items()
+        if name not in ("fifo", "content_based_dedup")
+    }
+)
+# Requests of the routes that take a query string (HTTP) and of their invoke actions.
+LIST: Final = Fields({"limit": (strict_int(1, limits.MAX_PEEK), 10)})
+_CURSOR: Final = nullable(matching(CURSOR_PATTERN))
+BROWSE: Final = Fields(
+    {
+        **LIST.fields,
+        "state": (nullable(choice("visible", "in_flight", "delayed")), None),
+        "priority": (nullable(strict_int(0, limits.MAX_PRIORITY)), None),
+        "group": (nullable(text(1, limits.MAX_GROUP_ID)), None),
+        "cursor": (_CURSOR, None),
+    }
+)
+ARCHIVE: Final = Fields(
+    {
+        "since": (_TIME, None),
+        "until": (_TIME, None),
+        "order": (choice("newest", "oldest"), "newest"),
+        **LIST.fields,
+        "cursor": (_CURSOR, None),
+    }
+)
+REPLAY_LIST: Final = Fields({"replay_id": (nullable(_REPLAY_ID), None), **LIST.fields})
 # Each table by the name of the model it mirrors in `queue_api.schemas`.
 MODELS: Final = {
     "SendMessageRequest": SEND_MESSAGE,
@@ -188,37 +330,54 @@ MODELS: Final = {
     "DeleteRequest": DELETE,
     "VisibilityRequest": VISIBILITY,
     "ReleaseRequest": RELEASE,
+    "CreateQueueRequest": CREATE_QUEUE,
+    "UpdateQueueRequest": UPDATE_QUEUE,
+    "ListRequest": LIST,
+    "BrowseRequest": BROWSE,
+    "ArchiveRequest": ARCHIVE,
+    "RedriveRequest": REDRIVE,
+    "ReplayRequest": REPLAY,
+    "ReplayRunRequest": REPLAY_RUN,
+    "ReplayIdRequest": REPLAY_ID,
+    "ReplayListRequest": REPLAY_LIST,
 }
 
-_PATH_PATTERNS: Final = {
-    "q": re.compile(QUEUE_NAME_PATTERN),
-    "c": re.compile(CLIENT_ID_PATTERN),
-    "id": re.compile(MESSAGE_ID_PATTERN),
-}
-_DIGITS: Final = re.compile(r"[1-9][0-9]{0,5}")
+_PATH_PATTERNS: Final = {"q": re.compile(QUEUE_NAME_PATTERN), "c": re.compile(CLIENT_ID_PATTERN)}
+# A number in a query string as the fast checks take it: plain decimal digits, no sign, space or leading zero.
+_DECIMAL: Final = re.compile(r"0|[1-9][0-9]{0,15}")
+# The query parameters that are numbers (`queue_api.http.QUERY_PARAMETERS` gives each name one type).
+QUERY_NUMBERS: Final = frozenset({"since", "until", "limit", "priority"})
 
 
 def path_names(parameters: Mapping[str, str]) -> dict[str, str]:
     """The queue, client and message id of a route's path parameters (`q`, `c`, `id`); any other is `Unsure`."""
     for name, value in parameters.items():
+        if name == "id":
+            message_id(value)
+            continue
         pattern = _PATH_PATTERNS.get(name)
         if pattern is None or not is_text(value) or pattern.fullmatch(value) is None:
-            raise Unsure
-        if name == "id" and len(value) > MAX_MESSAGE_ID:
             raise Unsure
     return dict(parameters)
 
 
-def limit_query(event: Mapping[str, Any], default: int, high: int) -> int:
-    """The `limit` query parameter of a listing: absent, or one plain decimal number in range; any other query
-    string (another parameter, repeated values, signs, spaces, leading zeros) is `Unsure`."""
+def query(event: Mapping[str, Any], table: Fields) -> dict[str, Any]:
+    """The query string as `table`'s model holds it: each parameter given once as text, a number in plain decimal
+    digits; any other query string (an unknown or repeated parameter, a sign, a space, a leading zero, a value out
+    of range) is `Unsure`."""
     single = event.get("queryStringParameters") or {}
     multiple = event.get("multiValueQueryStringParameters") or {}
-    if not single and not multiple:
-        return default
-    if type(single) is not dict or single.keys() != {"limit"} or multiple not in ({}, {"limit": [single["limit"]]}):
+    if type(single) is not dict or type(multiple) is not dict:
         raise Unsure
-    value = single["limit"]
-    if type(value) is not str or _DIGITS.fullmatch(value) is None or not 1 <= int(value) <= high:
+    if multiple and multiple != {name: [value] for name, value in single.items()}:
         raise Unsure
-    return int(value)
+    given = {}
+    for name, value in single.items():
+        if not is_text(name) or not is_text(value):
+            raise Unsure
+        if name in QUERY_NUMBERS:
+            if _DECIMAL.fullmatch(value) is None:
+                raise Unsure
+            value = int(value)
+        given[name] = value
+    return table(given)

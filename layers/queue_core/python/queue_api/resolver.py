@@ -1,9 +1,9 @@
 """The REST resolver of a function's routes, with validation on and errors mapped once, and the way into it.
 
 `answer_http` refuses what no route may take (too large, not JSON, not UTF-8), lets `queue_api.fast_routes`
-answer the requests it vouches for, and builds the validating resolver (pydantic, Powertools' OpenAPI
-parameters, the models) only for the others: a cold start whose first request is a well-formed send, receive or
-listing does not load them.
+answer the requests it vouches for, and builds the validating resolver (Powertools' event handler and its OpenAPI
+parameters, pydantic, the models) only for the others: a cold start whose first request a fast route answers
+imports none of them (the event handler alone costs a first answer about 25 ms of CPU).
 """
 
 from __future__ import annotations
@@ -14,15 +14,17 @@ import functools
 import json
 from collections.abc import Iterable, Mapping
 from http import HTTPStatus
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from queue_core import MessageTooLarge, limits
 
 from . import fast_routes, operations
 from .error_mapping import RouteNotFound, UnsupportedBody, error_answer, http_error_response
 from .operations import Operation
 from .proxy import proxy_response
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 # Room for one message at the body limit with worst-case JSON escaping, and SQS's 1 MiB total of a batch.
 MAX_REQUEST_BYTES: Final = 4 * limits.MAX_BODY_BYTES
@@ -34,7 +36,10 @@ MAX_BODY_DEPTH: Final = 64
 
 def build_resolver(served: Iterable[Operation]) -> APIGatewayRestResolver:
     """A resolver serving the routes of `served`: request bodies, path and query parameters and answers are
-    validated against the operations' pydantic models, and every error leaves as `{"error": {"code", "message"}}`."""
+    validated against the operations' pydantic models, and every error leaves as `{"error": {"code", "message"}}`.
+    Powertools' event handler is imported here, not with this module: a fast route's answer never needs it."""
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+
     from . import http
 
     app = APIGatewayRestResolver(

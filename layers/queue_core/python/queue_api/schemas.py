@@ -26,6 +26,7 @@ from queue_core import limits
 from .names import (
     CLIENT_ID_PATTERN,
     CURSOR_PATTERN,
+    MAX_EPOCH_MS,
     MAX_MESSAGE_ID,
     MESSAGE_ID_PATTERN,
     QUEUE_NAME_PATTERN,
@@ -489,8 +490,8 @@ class BrowsePageAnswer(Answer):
 class ArchiveRequest(Request):
     """A page of the archive of acknowledged messages, for invoke events (HTTP takes it from the query string)."""
 
-    since: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or after (epoch ms)")] = None
-    until: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or before (epoch ms)")] = None
+    since: Annotated[int | None, _int(0, MAX_EPOCH_MS, "acknowledged at or after (epoch ms)")] = None
+    until: Annotated[int | None, _int(0, MAX_EPOCH_MS, "acknowledged at or before (epoch ms)")] = None
     order: Literal["newest", "oldest"] = "newest"
     limit: Annotated[int, _int(1, limits.MAX_PEEK)] = 10
     cursor: Cursor | None = None
@@ -529,8 +530,10 @@ class ReplayRequest(Request):
     or of its dead letters (`source` "dlq", by `reason`); the call runs it for up to `run_seconds` before it
     answers."""
 
-    since: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or after (epoch ms)")] = None
-    until: Annotated[int | None, _int(0, 10**13 - 1, "acknowledged at or before (epoch ms); null or later: now")] = None
+    since: Annotated[int | None, _int(0, MAX_EPOCH_MS, "acknowledged at or after (epoch ms)")] = None
+    until: Annotated[int | None, _int(0, MAX_EPOCH_MS, "acknowledged at or before (epoch ms); null or later: now")] = (
+        None
+    )
     message_ids: Annotated[
         list[MessageId] | None,
         Field(min_length=1, max_length=limits.MAX_REPLAY_IDS, description="instead of a time range"),
