@@ -1042,7 +1042,7 @@ class FleetRun:
         """A receive over SQS and, with an attempt id, its repeat: after a container killed in the middle (the
         caller's SDK sends it again) or an answer lost on its way (the caller sends it again itself). While the
         claims of the first answer still run, the repeat must answer them."""
-        lost = self._answers_lost(invocation)
+        lost_before = self._answers_lost(invocation)
         try:
             attempt = request.get("ReceiveRequestAttemptId")
             if attempt is not None:
@@ -1105,7 +1105,7 @@ class FleetRun:
                 self.ledger.extended(hold, again_before - SKEW_MS, again_after + SKEW_MS, visibility)
             return holds
         finally:
-            self._lost_claims(invocation, name, lost, visibility, request["MaxNumberOfMessages"])
+            self._lost_claims(invocation, name, lost_before, visibility, request["MaxNumberOfMessages"])
 
     def _deliver_read(
         self,
@@ -1319,10 +1319,17 @@ class FleetRun:
         before = self.now_ms()
         want = int(issued.request["MaxNumberOfMessages"])
         invocation.risk = Risk(name, want, before + visibility * 1000 + SKEW_MS, visibility)
-        answer = self._sqs(invocation, rng, "receive_message", **issued.request)
+        lost_before = self._answers_lost(invocation)
+        try:
+            answer = self._sqs(invocation, rng, "receive_message", **issued.request)
+        finally:
+            self._lost_claims(invocation, name, lost_before, visibility, want)
         after = self.now_ms()
         invocation.risk = None
         if answer is None:
+            # A receive anew may have claimed what its failed answer never carried, as in `_receive_over_sqs`.
+            with self._lock:
+                self.phantoms.append((name, want, after + visibility * 1000 + SKEW_MS))
             return
         messages = [sqs_received(raw, CLIENT) for raw in answer.get("Messages", [])]
         with self._lock:
