@@ -895,8 +895,12 @@ class FleetRun:
         try:
             messages = sub.receive(max_messages=want, visibility_timeout=VISIBILITY)
         except QueueError as error:
+            # A claim whose head DynamoDB then refused to read, and its unlock too, fails the receive and leaves its
+            # group locked until the lock runs out (as SQS may leave a failed receive's messages in flight); so
+            # does a claim whose answer was lost.
             invocation.risk = None
-            self._lost_claims(invocation, name, lost, VISIBILITY, want)
+            with self._lock:
+                self.phantoms.append((name, want, self.now_ms() + VISIBILITY * 1000 + SKEW_MS))
             self._add(f"receive error {error.code}")
             return
         invocation.risk = None
@@ -1214,8 +1218,19 @@ class FleetRun:
             )
         except QueueError as error:
             self._add(f"sweep error {error.code}")
+            self._tidy_holds_left()
             return
         self._add("sweeps" if not report.skipped else "sweeps skipped")
+        if report.failures:
+            self._tidy_holds_left()
+
+    def _tidy_holds_left(self) -> None:
+        """A sweep step DynamoDB throttled (or whose answer was lost) passes its sub-queue over: a FIFO group whose
+        expired lock it had just taken to tidy the head stays locked by it, held by nobody, until that lock runs
+        out (`_TIDY_LOCK_SECONDS`, as long as a claim's visibility here), one group per sub-queue at most."""
+        until = self.now_ms() + VISIBILITY * 1000 + SKEW_MS
+        with self._lock:
+            self.phantoms += [(f"{queue}/{CLIENT}", 1, until) for queue in QUEUES if queue.endswith(".fifo")]
 
     def _migrate(self, invocation: Invocation, rng: random.Random) -> None:
         """The table upgraded under the fleet: its layout record dropped once (as a table of an older release has

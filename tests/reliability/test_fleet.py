@@ -81,12 +81,6 @@ def test_nothing_is_lost_nor_stored_twice(fleet: FleetRun) -> None:
     _held(fleet, "bodies")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="one short run in twenty: at an audit, a FIFO group locked by a claim the ledger counts as settled, or by "
-    "one it never saw answered (taken while the audit ran); three product causes found and fixed, this one not "
-    "traced",
-)
 def test_nothing_is_in_flight_that_no_consumer_holds(fleet: FleetRun) -> None:
     _held(fleet, "nothing stranded")
 
