@@ -895,8 +895,12 @@ class FleetRun:
         try:
             messages = sub.receive(max_messages=want, visibility_timeout=VISIBILITY)
         except QueueError as error:
+            # A claim whose head DynamoDB then refused to read, and its unlock too, fails the receive and leaves its
+            # group locked until the lock runs out (as SQS may leave a failed receive's messages in flight); so
+            # does a claim whose answer was lost.
             invocation.risk = None
-            self._lost_claims(invocation, name, lost, VISIBILITY, want)
+            with self._lock:
+                self.phantoms.append((name, want, self.now_ms() + VISIBILITY * 1000 + SKEW_MS))
             self._add(f"receive error {error.code}")
             return
         invocation.risk = None
@@ -1042,7 +1046,7 @@ class FleetRun:
         """A receive over SQS and, with an attempt id, its repeat: after a container killed in the middle (the
         caller's SDK sends it again) or an answer lost on its way (the caller sends it again itself). While the
         claims of the first answer still run, the repeat must answer them."""
-        lost = self._answers_lost(invocation)
+        lost_before = self._answers_lost(invocation)
         try:
             attempt = request.get("ReceiveRequestAttemptId")
             if attempt is not None:
@@ -1105,7 +1109,7 @@ class FleetRun:
                 self.ledger.extended(hold, again_before - SKEW_MS, again_after + SKEW_MS, visibility)
             return holds
         finally:
-            self._lost_claims(invocation, name, lost, visibility, request["MaxNumberOfMessages"])
+            self._lost_claims(invocation, name, lost_before, visibility, request["MaxNumberOfMessages"])
 
     def _deliver_read(
         self,
@@ -1214,8 +1218,19 @@ class FleetRun:
             )
         except QueueError as error:
             self._add(f"sweep error {error.code}")
+            self._tidy_holds_left()
             return
         self._add("sweeps" if not report.skipped else "sweeps skipped")
+        if report.failures:
+            self._tidy_holds_left()
+
+    def _tidy_holds_left(self) -> None:
+        """A sweep step DynamoDB throttled (or whose answer was lost) passes its sub-queue over: a FIFO group whose
+        expired lock it had just taken to tidy the head stays locked by it, held by nobody, until that lock runs
+        out (`_TIDY_LOCK_SECONDS`, as long as a claim's visibility here), one group per sub-queue at most."""
+        until = self.now_ms() + VISIBILITY * 1000 + SKEW_MS
+        with self._lock:
+            self.phantoms += [(f"{queue}/{CLIENT}", 1, until) for queue in QUEUES if queue.endswith(".fifo")]
 
     def _migrate(self, invocation: Invocation, rng: random.Random) -> None:
         """The table upgraded under the fleet: its layout record dropped once (as a table of an older release has
@@ -1319,10 +1334,17 @@ class FleetRun:
         before = self.now_ms()
         want = int(issued.request["MaxNumberOfMessages"])
         invocation.risk = Risk(name, want, before + visibility * 1000 + SKEW_MS, visibility)
-        answer = self._sqs(invocation, rng, "receive_message", **issued.request)
+        lost_before = self._answers_lost(invocation)
+        try:
+            answer = self._sqs(invocation, rng, "receive_message", **issued.request)
+        finally:
+            self._lost_claims(invocation, name, lost_before, visibility, want)
         after = self.now_ms()
         invocation.risk = None
         if answer is None:
+            # A receive anew may have claimed what its failed answer never carried, as in `_receive_over_sqs`.
+            with self._lock:
+                self.phantoms.append((name, want, after + visibility * 1000 + SKEW_MS))
             return
         messages = [sqs_received(raw, CLIENT) for raw in answer.get("Messages", [])]
         with self._lock:

@@ -65,6 +65,9 @@ class Hold:
     handle: str
     lock: Lock
     settled_lo: int | None = None
+    # Given up, then held again by a change of visibility that succeeded with its handle (the give-back failed,
+    # or a standard message's visibility 0 left its claim's token on it): possibly held until then, by nobody.
+    held_again_hi: float = 0
 
     @property
     def claimed_lo(self) -> int:
@@ -143,9 +146,11 @@ class Ledger:
         return made
 
     def settling(self, hold: Hold, now_ms: int) -> None:
-        """Called just before a delete or a release: the holder gives the message up no later than now."""
+        """Called just before a delete or a release: the holder gives the message up no later than now (a hold
+        held again gives it up again: a failure of this call leaves it to `FleetRun.phantoms`)."""
         with self._lock:
             hold.settled_lo = now_ms if hold.settled_lo is None else min(hold.settled_lo, now_ms)
+            hold.held_again_hi = 0
 
     def extending(self, hold: Hold, now_ms: int, seconds: int) -> None:
         """Called just before a change of visibility: a shorter one counts at once."""
@@ -180,10 +185,13 @@ class Ledger:
             self.violations.append(text)
 
     def extended(self, hold: Hold, before_ms: int, after_ms: int, seconds: int) -> None:
-        """Called after a change of visibility succeeded, with the clock readings taken around the call."""
+        """Called after a change of visibility succeeded, with the clock readings taken around the call. One that
+        succeeded after its holder gave the message up holds it again (see `Hold.held_again_hi`)."""
         with self._lock:
             hold.lock.ends_lo = before_ms + seconds * 1000
             hold.lock.ends_hi = after_ms + seconds * 1000
+            if hold.settled_lo is not None:
+                hold.held_again_hi = max(hold.held_again_hi, hold.lock.ends_hi)
 
     # Checks, made under the lock.
     def _check_message(self, hold: Hold) -> None:
@@ -274,7 +282,7 @@ class Ledger:
                     out = [hold for hold in holds if hold.settled_lo is None]
                     certain += any(hold.lock.ends_lo > now_ms for hold in out)
                     ending = any(hold.lock.ends_hi > now_ms for hold in out)
-                    possible += ending or _settled_within(holds, now_ms, skew_ms)
+                    possible += ending or _settled_within(holds, now_ms, skew_ms) or _held_again(holds, now_ms)
         return certain, possible
 
     def groups_held_at(self, sub_queue: str, now_ms: int, skew_ms: int = 0) -> tuple[int, int]:
@@ -289,10 +297,15 @@ class Ledger:
                     out = [lock for lock in locks if not all(hold.settled_lo is not None for hold in lock.holds)]
                     certain += any(lock.ends_lo > now_ms for lock in out)
                     possible += any(lock.ends_hi > now_ms for lock in out) or any(
-                        _settled_within(lock.holds, now_ms, skew_ms) for lock in locks
+                        _settled_within(lock.holds, now_ms, skew_ms) or _held_again(lock.holds, now_ms)
+                        for lock in locks
                     )
         return certain, possible
 
 
 def _settled_within(holds: list[Hold], now_ms: int, skew_ms: int) -> bool:
     return any(hold.settled_lo is not None and hold.settled_lo + skew_ms > now_ms for hold in holds)
+
+
+def _held_again(holds: list[Hold], now_ms: int) -> bool:
+    return any(hold.held_again_hi > now_ms for hold in holds)

@@ -235,6 +235,43 @@ def test_fifo_order_is_judged_by_claims_not_by_the_order_receives_returned(clien
     ]
 
 
+def test_a_message_held_again_by_its_handle_after_its_holder_gave_it_up_counts_as_possibly_held(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """Found by the fleet run ("audit fleet/a: 1 in flight, the consumers hold 0 to 0"): a holder gave its message
+    back with a visibility of 0; another process then sent the same handle a visibility of 60, which succeeded (the
+    claim's token is still the message's: the core, as the reference, holds it again). The ledger counted the hold
+    as given up for good, so the message was in flight with nobody to hold it. It may be held until the visibility
+    the handle set runs out; given up again, it is not."""
+    client.create_queue("again", visibility_timeout=30)
+    jobs = client.queue("again", "c")
+    jobs.send("m")
+    [message] = jobs.receive()
+    ledger = Ledger()
+    [hold] = ledger.deliver("again/c", [message], 0, 1_000, 30)
+
+    def now() -> int:
+        return int(clock() * 1000)
+
+    ledger.settling(hold, now())
+    jobs.change_visibility(message.receipt_handle, 0)
+    clock.advance(5)
+    before = now()
+    jobs.change_visibility(message.receipt_handle, 60)
+    ledger.extended(hold, before, now(), 60)
+
+    assert jobs.stats().in_flight == 1
+    low, high = ledger.held_at("again/c", now())
+    assert low <= 1 <= high
+    clock.advance(61)
+    assert (jobs.stats().in_flight, ledger.held_at("again/c", now())) == (0, (0, 0))
+
+    clock.advance(-61)
+    ledger.settling(hold, now())
+    jobs.change_visibility(message.receipt_handle, 0)
+    assert (jobs.stats().in_flight, ledger.held_at("again/c", now())) == (0, (0, 0))
+
+
 def test_a_fifo_message_received_again_over_the_other_path_is_no_first_claim(
     client: QueueClient, clock: FakeClock
 ) -> None:
