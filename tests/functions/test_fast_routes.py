@@ -696,7 +696,9 @@ def test_a_queue_and_the_list_of_queues_are_answered_alike_by_both_paths(
         assert fast is None  # left to the resolver
         return
     assert fast is not None
-    _same(fast, slow, fresh=False)
+    # A queue's description carries its oldest message's age in seconds, read by each path in turn: on a loaded
+    # machine the two reads straddle a second (the answers differed there once in a full run).
+    _same(fast, slow, fresh=True)
 
 
 def test_the_openapi_document_is_served_as_the_resolver_serves_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1269,3 +1271,38 @@ def test_finite_floats_only() -> None:
     """A non-finite float is written as null by pydantic but as NaN by json: the shapes leave it to the model."""
     with pytest.raises(request_checks.Unsure):
         answer_shapes.plain_json(math.inf)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/queues/orders/clients/c1/replays/run", '{"replay_id": "1111111111111-aaaaaaaaaaaa", "seconds": 1%s}'),
+        ("/queues/orders/clients/c1/replays", '{"run_seconds": 1%s}'),
+    ],
+    ids=["run", "start"],
+)
+def test_a_number_past_a_floats_range_is_a_400_and_starts_nothing(queues: QueueClient, path: str, body: str) -> None:
+    """An integer of 401 digits is valid JSON that no float holds: the check compares it as an int and leaves it
+    to the resolver, which refuses it (it raised OverflowError, a failed invocation, on the fast path)."""
+    event = api_event("POST", path, raw_body=body % ("0" * 400))
+    answer = answer_http("dlq_redriver", event, FakeLambdaContext())
+    assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (400, "ValidationError")
+    assert queues.queue("orders", "c1").replay_list(10) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "headers"),
+    [
+        ('{"visibility_timeout": 30}', {"Content-Type": "application/merge-patch+json"}),
+        ('{"visibility_timeout": 1%s}' % ("0" * 4400), {"Content-Type": "application/json"}),
+    ],
+    ids=["merge-patch", "too-many-digits"],
+)
+def test_bodies_powertools_cannot_parse_are_a_400_not_a_500(
+    queues: QueueClient, raw: str, headers: dict[str, str]
+) -> None:
+    before = queues.get_queue("orders").to_dict()
+    event = api_event("PATCH", "/queues/orders", raw_body=raw, headers=headers)
+    answer = answer_http("producer", event, FakeLambdaContext())
+    assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (400, "ValidationError")
+    assert queues.get_queue("orders").to_dict() == before

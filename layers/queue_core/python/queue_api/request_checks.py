@@ -111,6 +111,8 @@ def seconds(high: float) -> Check:
 
     def check(value: Any) -> float:
         if type(value) is int:
+            if not 0 <= value <= high:  # compared as an int: one past a float's range has no float to convert to
+                raise Unsure
             value = float(value)
         if type(value) is not float or not 0 <= value <= high:
             raise Unsure
