@@ -4,6 +4,7 @@ ever left where no receive looks (`queue_core.shard_marks`)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,14 +32,17 @@ def _marks(client: QueueClient, queue: str, tenant: str) -> list[shard_marks.Mar
 
 
 @pytest.fixture
-def listed_on_queue_time(monkeypatch: pytest.MonkeyPatch) -> None:
+def listed_on_queue_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The cost tests count queries on the queue's clock, which only the test moves. A process reuses the marks it
     read for `shard_marks.LIST_SECONDS` of real time: on a loaded machine the same steps would cross that time at
     random and read the marks more often. Held for the test, and the visiting order seeded, the counts are those
     of a consumer whose receives come within that time of each other (the bench's idle scenario also measures
     receives that each read the marks)."""
     monkeypatch.setattr(shard_marks, "LIST_SECONDS", 3_600.0)
+    state = random.getstate()
     random.seed(37)
+    yield
+    random.setstate(state)
 
 
 @pytest.mark.parametrize("fifo", [False, True])
