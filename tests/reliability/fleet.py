@@ -412,6 +412,8 @@ class FleetRun:
         self.shards: dict[str, list[tuple[float, int]]] = {queue: [] for queue in QUEUES}
         self.reasons: list[tuple[float, str]] = []
         self.left_held: list[tuple[float, str]] = []
+        # Attempt ids whose answer the core said it could neither keep nor give back (`receive_attempts.UNKEPT`).
+        self.unkept: set[str] = set()
         self.calls = 0
         self.calls_by_kind: Counter = Counter()
         self.elapsed = 0.0
@@ -1094,12 +1096,16 @@ class FleetRun:
                 still_held = first_after + visibility * 1000 - 2 * SKEW_MS > again_after
                 moved = dead and self.moves_begun[_source_of(name)] != moves
                 if was and was != now and still_held and not moved:
-                    self.problem(
-                        "attempts",
-                        f"{request['QueueUrl'].rsplit('/', 1)[-1]}: a receive repeated with its attempt id {attempt} "
-                        f"answered {len(now)} messages, not the {len(was)} of its first answer, whose claims ran until "
-                        f"{first_after + visibility * 1000} (repeat at {again_before})",
-                    )
+                    if attempt in self.unkept:
+                        # Neither kept nor given back, said in a log line: the lost answer's claims run out unheld.
+                        self._add("repeats of an answer said unkept")
+                    else:
+                        self.problem(
+                            "attempts",
+                            f"{request['QueueUrl'].rsplit('/', 1)[-1]}: a receive repeated with its attempt id "
+                            f"{attempt} answered {len(now)} messages, not the {len(was)} of its first answer, whose "
+                            f"claims ran until {first_after + visibility * 1000} (repeat at {again_before})",
+                        )
                     with self._lock:
                         self.phantoms.append((name, len(was), first_after + visibility * 1000 + SKEW_MS))
             # The answer's claims were made by the first call or by the repeat: claimed within both, held from the
@@ -1890,6 +1896,11 @@ class _ReasonLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         text = record.getMessage()
+        unkept = re.fullmatch(r"a receive under attempt id '([^']+)' answers \d+ message\(s\) it did not keep", text)
+        if unkept:
+            with self.run._lock:
+                self.run.unkept.add(unkept[1])
+            return
         if "until its visibility ends" in text or "group bookkeeping" in text:  # a claim the core left held
             with self.run._lock:
                 self.run.left_held.append((self.run.clock(), text))

@@ -95,12 +95,6 @@ def test_a_stale_handle_changes_nothing(fleet: FleetRun) -> None:
     _held(fleet, "stale handles")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="about one short run in twenty-five: a FIFO receive under an attempt id that could neither keep its answer "
-    "nor give its claims back answers them (held by its caller, not by nobody); when that answer is lost as well, "
-    "the repeat finds no kept answer and receives anew. An attempt record written before the claims would close it",
-)
 def test_a_receive_repeated_with_its_attempt_id_answers_what_it_kept(fleet: FleetRun) -> None:
     _held(fleet, "attempts")
 

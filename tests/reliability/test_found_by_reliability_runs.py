@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from queue_core import MessageNotFound, QueueClient, QueueError, ReceiptHandleStale, ReceivedMessage
+from queue_core import MessageNotFound, QueueClient, QueueError, ReceiptHandleStale, ReceivedMessage, receive_attempts
 from sqs_api.dead_letters import dlq_name
 
 from tests.conftest import FakeClock
@@ -29,7 +29,7 @@ from tests.reliability.paths import (
 )
 from tests.reliability.stress import PUSH, SHORT, StressRun
 from tests.reliability.truth import TableTruth
-from tests.throttle_hooks import ThrottleOne, request_body, throttle_error, throttled
+from tests.throttle_hooks import ThrottleAll, ThrottleOne, request_body, throttle_error, throttled, throttling
 
 
 @pytest.mark.parametrize("name", ["jobs", "jobs.fifo"])
@@ -816,3 +816,42 @@ def test_a_fifo_release_after_the_sweep_ended_its_claim_is_stale_and_the_group_g
     with pytest.raises(ReceiptHandleStale):
         sub.release(first.receipt_handle)
     assert [m.body for m in sub.receive(max_messages=10)] == ["m1", "m2"]
+
+
+def test_a_receive_whose_attempt_record_throttles_once_keeps_its_answer_after_a_pause(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """The fleet run: a FIFO receive under an attempt id whose record throttled gave its claims back, the give-back
+    throttled too, so it answered them unkept; that answer lost as well, the repeat received anew while the first
+    claims ran out held by nobody. A keep that throttles once is now tried again after a pause: the first call
+    answers, and a repeat answers the same handles."""
+    client.create_queue("jobs.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "a")
+    jobs.send("m1", group_id="g", dedup_id="d1")
+    keep = ThrottleOne("PutItem", lambda body: "kept_until" in body.get("Item", {}))
+    with throttled(dynamodb, keep):
+        first = jobs.receive_attempt("attempt-1")
+    assert keep.thrown == 1
+    assert [message.body for message in first] == ["m1"]
+    again = jobs.receive_attempt("attempt-1")
+    assert [message.receipt_handle for message in again] == [first[0].receipt_handle]
+
+
+def test_an_answer_neither_kept_nor_given_back_is_said_in_a_log_line(
+    client: QueueClient, dynamodb: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every keep of the attempt record throttles and so does the give-back: the message is answered, held by its
+    caller, and the core says that its attempt id did not keep it (a lost answer then leaves it held until its
+    visibility ends)."""
+    client.create_queue("jobs.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "a")
+    jobs.send("m1", group_id="g", dedup_id="d1")
+    keep = ThrottleAll("PutItem", lambda body: "kept_until" in body.get("Item", {}))
+    give_back = ThrottleAll("UpdateItem", lambda body: "released_by = :rel" in body.get("UpdateExpression", ""))
+    with caplog.at_level("WARNING", logger="queue_core"), throttling(dynamodb, keep), throttling(dynamodb, give_back):
+        got = jobs.receive_attempt("attempt-1")
+    assert keep.thrown == 1 + 2 * (len(receive_attempts.KEEP_RETRY_PAUSES) + 1)
+    assert [message.body for message in got] == ["m1"]
+    assert "a receive under attempt id 'attempt-1' answers 1 message(s) it did not keep" in caplog.text
+    jobs.delete(got[0].receipt_handle)
+    assert jobs.stats().in_flight == 0

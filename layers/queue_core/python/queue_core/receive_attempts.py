@@ -6,10 +6,10 @@ the sub-queue for `ATTEMPT_SECONDS`, with a TTL. A repeat within that time holds
 handle, all of them or none in one transaction, which is also the check that nothing changed meanwhile: if one of
 them was deleted, given back, or received again by someone else after its visibility ran out, the attempt is spent
 (SQS: a retry works only while none of its messages was modified) and nothing of it is held again; the repeat is a
-new receive whose answer replaces the kept one. A first receive whose answer cannot be kept gives its claims back
-before it fails, so its retry finds the messages instead of their groups held by nobody; those it cannot give back
-either it answers, held by its caller (only an answer lost as well then leaves them held until they run out). An
-answer of dead letters (SQS: at a DLQ's URL, or at a queue others name as their dead-letter target) keeps their
+new receive whose answer replaces the kept one. A first receive whose answer cannot be kept (tried again after
+short pauses) gives its claims back before it fails, so its retry finds the messages instead of their groups held
+by nobody; those it cannot give back either it answers, held by its caller (only an answer lost as well then leaves
+them held until they run out, said in a log line, `UNKEPT`). An answer of dead letters (SQS: at a DLQ's URL, or at a queue others name as their dead-letter target) keeps their
 handles beside the live ones, and its receiver holds them again with the live ones, all or none
 (`dead_letter_receives`).
 
@@ -35,6 +35,8 @@ from .store import messages as writes
 ATTEMPT_SECONDS: Final = 300
 # Pauses between tries to keep an answer whose messages could not be given back after its first keep failed.
 KEEP_RETRY_PAUSES: Final = (0.05, 0.2, 0.5)
+# The log line of an answer neither kept nor given back (the attempt id, the number of messages).
+UNKEPT: Final = "a receive under attempt id %r answers %d message(s) it did not keep"
 logger = logging.getLogger("queue_core")
 
 
@@ -103,28 +105,32 @@ def receive_once(
             _give_back(sub, got)
             return _replayed(sub, failed.item, visibility_timeout) or []
     except QueueError:
-        # Not kept (throttled, unavailable): the client is told to retry, and its retry must find these messages.
-        # What cannot be given back either is answered: held by this caller, never by nobody until it runs out,
-        # and kept if it can be by now (a repeat after a lost answer then answers it too).
+        # Not kept (throttled, unavailable). Kept within a few pauses, the answer stands. If not, the client is
+        # told to retry, and its retry must find these messages: they go back. What cannot be given back either
+        # is answered: held by this caller, never by nobody until it runs out, and kept if it can be by now (a
+        # repeat after a lost answer then answers it too). Only when that keep fails as well does a lost answer
+        # leave them held until they run out, as SQS leaves a lost answer's messages: said in a log line.
+        if _keep_late(ctx, writes.keep_attempt(_answer_item(key, token, got, now), now, spent), token):
+            return got
         held = _give_back_or_hold(sub, got, visibility_timeout)
         if not held:
             raise
-        if not _keep_late(ctx, writes.keep_attempt(_answer_item(key, token, held, now), now, spent)):
-            logger.warning("a receive under attempt id %r answers %d message(s) it did not keep", attempt_id, len(held))
+        if not _keep_late(ctx, writes.keep_attempt(_answer_item(key, token, held, now), now, spent), token):
+            logger.warning(UNKEPT, attempt_id, len(held))
         return held
     return got
 
 
-def _keep_late(ctx: Context, keep: Any) -> bool:
-    """The answer of messages that could not be given back, kept after all if DynamoDB lets it within a few
-    pauses (`KEEP_RETRY_PAUSES`): kept, a repeat after a lost answer answers them too; not kept, only a lost
-    answer as well leaves them held until they run out (and its repeat answers otherwise)."""
+def _keep_late(ctx: Context, keep: Any, token: str) -> bool:
+    """An answer whose keep failed, kept after all if DynamoDB lets it within a few pauses (`KEEP_RETRY_PAUSES`):
+    kept, a repeat after a lost answer answers it too. A failed condition that finds our own token is a keep
+    applied whose answer was lost; another's token, another receive under the id kept first: not ours."""
     for pause in (*KEEP_RETRY_PAUSES, None):
         try:
             ctx.store.write(keep)
             return True
-        except ConditionFailed:
-            return False
+        except ConditionFailed as failed:
+            return failed.item is not None and failed.item.get("tok") == token
         except QueueError:
             if pause is None:
                 return False
