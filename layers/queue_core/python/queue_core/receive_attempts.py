@@ -9,9 +9,9 @@ them was deleted, given back, or received again by someone else after its visibi
 new receive whose answer replaces the kept one. A first receive whose answer cannot be kept (tried again after
 short pauses) gives its claims back before it fails, so its retry finds the messages instead of their groups held
 by nobody; those it cannot give back either it answers, held by its caller (only an answer lost as well then leaves
-them held until they run out, said in a log line, `UNKEPT`). An answer of dead letters (SQS: at a DLQ's URL, or at a queue others name as their dead-letter target) keeps their
-handles beside the live ones, and its receiver holds them again with the live ones, all or none
-(`dead_letter_receives`).
+them held until they run out, said in a log line, `UNKEPT`). An answer of dead letters (SQS: at a DLQ's URL, or
+at a queue others name as their dead-letter target) keeps their handles beside the live ones, and its receiver
+holds them again with the live ones, all or none (`dead_letter_receives`).
 
 Attempt records are spread over `DEDUP_BUCKETS` partitions by the attempt id's hash, as dedup items are: one
 partition per sub-queue would throttle first under load, which is when clients retry.
