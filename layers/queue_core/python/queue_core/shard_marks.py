@@ -91,6 +91,39 @@ class Marks:
         self._lock = threading.Lock()
         self._put: dict[tuple[int, int], int] = {}
         self._listed: dict[int, tuple[float, list[Mark]]] = {}
+        self._emptied: dict[tuple[int, int], int] = {}
+        self._visiting: dict[tuple[int, int], int] = {}
+
+    def way(self, priority: int, shards: list[int]) -> list[int]:
+        """The order a receive visits `shards` in (a list in random order): those another receive of this process
+        is visiting now last, then the one whose last messages this process took longest ago first, never emptied
+        before all. At low load, with several shards marked lately, the shard emptied longest ago is where a
+        message most likely came since (a visit that finds nothing tells nothing of what comes next); receivers of
+        one process that all took that same way would meet on one shard, and the slowest of them would lose every
+        race (the stress run's queue-wide receivers did), so a shard being visited goes last."""
+        with self._lock:
+            return sorted(
+                shards,
+                key=lambda shard: (
+                    self._visiting.get((priority, shard), 0) > 0,
+                    self._emptied.get((priority, shard), -1),
+                ),
+            )
+
+    def visiting(self, priority: int, shard: int, by: int) -> None:
+        """A receive of this process begins (`by` 1) or ends (-1) its visit of the shard."""
+        with self._lock:
+            left = self._visiting.get((priority, shard), 0) + by
+            if left > 0:
+                self._visiting[(priority, shard)] = left
+            else:
+                self._visiting.pop((priority, shard), None)
+
+    def note_emptied(self, priority: int, shard: int, at: int) -> None:
+        with self._lock:
+            if len(self._emptied) >= 4 * limits.MAX_SHARDS:
+                self._emptied.clear()
+            self._emptied[(priority, shard)] = at
 
     def trusted(self, priority: int, shard: int, now: int) -> bool:
         with self._lock:
@@ -203,12 +236,12 @@ def visit(
         if listed is None:
             return visit_every_shard(picker, want, receive_shard)
     visited: set[int] = set()
-    got = _visit(ctx, space, marks, listed, want, receive_shard, look, visited)
+    got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
     if not got and not fresh:
         listed = _read_again(ctx, space, marks, priority)
         if listed is None:
             return visit_every_shard(picker, want, receive_shard)
-        got = _visit(ctx, space, marks, listed, want, receive_shard, look, visited)
+        got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
     return got
 
 
@@ -227,6 +260,7 @@ def _visit(
     ctx: Context,
     space: Space,
     marks: Marks,
+    priority: int,
     listed: list[Mark],
     want: int,
     receive_shard: ShardReceive,
@@ -240,24 +274,27 @@ def _visit(
     for mark in listed:
         if mark.at <= now and mark.shard not in visited:
             due.setdefault(mark.shard, []).append(mark)
-    # In random order, so that concurrent receivers spread. (Ordered by what this process emptied longest ago,
-    # low load from several senders cost fewer queries, but every receiver of a process went the same way, and
-    # the stress run's queue-wide receivers then lost every race for one client's messages.)
     order = list(due)
-    random.shuffle(order)
+    random.shuffle(order)  # ties in random order, so that receivers of different processes spread
     got: list[Any] = []
     throttle: Throttled | None = None
-    for shard in order:
+    for shard in marks.way(priority, order):
         if len(got) >= want:
             break
         visited.add(shard)
         need = want - len(got)
         looked_at = ctx.now_ms()
-        found, saw_candidates, throttled = ask(receive_shard, shard, need)
+        marks.visiting(priority, shard, 1)
+        try:
+            found, saw_candidates, throttled = ask(receive_shard, shard, need)
+        finally:
+            marks.visiting(priority, shard, -1)
         got += found
         if throttled:
             throttle = throttle or throttled
             continue
+        if found and len(found) < need:
+            marks.note_emptied(priority, shard, looked_at)
         if not saw_candidates:
             _drain(ctx, space, marks, due[shard], [m for m in listed if m.shard == shard], looked_at, look)
         if found and len(found) < need:
