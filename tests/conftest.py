@@ -42,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--stress",
         action="store_true",
         default=False,
-        help="run the reliability stress tests at full size (tens of thousands of messages) instead of the short form",
+        help="run the reliability stress tests at full size (thousands of messages) instead of the short form",
     )
     parser.addoption(
         "--prop-sweep",
@@ -127,12 +127,19 @@ def instant_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def dynamodb() -> Iterator[object]:
-    from dq.embedded_dynamodb import fast_queries, fast_transactions, idempotent_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import (
+        fast_queries,
+        fast_transactions,
+        idempotent_transactions,
+        serialize_moto_requests,
+        untracked_items,
+    )
 
     serialize_moto_requests()
     fast_queries()
     fast_transactions()
     idempotent_transactions()
+    untracked_items()
     with mock_aws():
         yield boto3.client("dynamodb", region_name="us-east-1")
 

@@ -491,12 +491,14 @@ def _apply(configuration: str) -> None:
             fast_transactions,
             idempotent_transactions,
             serialize_moto_requests,
+            untracked_items,
         )
 
         serialize_moto_requests()
         fast_queries()
         fast_transactions()
         idempotent_transactions()
+        untracked_items()
     if configuration == "bench":
         from bench.backend import faster_key_ordering
 

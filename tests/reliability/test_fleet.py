@@ -30,12 +30,19 @@ pytestmark = pytest.mark.timeout(10800)
 
 @pytest.fixture(scope="module")
 def fleet(request: pytest.FixtureRequest) -> Iterator[FleetRun]:
-    from dq.embedded_dynamodb import fast_queries, fast_transactions, idempotent_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import (
+        fast_queries,
+        fast_transactions,
+        idempotent_transactions,
+        serialize_moto_requests,
+        untracked_items,
+    )
 
     serialize_moto_requests()
     fast_queries()
     fast_transactions()
     idempotent_transactions()
+    untracked_items()
     scale = FULL if request.config.getoption("--stress") else SHORT
     with mock_aws():
         clock = FakeClock()

@@ -2,9 +2,9 @@
 give back, extend, race and stall, with both queues resharded and two others deleted and created again as they
 run, and with DynamoDB failing underneath; then the main queues' archives replayed, each archived copy once.
 
-The short form runs in `make test`; `pytest tests/reliability --stress` runs ten thousand messages. The run with
-DynamoDB failing underneath is in `test_stress_faults.py` (a file of its own, so that the two runs go to different
-test workers).
+The short form runs in `make test`; `pytest tests/reliability --stress` runs five thousand messages (and 500 to
+each sub-queue of the other paths). The run with DynamoDB failing underneath is in `test_stress_faults.py` (a file
+of its own, so that the two runs go to different test workers).
 """
 
 from __future__ import annotations

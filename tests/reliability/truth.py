@@ -24,6 +24,7 @@ import boto3
 from moto.dynamodb.responses import DynamoHandler
 from queue_core.store import deserialize
 
+from dq.embedded_dynamodb import _LOCK
 from tests.conftest import TABLE
 
 # Key kinds (the first part of a partition key): standard messages, FIFO messages (one partition per group), and
@@ -133,35 +134,48 @@ class TableTruth:
             if not start:
                 return items
 
+    def dead_letter_labels(self) -> dict[tuple[str, str], list[str]]:
+        """The dead letters' labels (`label_of`) by (queue, client), as `by_sub_queue([DEAD_LETTERS])` finds them,
+        read inside the embedded DynamoDB between two requests, not by a Scan: the stress run's driver asks every
+        second, and moto's Scan sorts, sizes and copies every item of the table (each archived copy too) for each
+        page it answers, so a run spent most of its time, ever more as the archives filled, in these reads."""
+        found: dict[tuple[str, str], list[str]] = defaultdict(list)
+        with _LOCK:
+            table = embedded_table(self.table)
+            for hash_key, partition in table.items.items():
+                if str(hash_key.value).startswith(f"{DEAD_LETTERS}#"):
+                    for item in partition.values():
+                        attributes = deserialize(item.to_json()["Attributes"])
+                        _, queue, client = sub_queue_of(str(hash_key.value))
+                        found[(queue, client)].append(label_of(attributes or {}))
+        return found
+
     def expire(self, now_ms: int) -> int:
         """Deletes what DynamoDB's TTL would have deleted by now (moto never does): dedup items past their window,
-        above all, which would otherwise pile up and slow every later request."""
+        above all, which would otherwise pile up and slow every later request. The items due are found inside the
+        embedded DynamoDB (see `dead_letter_labels`) and deleted through the raw client, each under the condition
+        that it is still due."""
         now_s = now_ms // 1000
+        with _LOCK:
+            table = embedded_table(self.table)
+            due = [
+                {"pk": item.hash_key.to_json(), "sk": item.range_key.to_json()}
+                for item in type(table).all_items(table)
+                if _due(item.attrs.get("expires_at"), now_s)
+            ]
         expired = 0
-        start: dict[str, Any] | None = None
-        while True:
-            options: dict[str, Any] = {"ExclusiveStartKey": start} if start else {}
-            answer = self.raw.scan(
-                TableName=self.table,
-                FilterExpression="expires_at <= :now",
-                ExpressionAttributeValues={":now": {"N": str(now_s)}},
-                ProjectionExpression="pk, sk",
-                **options,
-            )
-            for key in answer.get("Items", []):
-                try:
-                    self.raw.delete_item(
-                        TableName=self.table,
-                        Key=key,
-                        ConditionExpression="expires_at <= :now",
-                        ExpressionAttributeValues={":now": {"N": str(now_s)}},
-                    )
-                    expired += 1
-                except self.raw.exceptions.ConditionalCheckFailedException:
-                    continue
-            start = answer.get("LastEvaluatedKey")
-            if not start:
-                return expired
+        for key in due:
+            try:
+                self.raw.delete_item(
+                    TableName=self.table,
+                    Key=key,
+                    ConditionExpression="expires_at <= :now",
+                    ExpressionAttributeValues={":now": {"N": str(now_s)}},
+                )
+                expired += 1
+            except self.raw.exceptions.ConditionalCheckFailedException:
+                continue
+        return expired
 
     def snapshot(self) -> frozenset[str]:
         """The whole table as comparable text: equal snapshots before and after a request mean it wrote nothing."""
@@ -180,10 +194,9 @@ class TableTruth:
                 return items
 
 
-def table_snapshot(table: str) -> frozenset[str]:
-    """The whole table as comparable text, read straight from the embedded DynamoDB of this process (moto's
-    backend, whether reached in-process or through its server thread): instant, and no request of its own.
-    Equal snapshots before and after a request prove that it wrote nothing."""
+def embedded_table(table: str) -> Any:
+    """moto's model of the table, in the embedded DynamoDB of this process (whether reached in-process or through its
+    server thread). Read it under `_LOCK`, between two requests."""
     from moto.dynamodb.models import dynamodb_backends
 
     found = [
@@ -193,8 +206,22 @@ def table_snapshot(table: str) -> frozenset[str]:
         if table in regions[region].tables
     ]
     assert len(found) == 1, f"table {table} in {len(found)} embedded backends"
+    return found[0]
+
+
+def _due(expires_at: Any, now_s: int) -> bool:
+    """Whether a TTL attribute (moto's value, or None) is a number no later than `now_s`, as the Scan's
+    `expires_at <= :now` found it."""
+    return expires_at is not None and expires_at.type == "N" and float(expires_at.value) <= now_s
+
+
+def table_snapshot(table: str) -> frozenset[str]:
+    """The whole table as comparable text, read straight from the embedded DynamoDB of this process (moto's
+    backend, whether reached in-process or through its server thread): instant, and no request of its own.
+    Equal snapshots before and after a request prove that it wrote nothing."""
+    found = embedded_table(table)
     # The class's listing, never a view a query in flight was given (`dq.embedded_dynamodb.fast_queries`).
-    items = type(found[0]).all_items(found[0])
+    items = type(found).all_items(found)
     return frozenset(json.dumps(item.to_json(), sort_keys=True, default=repr) for item in items)
 
 
