@@ -211,3 +211,26 @@ def test_throttles_without_growth_say_why(
     assert (held["queue"], held["reason"]) == ("busy", "unexplained")
     assert held["throttles_per_minute"] >= autoshard.THROTTLES_PER_MINUTE
     assert any("busy" in record.getMessage() and "unexplained" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.usefixtures("instant_backoff")
+def test_throttles_without_growth_say_why_with_no_sweep(
+    client: QueueClient, dynamodb, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by the fleet run (a key refused in every half minute for two and a half minutes, its queue's count
+    held, no reason said: the sweeps of that span were killed or failed). The throttled processes decided and knew
+    why, but said it at debug level only. Now, with no sweep at all, they say it in a warning within seconds, each
+    at most once a minute."""
+    client.create_queue("busy")
+    hook = _throttle_every(dynamodb, 1)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="queue_core"):
+            Fleet(dynamodb, clock, "busy", 10).run(30, _per_second(0.1))
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", hook)
+    held = [record for record in caplog.records if "queue busy: throttled" in record.getMessage()]
+    said = [record for record in held if record.levelno >= logging.WARNING]
+    assert said, [record.getMessage() for record in held]
+    assert "shards stay 1 (unexplained)" in said[0].getMessage()
+    assert len(said) <= 10, "each process says it at most once a minute"
+    assert client.get_queue("busy").shards == 1

@@ -442,7 +442,9 @@ class FleetRun:
         if self.scale.max_shards is not None:
             common["max_shards"] = self.scale.max_shards
         for queue in QUEUES:
-            self.admin.create_queue(queue, dedup_window_seconds=DEDUP_WINDOW_SECONDS, **common)
+            created = self.admin.create_queue(queue, dedup_window_seconds=DEDUP_WINDOW_SECONDS, **common)
+            # The count from the start: the driver's first look may come after a throttled process changed it.
+            self.shards[queue].append((self.clock(), created.shards))
         for source, target in TARGETS.items():
             self.admin.update_queue(source, dead_letter_target=target)
         self._audit_process = Process(self, "audit", -1, 0.0, plain=True)

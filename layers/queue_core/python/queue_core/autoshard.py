@@ -27,10 +27,12 @@ power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one 
 Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times, since senders that back off
 measure less than they want to send; throttles counted before every process sends by the current count (`counted_from`)
 are the previous count's and are left out. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says why
-(`Decision.held`), in a log line and in the sweep's report, for a metric: the measured load does not explain the
-throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone (`"one_group"`), the last change
-is still reaching every process (`"settling"`), it changed less than `GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is
-at its `max_shards` (`"max_shards"`), or it keeps too many layouts to change now (`"layouts_full"`).
+(`Decision.held`), in a log line (the sweep's once a pass; a throttled process's that decided, at most once a minute
+each, as a sweep's pass may fail or be minutes away) and in the sweep's report, for a metric: the measured load does
+not explain the throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone
+(`"one_group"`), the last change is still reaching every process (`"settling"`), it changed less than
+`GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), or it keeps too many layouts
+to change now (`"layouts_full"`).
 
 A decision is written as a change by hand is (`Registry.reshard`: conditional on the settings' version and
 generation, its own write recognised after a lost answer), and keeps the same layout history, so nothing is
@@ -387,8 +389,9 @@ def decide(
 ) -> Decision | None:
     """Makes the automatic decision for queue `name` now (None: not an automatic queue). With `grow_only` (a
     throttled process, which sees one client's reports), only growth is decided. A throttled queue that does not
-    grow is logged with the reason: a warning from the sweep (once a pass), a debug line from a throttled process
-    (each of a fleet would say it)."""
+    grow is logged with the reason: a warning from the sweep (once a pass), and from a throttled process at most
+    once every `THROTTLE_SECONDS` (`LoadMeter.may_say`; its other decisions at debug level): a sweep's pass may
+    fail or be minutes away while the key goes on throttling, and the throttled processes are the ones that know."""
     current = settings or ctx.registry.get(name, fresh=True)
     if not current.auto_shards:
         return None
@@ -400,8 +403,9 @@ def decide(
         if refused and made.shards > current.shards and made.throttles_per_minute >= THROTTLES_PER_MINUTE:
             made = Decision(current.shards, "layouts_full", made.throttles_per_minute)
     if made.held:
+        said = not grow_only or ctx.load.may_say(name, now, THROTTLE_SECONDS * 1000)
         logger.log(
-            logging.DEBUG if grow_only else logging.WARNING,
+            logging.WARNING if said else logging.DEBUG,
             "queue %s: throttled %.0f a minute, shards stay %d (%s): %s",
             name,
             made.throttles_per_minute,

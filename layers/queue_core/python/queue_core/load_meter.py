@@ -24,7 +24,7 @@ import random
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 from .keys import Space
 
@@ -33,6 +33,8 @@ from .keys import Space
 LIFE_WRITES: Final = 4
 # A group that carried this share of a report's units or more is named in it; there are at most 1 / HEAVY_SHARE.
 HEAVY_SHARE: Final = 0.125
+
+_K = TypeVar("_K")
 
 # This process in the load reports (each meter adds its own suffix: see `LoadMeter.reporter`).
 PROCESS: Final = uuid.uuid4().hex[:12]
@@ -88,8 +90,10 @@ class LoadMeter:
         self._tallies: dict[Space, _Tally] = {}
         # Its own reports: clients in one process (threads, a worker pool) each count only their own load.
         self.reporter = f"{PROCESS}-{uuid.uuid4().hex[:6]}"
-        # When this process last read a sub-queue's reports to decide (see `may_decide`).
+        # When this process last read a sub-queue's reports to decide (see `may_decide`), and last said why a
+        # queue it was throttled on did not grow (see `may_say`).
         self._decided_at: dict[Space, int] = {}
+        self._said_at: dict[str, int] = {}
         self._numbers = itertools.count()
 
     def record(
@@ -144,11 +148,21 @@ class LoadMeter:
         """Called when a report of `space` carried throttles: whether this process may read the sub-queue's reports
         and decide now, at most once every `every_ms`. Whether the throttles have gone on long enough to decide is
         for those reports to say, the whole fleet's: a process of a fleet meets a throttle or two in its life."""
+        return self._once_every(self._decided_at, space, now, every_ms)
+
+    def may_say(self, queue: str, now: int, every_ms: int) -> bool:
+        """Called when a decision this process made held a throttled queue's count: whether it says so in a log
+        line others see now, at most once every `every_ms` (else at debug level). The sweep says it once a pass,
+        but a pass may fail or be minutes away while a key goes on throttling; a fleet's processes each say it
+        at most that often, and only those throttled."""
+        return self._once_every(self._said_at, queue, now, every_ms)
+
+    def _once_every(self, last_at: dict[_K, int], key: _K, now: int, every_ms: int) -> bool:
         with self._lock:
-            last = self._decided_at.get(space)
+            last = last_at.get(key)
             if last is not None and now - last < every_ms:
                 return False
-            self._decided_at[space] = now
+            last_at[key] = now
             return True
 
 
