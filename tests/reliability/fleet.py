@@ -1903,7 +1903,8 @@ class _ReasonLog(logging.Handler):
             with self.run._lock:
                 self.run.unkept.add(unkept[1])
             return
-        if "until its visibility ends" in text or "group bookkeeping" in text:  # a claim the core left held
+        if any(said in text for said in ("until its visibility ends", "until its lock ends", "group bookkeeping")):
+            # a claim the core left held
             with self.run._lock:
                 self.run.left_held.append((self.run.clock(), text))
             return

@@ -855,3 +855,39 @@ def test_an_answer_neither_kept_nor_given_back_is_said_in_a_log_line(
     assert "a receive under attempt id 'attempt-1' answers 1 message(s) it did not keep" in caplog.text
     jobs.delete(got[0].receipt_handle)
     assert jobs.stats().in_flight == 0
+
+
+def _reads_group(group: str) -> Any:
+    """A match for the query of a FIFO group's messages (its head read)."""
+
+    def match(body: dict[str, Any]) -> bool:
+        pks = [str(value.get("S", "")) for value in body.get("ExpressionAttributeValues", {}).values()]
+        return any(pk.startswith("G#") and pk.endswith(f"#{group}") for pk in pks)
+
+    return match
+
+
+@pytest.mark.usefixtures("instant_backoff")
+def test_a_fifo_receive_that_leaves_a_group_locked_for_nobody_fails_and_gives_back_what_it_claimed(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """Found by the fleet run's audit (FIFO groups locked by claims no consumer was ever answered): a receive locked
+    two groups, and DynamoDB refused the head read of one and then its unlock. The receive answered the other
+    group's message as a success, and the refused group stayed locked by nobody until its lock ended, behind an
+    answer that said nothing of it. Now the receive fails, as one may that leaves a claim in flight (its caller
+    retries), and gives back what it claimed elsewhere."""
+    client.create_queue("jobs.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("jobs.fifo", "c")
+    jobs.send("a1", group_id="a", dedup_id="a1")
+    jobs.send("b1", group_id="b", dedup_id="b1")
+    head = ThrottleAll("Query", _reads_group("b"))
+    unlock = ThrottleAll(
+        "UpdateItem",
+        lambda body: body.get("Key", {}).get("sk") == {"S": "b"} and "unlocked_by" in body.get("UpdateExpression", ""),
+    )
+    with throttling(dynamodb, head), throttling(dynamodb, unlock), pytest.raises(QueueError) as failed:
+        jobs.receive(max_messages=2)
+    assert failed.value.code == "Throttled"
+    assert jobs.stats().in_flight == 1  # group b, until its lock ends: a failed receive may leave that
+    [again] = jobs.receive(max_messages=2)
+    assert (again.body, again.receive_count) == ("a1", 1)  # given back unseen

@@ -9,9 +9,9 @@ a message from the group's next holder; marks run in parallel and only an unbrok
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from . import keys, limits, partial, shard_marks
@@ -27,6 +27,7 @@ from .store import groups as group_writes
 from .store import messages as writes
 
 _CLAIM_ROUNDS = 3
+logger = logging.getLogger("queue_core")
 
 
 class _Missed:
@@ -37,12 +38,27 @@ class FifoClaims(FifoGroups):
     """Receives of a FIFO sub-queue: group locks and the marks of the messages they deliver."""
 
     def receive(self, want: int, visibility: int, order: str, now: int, secret: str) -> list[ReceivedMessage]:
-        """After a throttle: what the receive holds, the throttle only when it holds nothing (see `partial`)."""
+        """After a throttle: what the receive holds, the throttle only when it holds nothing (see `partial`); and
+        the throttle also when a group it locked could not be given back (`_let_go`): an answer would leave that
+        group held by nobody behind a success, so the receive gives back what it claimed elsewhere and fails, as
+        a receive may that leaves a claim in flight until its lock ends; its caller retries."""
         try:
             return self.receive_priority(0, want, visibility, order, now, secret)[0]
         except Throttled as error:
             self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
+            if partial.left_locked(error):
+                self._give_back_claimed(partial.received(error), secret)
+                raise partial.original(error) from None
             return partial.answer(error, partial.received(error))
+
+    def _give_back_claimed(self, got: list[ReceivedMessage], secret: str) -> None:
+        """A failed receive's claims, each given back unseen (a group's last message first, so none is delivered
+        after a later one); one that cannot be is held until its visibility ends, as a failed receive may hold."""
+        for message in reversed(got):
+            try:
+                self.return_unseen(Receipt.decode(message.receipt_handle, secret), self.ctx.now_ms())
+            except QueueError as error:
+                logger.warning("message %s stays held until its visibility ends: %s", message.message_id, error.message)
 
     def receive_priority(
         self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
@@ -105,7 +121,7 @@ class FifoClaims(FifoGroups):
                 self.gauge.record(len(batch), self.claim_conflicts - conflicts)
                 for messages in outcomes:
                     if isinstance(messages, Throttled):
-                        throttle = throttle or messages
+                        throttle = partial.kept(throttle, messages)
                     else:
                         got += messages
                 position += len(batch)
@@ -147,20 +163,20 @@ class FifoClaims(FifoGroups):
             heads, more, _ = self.ctx.store.query(
                 self.space.group_messages_pk(group), limit=budget + 1, consistent=True
             )
-        except Throttled:
-            with contextlib.suppress(QueueError):
-                self.finish_group(key, token, now)  # nothing marked: the group need not wait for the lock
+            taken, next_head, stuck = self._take_heads(key, token, heads, budget, now)
+        except Throttled as error:
+            # Nothing marked: the group need not wait for the lock.
+            self._let_go(key, lambda: self.finish_group(key, token, now), error)
             raise
-        taken, next_head, stuck = self._take_heads(key, token, heads, budget, now)
         if not taken:
             if stuck is not None:
-                self._hold_stuck(key, token, stuck, now)
+                self._let_go(key, lambda: self._hold_stuck(key, token, stuck, now))
             elif next_head is not None:
-                self.finish_group(key, token, max(now, int(next_head["visible_at"])))
+                self._let_go(key, lambda: self.finish_group(key, token, max(now, int(next_head["visible_at"]))))
             elif more:
-                self.finish_group(key, token, now)
+                self._let_go(key, lambda: self.finish_group(key, token, now))
             else:
-                self.finish_group(key, token, now, empty_at=str(group_item["last_seq"]))
+                self._let_go(key, lambda: self.finish_group(key, token, now, empty_at=str(group_item["last_seq"])))
             return []
         outcomes = list(self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken))
         throttle = next((outcome for outcome in outcomes if isinstance(outcome, Throttled)), None)
@@ -170,9 +186,9 @@ class FifoClaims(FifoGroups):
         self._give_back_unseen([o for o in outcomes if isinstance(o, dict)], marked, now)
         if not marked:
             if stuck is not None:
-                self._hold_stuck(key, token, stuck, now)
+                self._let_go(key, lambda: self._hold_stuck(key, token, stuck, now), throttle)
             else:
-                self.finish_group(key, token, now)
+                self._let_go(key, lambda: self.finish_group(key, token, now), throttle)
             if throttle is not None:
                 raise throttle
             return []
@@ -193,6 +209,19 @@ class FifoClaims(FifoGroups):
             )
             messages.append(received(item, ref, receipt.encode(secret), self.ctx.bodies, self.client))
         return messages
+
+    def _let_go(self, key: dict[str, str], unlock: Callable[[], object], met: Throttled | None = None) -> None:
+        """Gives back a group this claim locked and delivers nothing of, by `unlock`. When that fails too, the
+        group stays locked for nobody until the lock ends: said in a log line, and raised as a throttle that
+        says so (`partial.left_locked`: the receive then fails rather than answer beside it), after the throttle
+        `met` that stopped the claim, if any."""
+        try:
+            unlock()
+        except Throttled as error:
+            logger.warning(
+                "group %s of %s/%s stays locked until its lock ends: %s", key["sk"], self.queue, self.client, error
+            )
+            raise partial.Interrupted(met or error, [], left_locked=True) from error
 
     def _mark(
         self, item: Item, group_key: dict[str, str], token: str, now: int

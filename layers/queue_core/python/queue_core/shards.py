@@ -91,7 +91,7 @@ def visit(picker: ShardPicker, want: int, receive_shard: ShardReceive) -> list[A
             found, saw_candidates, throttled = ask(receive_shard, shard, need)
             got += found
             if throttled:
-                throttle = throttle or throttled
+                throttle = partial.kept(throttle, throttled)
                 continue
             picker.found(shard, saw_candidates)
             if found and len(found) < need:
