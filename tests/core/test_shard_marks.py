@@ -118,8 +118,8 @@ def test_a_receive_at_low_load_from_five_senders_visits_the_shard_emptied_longes
 
 def test_receives_of_one_process_visit_a_shard_another_is_visiting_last(client: QueueClient) -> None:
     marks = shard_marks.Marks()
-    marks.note_emptied(0, 3, 100)
-    marks.note_emptied(0, 5, 50)
+    marks.note_taken(0, 3, 100)
+    marks.note_taken(0, 5, 50)
     assert marks.way(0, [3, 5, 7]) == [7, 5, 3]
     marks.visiting(0, 7, 1)
     marks.visiting(0, 5, 1)
@@ -127,6 +127,45 @@ def test_receives_of_one_process_visit_a_shard_another_is_visiting_last(client: 
     marks.visiting(0, 7, -1)
     marks.visiting(0, 5, -1)
     assert marks.way(0, [3, 5, 7]) == [7, 5, 3]
+
+
+@pytest.mark.usefixtures("listed_on_queue_time")
+def test_a_message_on_a_shard_emptied_once_is_not_left_behind_another_shards_backlog(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """A consumer of one message at a time (SQS's default) while a sender keeps a backlog on its shard: a message
+    on a shard this consumer once emptied comes within a few receives. When only an emptied shard was noted, the
+    backlog's shard (never emptied by receives of one) went first every time and the message waited for the
+    backlog to end."""
+    client.create_queue("q", shards=SHARDS)
+    quiet = _other(client, dynamodb).queue("q", "t")
+    busy = _other(client, dynamodb).queue("q", "t")
+    consumer = _other(client, dynamodb).queue("q", "t")
+    quiet.send("q0")
+    bodies: list[str] = []
+    sent = 0
+
+    def backlog_of(count: int) -> None:
+        nonlocal sent
+        while sent - sum(body.startswith("b") for body in bodies) < count:
+            busy.send(f"b{sent}")
+            sent += 1
+
+    backlog_of(3)
+    while "q0" not in bodies:  # both shards listed: q0 comes alone (its shard emptied) when visited first
+        for message in consumer.receive(max_messages=2):
+            bodies.append(message.body)
+            consumer.delete(message.receipt_handle)
+        backlog_of(3)
+        clock.advance(0.2)
+    quiet.send("x")
+    for _ in range(30):
+        for message in consumer.receive(max_messages=1):
+            bodies.append(message.body)
+            consumer.delete(message.receipt_handle)
+        backlog_of(3)
+        clock.advance(0.2)
+    assert "x" in bodies, bodies
 
 
 def test_a_send_trusting_its_mark_while_a_receive_drains_it_is_found(

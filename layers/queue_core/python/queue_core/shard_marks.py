@@ -91,22 +91,25 @@ class Marks:
         self._lock = threading.Lock()
         self._put: dict[tuple[int, int], int] = {}
         self._listed: dict[int, tuple[float, list[Mark]]] = {}
-        self._emptied: dict[tuple[int, int], int] = {}
+        self._taken: dict[tuple[int, int], int] = {}
         self._visiting: dict[tuple[int, int], int] = {}
 
     def way(self, priority: int, shards: list[int]) -> list[int]:
         """The order a receive visits `shards` in (a list in random order): those another receive of this process
-        is visiting now last, then the one whose last messages this process took longest ago first, never emptied
-        before all. At low load, with several shards marked lately, the shard emptied longest ago is where a
-        message most likely came since (a visit that finds nothing tells nothing of what comes next); receivers of
-        one process that all took that same way would meet on one shard, and the slowest of them would lose every
-        race (the stress run's queue-wide receivers did), so a shard being visited goes last."""
+        is visiting now last, then the one this process last took messages from longest ago first, never taken
+        from before all. At low load, with several shards marked lately, the shard emptied longest ago is where a
+        message most likely came since (a visit that finds nothing tells nothing of what comes next). A shard is
+        noted when it gave messages, emptied or not: noted only when emptied, a shard with a backlog (never
+        emptied by receives of one message) went first every time, and a message on a shard emptied once waited
+        until that backlog was gone. Receivers of one process that all took that same way would meet on one
+        shard, and the slowest of them would lose every race (the stress run's queue-wide receivers did), so a
+        shard being visited goes last."""
         with self._lock:
             return sorted(
                 shards,
                 key=lambda shard: (
                     self._visiting.get((priority, shard), 0) > 0,
-                    self._emptied.get((priority, shard), -1),
+                    self._taken.get((priority, shard), -1),
                 ),
             )
 
@@ -119,11 +122,12 @@ class Marks:
             else:
                 self._visiting.pop((priority, shard), None)
 
-    def note_emptied(self, priority: int, shard: int, at: int) -> None:
+    def note_taken(self, priority: int, shard: int, at: int) -> None:
+        """A receive of this process took messages from the shard, in a query begun at `at`."""
         with self._lock:
-            if len(self._emptied) >= 4 * limits.MAX_SHARDS:
-                self._emptied.clear()
-            self._emptied[(priority, shard)] = at
+            if len(self._taken) >= 4 * limits.MAX_SHARDS:
+                self._taken.clear()
+            self._taken[(priority, shard)] = at
 
     def trusted(self, priority: int, shard: int, now: int) -> bool:
         with self._lock:
@@ -293,8 +297,8 @@ def _visit(
         if throttled:
             throttle = partial.kept(throttle, throttled)
             continue
-        if found and len(found) < need:
-            marks.note_emptied(priority, shard, looked_at)
+        if found:
+            marks.note_taken(priority, shard, looked_at)
         if not saw_candidates:
             _drain(ctx, space, marks, due[shard], [m for m in listed if m.shard == shard], looked_at, look)
         if found and len(found) < need:
