@@ -115,7 +115,11 @@ def receive_once(
         held = _give_back_or_hold(sub, got, visibility_timeout)
         if not held:
             raise
-        if not _keep_late(ctx, writes.keep_attempt(_answer_item(key, token, held, now), now, spent), token):
+        # A keep of `got` may have landed with its answer lost: under our token it would answer the messages given
+        # back, not these. This answer has a token of its own and replaces that keep; our first token found by a
+        # failed condition is then not this answer kept.
+        late = secrets.token_hex(8)
+        if not _keep_late(ctx, writes.keep_attempt(_answer_item(key, late, held, now), now, spent, token), late):
             logger.warning(UNKEPT, attempt_id, len(held))
         return held
     return got

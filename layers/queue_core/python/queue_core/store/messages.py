@@ -281,12 +281,17 @@ def dedup(item: dict[str, Any], now: int) -> Write:
     return Write("Put", item=item, condition="attribute_not_exists(pk) OR dedup_until <= :now", values={":now": now})
 
 
-def keep_attempt(item: dict[str, Any], now: int, spent_token: str | None = None) -> Write:
+def keep_attempt(item: dict[str, Any], now: int, spent_token: str | None = None, own_token: str | None = None) -> Write:
     """A receive's answer under its attempt id: only where none is kept, the kept one has run out, or it is the
-    spent one (`spent_token`) this receive replaces. A repeat of our own put finds our token in the item."""
+    spent one (`spent_token`) this receive replaces, or an earlier keep of this same receive (`own_token`) whose
+    answer was lost and which this answer of fewer messages replaces. A repeat of our own put finds our token in
+    the item."""
     condition = "attribute_not_exists(pk) OR kept_until <= :now"
     values: dict[str, Any] = {":now": now}
     if spent_token is not None:
         condition += " OR tok = :spent"
         values[":spent"] = spent_token
+    if own_token is not None:
+        condition += " OR tok = :own"
+        values[":own"] = own_token
     return put(item, condition=condition, values=values)
