@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
-from queue_core import QueueClient, receive_attempts
+from queue_core import QueueClient, QueueError, receive_attempts
 
 from tests.throttle_hooks import ThrottleOne, throttle_error, throttled
 
@@ -76,3 +76,42 @@ def test_an_answer_of_fewer_messages_replaces_its_own_keep_whose_answer_was_lost
     assert "did not keep" not in caplog.text
     again = jobs.receive_attempt("attempt-1", max_messages=2)
     assert [message.receipt_handle for message in again] == [first[0].receipt_handle]
+
+
+def test_a_late_keep_does_not_answer_claims_that_ran_out_during_its_pauses(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """The keep is throttled three times; its pauses outlast the visibility of 1 s, and another consumer receives
+    m1 meanwhile. The fourth try keeps the record: the first call must not answer m1, which the other consumer
+    holds (it did, with its handle run out). Its claims are held again after a late keep; here that fails, so it
+    fails as an answer not kept does, and its repeat receives anew."""
+    client.create_queue("jobs.fifo", fifo=True, visibility_timeout=1)
+    jobs = client.queue("jobs.fifo", "a")
+    other = QueueClient(client.table_name, dynamodb=dynamodb, clock=client._ctx.clock).queue("jobs.fifo", "a")
+    jobs.send("m1", group_id="g", dedup_id="d1")
+    taken: list[Any] = []
+
+    class SlowKeep:
+        calls = 0
+
+        def before(self, params: dict[str, Any], **_: Any) -> None:
+            body = params.get("body") or b"{}"
+            item = json.loads(body.decode() if isinstance(body, bytes) else body).get("Item", {})
+            if "kept_until" not in item or self.calls >= 3:
+                return
+            self.calls += 1
+            if self.calls == 3:
+                clock.advance(2)
+                taken.extend(other.receive())
+            raise throttle_error("PutItem")
+
+    hook = SlowKeep()
+    dynamodb.meta.events.register("before-call.dynamodb.PutItem", hook.before)
+    try:
+        with pytest.raises(QueueError):
+            jobs.receive_attempt("attempt-1", visibility_timeout=1)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb.PutItem", hook.before)
+    assert [message.body for message in taken] == ["m1"]
+    assert jobs.receive_attempt("attempt-1", visibility_timeout=1) == []  # the group is the other consumer's
+    other.delete(taken[0].receipt_handle)

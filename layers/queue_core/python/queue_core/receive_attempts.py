@@ -110,7 +110,9 @@ def receive_once(
         # is answered: held by this caller, never by nobody until it runs out, and kept if it can be by now (a
         # repeat after a lost answer then answers it too). Only when that keep fails as well does a lost answer
         # leave them held until they run out, as SQS leaves a lost answer's messages: said in a log line.
-        if _keep_late(ctx, writes.keep_attempt(_answer_item(key, token, got, now), now, spent), token):
+        if _keep_late(ctx, writes.keep_attempt(_answer_item(key, token, got, now), now, spent), token) and _held_again(
+            sub, got, visibility_timeout
+        ):
             return got
         held = _give_back_or_hold(sub, got, visibility_timeout)
         if not held:
@@ -140,6 +142,16 @@ def _keep_late(ctx: Context, keep: Any, token: str) -> bool:
                 return False
             time.sleep(pause)
     return False
+
+
+def _held_again(sub: Receiver, got: list[ReceivedMessage], visibility_timeout: int | None) -> bool:
+    """The claims of an answer kept late, held again for the visibility timeout from now: the pauses may have
+    outlasted a short one, and another receive may hold a message since. False, that answer is not given: its
+    claims go back as those of an answer not kept (a repeat finds the kept one spent)."""
+    try:
+        return sub.hold_handles([message.receipt_handle for message in got], visibility_timeout)
+    except QueueError:
+        return False
 
 
 def _answer_item(key: Item, token: str, got: list[ReceivedMessage], now: int) -> Item:
