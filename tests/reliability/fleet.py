@@ -1083,6 +1083,9 @@ class FleetRun:
                 return self._deliver_read(name, messages, before, first_after, visibility, request, dead)
             if lost:
                 self._add("answers lost, repeated with their attempt id")
+            # Said unkept by the first call, not by the repeat (which may log the same id when it receives anew).
+            with self._lock:
+                first_unkept = attempt in self.unkept
             again_before = self.now_ms()
             answer = self._sqs(invocation, rng, "receive_message", **request)
             again_after = self.now_ms()
@@ -1098,7 +1101,7 @@ class FleetRun:
                 still_held = first_after + visibility * 1000 - 2 * SKEW_MS > again_after
                 moved = dead and self.moves_begun[_source_of(name)] != moves
                 if was and was != now and still_held and not moved:
-                    if attempt in self.unkept:
+                    if first_unkept:
                         # Neither kept nor given back, said in a log line: the lost answer's claims run out unheld.
                         self._add("repeats of an answer said unkept")
                     else:
