@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -14,6 +15,7 @@ from aws_lambda_powertools.utilities.parser.models import SqsModel
 from queue_core import QueueClient, ValidationError, keys
 from queue_core.attribute_digest import md5_of_attributes
 from queue_core.push import (
+    CLAIM_MARGIN_SECONDS,
     MAX_PAYLOAD_BYTES,
     ConsumerSpec,
     Dispatcher,
@@ -28,6 +30,7 @@ from queue_core.sqs_event import EventSource, payload_bytes, record
 from dq.consumers import in_process_invoke
 from tests import powertools_consumers as consumers
 from tests.core.answers import LostAnswer, Refused, attached, expression_has, refused
+from tests.throttle_hooks import request_body
 
 SOURCE = EventSource("eu-west-1", "123456789012", "orders", "tenant-a")
 
@@ -523,3 +526,46 @@ def test_a_settings_read_throttled_after_an_invocation_abandons_no_claim(
     # The failed message: released, or (its release met the throttle) left to its claim; nothing else is held.
     stats = queue.stats()
     assert stats.in_flight == 1 - report.released and stats.visible + stats.delayed + stats.in_flight == 1
+
+
+def test_claims_judged_long_enough_before_slow_extensions_are_judged_again_after_them(
+    client: QueueClient, clock, dynamodb
+) -> None:
+    """The stress run's push path: a keep judged every claim against the clock read at its start, then extended
+    the short ones one by one; its calls took many seconds there, so a claim judged long enough at the start had
+    run short when the invocation began, ran out while the consumer held it, and a second dispatcher took it. Here
+    m1 is claimed at the start of a batching window and m2 12 s later; each extension takes 15 s. Every message
+    handed over must be held by its claim for the consumer's timeout and the margin when its invocation starts."""
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    ids = {"m1": queue.send("m1").message_id}
+    sent: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        """The process paused in the window: 12 s, then m2 comes; 14 s more, and the window is over."""
+        clock.advance(12 if not sent else 14)
+        if not sent:
+            sent.append(queue.send("m2").message_id)
+            ids["m2"] = sent[0]
+
+    def slow_extensions(model: Any, params: dict[str, Any], **_: Any) -> None:
+        expression = request_body(params).get("UpdateExpression", "")
+        if model.name == "UpdateItem" and "changed = :tok" in expression and "released_by" not in expression:
+            clock.advance(15)  # a change of visibility: the extension of a short claim
+
+    short_when_invoked: list[tuple[str, float]] = []
+
+    def consumer(event: dict, context) -> None:
+        for handed in event["Records"]:
+            held = queue.get(ids[handed["body"]])
+            short_when_invoked.append((handed["body"], (held.visible_at or 0) / 1000 - clock.now))
+
+    settings = {"batch_size": 10, "timeout_seconds": 30, "visibility_timeout": 75, "max_batching_window_seconds": 15}
+    dynamodb.meta.events.register("before-call.dynamodb", slow_extensions, unique_id="slow-extensions")
+    try:
+        report = dispatcher(client, consumer, sleep=sleep, **settings).run(lambda: 900.0)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", unique_id="slow-extensions")
+    assert sent and report.invocations >= 1
+    covered = 30 + CLAIM_MARGIN_SECONDS
+    assert all(left >= covered - 1 for _, left in short_when_invoked), short_when_invoked

@@ -53,6 +53,8 @@ CLAIM_MARGIN_SECONDS: Final = 20
 # What a consumer's visibility timeout must hold beyond its batching window and timeout: the claim margin and 10 s
 # for a gather that ends a little after its window, so that the ordinary path extends nothing.
 VISIBILITY_MARGIN_SECONDS: Final = CLAIM_MARGIN_SECONDS + 10
+# How many times a keep judges its claims against the clock again after extending the short ones (`_keep`).
+KEEP_ROUNDS: Final = 3
 # The error type Lambda gives a function stopped at its timeout (the local invoke says the same).
 TIMEOUT_ERROR: Final = "Sandbox.Timedout"
 # Why a message of a batch failed when the function answered for each message.
@@ -292,10 +294,13 @@ class Dispatcher:
                 break
             blocked = [m for m in part if m.group_id is not None and m.group_id in failed_groups]
             self._return_unseen([held.pop(m.message_id) for m in blocked if m.message_id in held], report)
-            held = {
-                claim.message.message_id: claim
-                for claim in self._keep(held.values(), self.spec.timeout_seconds + CLAIM_MARGIN_SECONDS, report)
-            }
+            covered = self.spec.timeout_seconds + CLAIM_MARGIN_SECONDS
+            kept = self._keep(held.values(), covered, report)
+            # What the rounds of extensions could not bring to cover the invocation goes back, never handed over
+            # with a claim that may run out while the consumer holds it.
+            needed = self._client.now_ms() + int(covered * 1000)
+            self._return_unseen([claim for claim in kept if claim.until < needed], report)
+            held = {claim.message.message_id: claim for claim in kept if claim.until >= needed}
             sending = [held.pop(m.message_id) for m in part if m.message_id in held]
             if not sending:
                 continue
@@ -333,23 +338,30 @@ class Dispatcher:
         return item_failures(answer, ids), ended_surely(answer), failure_reason(answer)
 
     def _keep(self, claims: Iterable[_Claim], seconds: float, report: DispatchReport) -> list[_Claim]:
-        """The claims that hold for `seconds` more; one that would not is first extended to the consumer's
-        visibility timeout (which covers `seconds`, see `consumer_problems`). One that cannot be extended is lost:
-        the message was received again since, or is gone, and is no longer this dispatcher's to hand over or
-        settle."""
-        needed = self._client.now_ms() + int(seconds * 1000)
-        kept = []
-        for claim in claims:
-            if claim.until < needed:
+        """The claims still this dispatcher's; one that would not hold for `seconds` more is first extended to
+        the consumer's visibility timeout (which covers `seconds`, see `consumer_problems`). One that cannot be
+        extended is lost: the message was received again since, or is gone, and is no longer this dispatcher's to
+        hand over or settle. The extensions take time of their own (a call each, seconds when throttled), in which
+        the claims judged long enough at the start run on: the claims are judged again against the clock after
+        them, up to `KEEP_ROUNDS` times. What is still short after that is the caller's to judge (`until`)."""
+        kept = list(claims)
+        for _ in range(KEEP_ROUNDS):
+            needed = self._client.now_ms() + int(seconds * 1000)
+            short = [claim for claim in kept if claim.until < needed]
+            if not short:
+                break
+            lost = set()
+            for claim in short:
                 asked = self._client.now_ms()
                 try:
                     self.sub_queue.change_visibility(claim.message.receipt_handle, self.spec.visibility_timeout)
                 except QueueError as error:
                     logger.warning("claim of %s lost: %s", claim.message.message_id, error.message)
                     report.claims_lost += 1
+                    lost.add(claim.message.message_id)
                     continue
                 claim.until = asked + self.spec.visibility_timeout * 1000
-            kept.append(claim)
+            kept = [claim for claim in kept if claim.message.message_id not in lost]
         return kept
 
     def _settle(self, succeeded: list[_Claim], failed: list[_Claim], max_receives: int, report: DispatchReport) -> None:
