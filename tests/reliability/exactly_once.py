@@ -248,7 +248,16 @@ class ExactlyOnceRun:
         planned = self.places[message.body]
         if planned.group_id is not None:
             effect.append(move_group_on(planned.group_id, planned.place))
-        items = [*effect, *sub.delete_transact_items(message.receipt_handle)]
+        try:
+            items = [*effect, *sub.delete_transact_items(message.receipt_handle)]
+        except Throttled:
+            # Building the delete reads the group (a FIFO claim's last ack): unreached, nothing was written, and
+            # the message comes back when its claim ends, as after a crash.
+            self._add("builds_throttled")
+            return False
+        except ReceiptHandleStale:
+            self._add("stale_acks")
+            return False
         if roll < 0.2:
             self._add("slow")
             time.sleep(SLOW_SLEEP_SECONDS)
