@@ -88,13 +88,6 @@ def test_nothing_is_lost_nor_stored_twice(fleet: FleetRun) -> None:
     _held(fleet, "bodies")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="one short run in 41 since the ledger counts failed receives and repeats, and visibilities that hold "
-    "again: at an audit, FIFO groups locked by claims the ledger never saw answered. One cause found and fixed (a "
-    "receive that left a group locked for nobody after a throttle answered its other claims as a success; it now "
-    "fails); kept until more runs show no other (docs/testing.md)",
-)
 def test_nothing_is_in_flight_that_no_consumer_holds(fleet: FleetRun) -> None:
     _held(fleet, "nothing stranded")
 
