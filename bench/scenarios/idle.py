@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from queue_core import QueueClient, limits, shard_marks
+from queue_core import QueueClient, limits, shard_marks, shards
 
 from ..backend import moto_backend
 from ..queues import OursQueue
@@ -64,14 +64,18 @@ def _process(backend: Any, clock: _Clock, queue: str, groups: int) -> OursQueue:
 
 @contextmanager
 def _marks_listed_for(seconds: float) -> Iterator[None]:
-    """Receives that each read the marks: as a consumer's receives more than `shard_marks.LIST_SECONDS` apart in
-    real time do (the scenario moves the queue's clock, not the real one, so its other receives reuse the list)."""
-    saved = shard_marks.LIST_SECONDS
+    """Receives that each read the marks and the priorities: as a consumer's receives more than
+    `shard_marks.LIST_SECONDS` (and `shards.BANDS_SECONDS`) apart in real time do (the scenario moves the queue's
+    clock, not the real one, so its other receives reuse both)."""
+    saved = shard_marks.LIST_SECONDS, shards.BANDS_SECONDS
     shard_marks.LIST_SECONDS = seconds  # type: ignore[misc]
+    shards.BANDS_SECONDS = min(seconds, saved[1])  # type: ignore[misc]
+    if seconds < saved[1]:
+        time.sleep(saved[1])  # what the consumer read before is that old now
     try:
         yield
     finally:
-        shard_marks.LIST_SECONDS = saved  # type: ignore[misc]
+        shard_marks.LIST_SECONDS, shards.BANDS_SECONDS = saved  # type: ignore[misc]
 
 
 def _settle(clock: _Clock, consumer: OursQueue) -> None:
@@ -121,10 +125,13 @@ def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool) -> 
     drained_at_once = _polls(meter, consumer, POLLS)  # after the last figure: its marks still young
     clock.skew += shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
     drained_later = _polls(meter, consumer, POLLS)
+    with _marks_listed_for(0.0):
+        drained_apart = _polls(meter, consumer, POLLS)
     row["drained_poll_at_once"] = sum(drained_at_once) / len(drained_at_once)
     row["drained_poll_max_at_once"] = max(drained_at_once)
     row["drained_poll_later"] = sum(drained_later[1:]) / (len(drained_later) - 1)
     row["drained_poll_max_later"] = max(drained_later)
+    row["drained_poll_apart"] = sum(drained_apart) / len(drained_apart)
     return row
 
 
@@ -141,7 +148,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                     f"  {f'FIFO ({groups} groups)' if fifo else 'standard'} {shards:>3} shards: empty receive "
                     f"{row['never_sent_first']} first, {row['never_sent_poll']:.1f} a poll (never sent), "
                     f"{row['drained_poll_at_once']:.1f} / {row['drained_poll_later']:.1f} (drained, at once / later, "
-                    f"most {row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}); low load "
+                    f"most {row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}), "
+                    f"{row['drained_poll_apart']:.1f} a poll a second or more apart; low load "
                     f"{row['one_sender_queries_per_delivered']:.2f} queries per delivered (one sender), "
                     f"{row['senders_queries_per_delivered']:.2f} ({SENDERS} senders), "
                     f"{row['uncached_queries_per_delivered']:.2f} (one sender, marks read at each receive)"
@@ -165,14 +173,16 @@ def section(results: dict[str, Any]) -> list[str]:
         "own), received with receive(10) until a receive comes back short (and with receive(1), standard), each "
         "figure from a queue whose marks were drained. The scenario moves the queue's clock, not the real one, so "
         f"a consumer reuses the marks it read for {shard_marks.LIST_SECONDS:.0f} s of real time across many "
-        "receives; the last column has each receive read them (a consumer whose receives come a second or more "
-        "apart, or each from a fresh process, pays that query each time). FIFO "
+        "receives; the last column, and the polls a second or more apart, have each receive read them and the "
+        "priorities (a consumer whose receives come a second or more apart, or each from a fresh process, pays "
+        "that each time). FIFO "
         "messages go to 3 groups in turn, and to 50. One shard is the baseline: its receive reads that shard alone, "
         "as before. Before shard marks, an empty receive of a queue of 64 shards cost 64 queries (512 at 512 "
         "shards) and the low-load trickle 13.1 queries per delivered message at 64 shards (the sharding scenario).",
         "",
-        "| queue | shards | empty receive: first / a poll (never sent) | drained: at once / later (most) | "
-        "queries per delivered: one sender / 5 senders / receive(1) | one sender, marks read at each receive |",
+        "| queue | shards | empty receive: first / a poll (never sent) | drained: at once / later (most) / later, "
+        "polls a second or more apart | queries per delivered: one sender / 5 senders / receive(1) | one sender, "
+        "marks read at each receive |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in results["rows"]:
@@ -181,7 +191,8 @@ def section(results: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {kind} | {row['shards']} | {row['never_sent_first']} / "
             f"{row['never_sent_poll']:.1f} | {row['drained_poll_at_once']:.1f} / {row['drained_poll_later']:.1f} "
-            f"({row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}) | "
+            f"({row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}) / "
+            f"{row['drained_poll_apart']:.1f} | "
             f"{row['one_sender_queries_per_delivered']:.2f} / {row['senders_queries_per_delivered']:.2f} / {one} | "
             f"{row['uncached_queries_per_delivered']:.2f} |"
         )

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from queue_core import QueueClient, QueueError, limits, shard_marks
+from queue_core import QueueClient, QueueError, limits, shard_marks, shards
 
 from tests.core.answers import AnswerNeverCame, Interleave, LostAnswer, attached, expression_has, never_answered
 from tests.index_lag import IndexLag
@@ -115,6 +115,64 @@ def test_a_receive_at_low_load_from_five_senders_visits_the_shard_emptied_longes
     assert delivered == 30
     # Headroom for a loaded machine: real-time caches (settings, 10 s) that run out mid-test add a few queries.
     assert counter.calls["Query"] / delivered <= (2.6 if fifo else 2.0), counter.calls
+
+
+@pytest.fixture
+def marks_read_at_each_receive(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Receives a second or more apart in real time: neither the marks' list nor the priorities are reused."""
+    monkeypatch.setattr(shard_marks, "LIST_SECONDS", 0.0)
+    monkeypatch.setattr(shards, "BANDS_SECONDS", 0.0)
+    yield
+
+
+@pytest.mark.usefixtures("marks_read_at_each_receive")
+def test_a_receive_a_second_after_the_last_reads_the_marks_and_the_shard_and_nothing_more(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any
+) -> None:
+    """Its priorities come from the marks it reads anyway: the ready markers' query besides made it three queries
+    a message, and an idle poll two."""
+    client.create_queue("apart", shards=SHARDS)
+    consumer = _other(client, dynamodb).queue("apart", "t")
+    counter.reset()
+    delivered = _trickle([client.queue("apart", "t")], consumer, clock, 10, 0, 2)
+    assert delivered == 10
+    assert counter.calls["Query"] / delivered <= 2, counter.queries
+    clock.advance(PAST_TRUST)
+    assert consumer.receive(max_messages=10) == []  # drains the sender's mark
+    counter.reset()
+    assert consumer.receive(max_messages=10) == []
+    assert counter.calls["Query"] == 1, counter.queries
+
+
+@pytest.mark.usefixtures("marks_read_at_each_receive")
+def test_a_receive_of_many_shards_takes_another_process_priority_from_the_marks(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    client.create_queue("ranked", shards=SHARDS)
+    client.queue("ranked", "t").send("low")
+    consumer = _other(client, dynamodb).queue("ranked", "t")
+    assert consumer.receive(max_messages=1, visibility_timeout=5)[0].body == "low"
+    _other(client, dynamodb).queue("ranked", "t").send("high", priority=7)
+    _other(client, dynamodb).queue("ranked", "t").send("middle", priority=3)
+    clock.advance(6)
+    assert [m.body for m in consumer.receive(max_messages=10)] == ["high", "middle", "low"]
+
+
+@pytest.mark.usefixtures("listed_on_queue_time")
+def test_a_process_knows_the_marks_it_put_before_it_reads_them_again(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any
+) -> None:
+    """A process that sends and receives (the console, a worker that requeues) finds its own message without
+    reading the marks again, and a priority it sent at once."""
+    client.create_queue("own", shards=SHARDS)
+    sub = client.queue("own", "t")
+    sub.send("first")
+    sub.delete(sub.receive(max_messages=10)[0].receipt_handle)
+    sub.send("low")
+    sub.send("high", priority=4)
+    counter.reset()
+    assert [m.body for m in sub.receive(max_messages=10)] == ["high", "low"]
+    assert not [q for q in counter.queries if "K#" in str(q)], counter.queries
 
 
 def test_receives_of_one_process_visit_a_shard_another_is_visiting_last(client: QueueClient) -> None:
@@ -372,6 +430,11 @@ def test_a_throttled_marks_read_visits_every_shard_instead_of_failing(
 
     with throttling(dynamodb, ThrottleAll("Query", marks_query)):
         assert [m.body for m in consumer.receive(max_messages=10)] == ["m"]
+    client.queue("hot", "t").send("high", priority=2)
+    client.queue("hot", "t").send("low")
+    with throttling(dynamodb, ThrottleAll("Query", marks_query)):
+        # The priorities from the ready markers instead.
+        assert [m.body for m in _other(client, dynamodb).queue("hot", "t").receive(max_messages=10)] == ["high", "low"]
 
 
 @pytest.mark.parametrize("fifo", [False, True])

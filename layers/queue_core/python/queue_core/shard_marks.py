@@ -85,12 +85,14 @@ class Mark:
 
 class Marks:
     """What this process knows of one sub-queue's marks: when it last put each now mark (trusted for
-    `MARK_SECONDS`), and the list it last read of each priority."""
+    `MARK_SECONDS`), the list it last read (every priority's, one query), and when its receives last took messages
+    from each shard (the order they visit shards in)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._put: dict[tuple[int, int], int] = {}
-        self._listed: dict[int, tuple[float, list[Mark]]] = {}
+        self._read_at: float | None = None
+        self._listed: dict[int, list[Mark]] = {}
         self._taken: dict[tuple[int, int], int] = {}
         self._visiting: dict[tuple[int, int], int] = {}
 
@@ -134,26 +136,53 @@ class Marks:
             put_at = self._put.get((priority, shard))
         return put_at is not None and now < put_at + MARK_SECONDS * 1000
 
-    def note_put(self, priority: int, shard: int, put_at: int) -> None:
+    def note_put(self, mark: Mark) -> None:
+        """A mark this process put: a now mark is trusted for `MARK_SECONDS`, and any joins the list it read, so
+        that its own receives know of it at once (the list stays as complete as when it was read)."""
         with self._lock:
-            if put_at > self._put.get((priority, shard), -1):
-                self._put[(priority, shard)] = put_at
+            key = (mark.priority, mark.shard)
+            if mark.at == 0 and mark.put_at > self._put.get(key, -1):
+                self._put[key] = mark.put_at
+            if self._read_at is not None:
+                kept = [old for old in self._listed.get(mark.priority, []) if old.sk != mark.sk]
+                self._listed[mark.priority] = [*kept, mark]
 
-    def listed(self, priority: int) -> list[Mark] | None:
+    def listed(self, priority: int, since: float | None = None) -> tuple[float, list[Mark]] | None:
+        """(when the list was read, its marks of `priority`); None once it is `LIST_SECONDS` old, unless it was
+        read at `since` or later (by the receive that began then)."""
         with self._lock:
-            read = self._listed.get(priority)
-        return read[1] if read is not None and time.monotonic() < read[0] + LIST_SECONDS else None
+            read_at = self._fresh(since)
+            return None if read_at is None else (read_at, list(self._listed.get(priority, [])))
 
-    def note_listed(self, priority: int, marks: list[Mark]) -> None:
+    def priorities(self, since: float | None = None) -> list[int] | None:
+        """The priorities the list names, highest first, 0 among them; None when it is not fresh (`listed`)."""
         with self._lock:
-            self._listed[priority] = (time.monotonic(), marks)
+            if self._fresh(since) is None:
+                return None
+            return sorted({priority for priority, listed in self._listed.items() if listed} | {0}, reverse=True)
+
+    def _fresh(self, since: float | None) -> float | None:
+        """When the list was read, if it may serve (see `listed`)."""
+        read_at = self._read_at
+        if read_at is None:
+            return None
+        fresh = (since is not None and read_at >= since) or time.monotonic() < read_at + LIST_SECONDS
+        return read_at if fresh else None
+
+    def note_listed(self, marks: list[Mark], read_at: float) -> None:
+        """Every priority's marks, read by a query begun at `read_at` (`time.monotonic()`)."""
+        by_priority: dict[int, list[Mark]] = {}
+        for mark in marks:
+            by_priority.setdefault(mark.priority, []).append(mark)
+        with self._lock:
+            self._read_at, self._listed = read_at, by_priority
 
     def note_drained(self, priority: int, dropped: set[str], added: Mark | None) -> None:
         with self._lock:
-            read = self._listed.get(priority)
-            if read is not None:
-                kept = [mark for mark in read[1] if mark.sk not in dropped]
-                self._listed[priority] = (read[0], kept + ([added] if added else []))
+            if self._read_at is not None:
+                gone = dropped | ({added.sk} if added else set())
+                kept = [mark for mark in self._listed.get(priority, []) if mark.sk not in gone]
+                self._listed[priority] = kept + ([added] if added else [])
 
 
 def _marks(ctx: Context, space: Space) -> Marks:
@@ -195,27 +224,35 @@ def _put(ctx: Context, space: Space, marks: Marks, priority: int, shard: int, at
                 continue
             logger.warning("shard mark %s of %s not written; the sweep will", item["sk"], space.client, exc_info=error)
             return None
-        if at == 0:
-            marks.note_put(priority, shard, put_at)
-        return Mark(priority, shard, at, put_at, str(item["sk"]))
+        mark = Mark(priority, shard, at, put_at, str(item["sk"]))
+        marks.note_put(mark)
+        return mark
     return None
 
 
-def read(ctx: Context, space: Space, priority: int | None = None) -> list[Mark]:
-    """The sub-queue's marks (of one priority, or all), strongly consistent: one query at most sizes."""
-    values = {":p": f"{priority}#"} if priority is not None else None
+def read(ctx: Context, space: Space) -> list[Mark]:
+    """The sub-queue's marks of every priority, strongly consistent: one query at most sizes."""
     items = ctx.store.query_all(
-        space.shard_marks_pk(),
-        sk_condition="begins_with(sk, :p)" if priority is not None else "",
-        values=values,
-        consistent=True,
-        max_items=MAX_MARKS,
+        space.shard_marks_pk(), consistent=True, max_items=MAX_MARKS * (limits.MAX_PRIORITY + 1)
     )
     return [_parsed(item) for item in items]
 
 
 def _parsed(item: dict[str, Any]) -> Mark:
     return Mark(int(item["priority"]), int(item["shard"]), int(item["at"]), int(item["put_at"]), str(item["sk"]))
+
+
+def priorities(ctx: Context, space: Space, since: float) -> list[int] | None:
+    """The priorities a receive of a sub-queue of several shards visits, highest first: those its marks name (0 always),
+    from the list this process read within `LIST_SECONDS`, or read now (and kept for the visits that follow:
+    `since`, when the receive began, as for `visit`). A priority with no mark holds nothing visible nor due: every
+    write that makes a message visible at some time puts its mark, and the sweep puts those that could not be. None
+    when DynamoDB throttles the marks: the caller falls back on its ready markers."""
+    marks = _marks(ctx, space)
+    known = marks.priorities(since)
+    if known is None and _read_again(ctx, space, marks, 0) is not None:
+        known = marks.priorities(since)
+    return known
 
 
 def visit(
@@ -227,37 +264,43 @@ def visit(
     want: int,
     receive_shard: ShardReceive,
     look: Look,
+    since: float | None = None,
 ) -> list[Any]:
     """`shards.visit` over the shards the marks name (a sub-queue of one shard: that shard). `look(priority,
-    shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none."""
+    shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none. A list
+    read at `since` (`time.monotonic()` when the receive began) or later counts as read by this receive: when
+    the shards it names give nothing, the receive answers without reading the marks again."""
     if read_shards <= 1:
         return visit_every_shard(picker, want, receive_shard)
     marks = _marks(ctx, space)
-    listed = marks.listed(priority)
-    fresh = listed is None
-    if listed is None:
-        listed = _read_again(ctx, space, marks, priority)
-        if listed is None:
+    read = marks.listed(priority, since)
+    fresh = read is not None and since is not None and read[0] >= since
+    if read is None:
+        read = _read_again(ctx, space, marks, priority)
+        if read is None:
             return visit_every_shard(picker, want, receive_shard)
+        fresh = True
     visited: set[int] = set()
-    got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
+    got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited)
     if not got and not fresh:
-        listed = _read_again(ctx, space, marks, priority)
-        if listed is None:
+        read = _read_again(ctx, space, marks, priority)
+        if read is None:
             return visit_every_shard(picker, want, receive_shard)
-        got = _visit(ctx, space, marks, priority, listed, want, receive_shard, look, visited)
+        got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited)
     return got
 
 
-def _read_again(ctx: Context, space: Space, marks: Marks, priority: int) -> list[Mark] | None:
-    """The marks of `priority`, read now and kept; None when DynamoDB throttles their one partition (the receive
-    then visits every shard, as before marks: a hot marks key costs queries, never a failed receive)."""
+def _read_again(ctx: Context, space: Space, marks: Marks, priority: int) -> tuple[float, list[Mark]] | None:
+    """Every priority's marks, read now and kept; (when read, those of `priority`). None when DynamoDB throttles
+    their one partition (the receive then visits every shard, as before marks: a hot marks key costs queries,
+    never a failed receive)."""
+    read_at = time.monotonic()
     try:
-        listed = read(ctx, space, priority)
+        listed = read(ctx, space)
     except Throttled:
         return None
-    marks.note_listed(priority, listed)
-    return listed
+    marks.note_listed(listed, read_at)
+    return read_at, [mark for mark in listed if mark.priority == priority]
 
 
 def _visit(

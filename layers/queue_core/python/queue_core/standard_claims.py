@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import time
 
 from . import keys, limits, partial, reasons, shard_marks
 from .errors import MessageBodyMissing, MessageNotFound, MessageTooLarge, QueueError, Throttled, ValidationError
@@ -35,9 +36,10 @@ class StandardClaims(StandardSpace):
         throttle it stops (the lower priorities share the throttled shards' partitions) and answers what it holds
         (see `partial`)."""
         got: list[ReceivedMessage] = []
-        for priority in self.traffic.bands(self._read_bands):
+        began = time.monotonic()
+        for priority in self._receive_bands(began):
             try:
-                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret)
+                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret, began)
             except Throttled as error:
                 self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
                 return partial.answer(error, got + partial.received(error))
@@ -47,9 +49,17 @@ class StandardClaims(StandardSpace):
         return got
 
     def receive_priority(
-        self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
+        self,
+        priority: int,
+        want: int,
+        visibility: int,
+        order: str,
+        now: int,
+        secret: str,
+        began: float | None = None,
     ) -> tuple[list[ReceivedMessage], bool]:
-        """Claims from one priority; also says whether any candidate was seen (False: nothing visible)."""
+        """Claims from one priority; also says whether any candidate was seen (False: nothing visible). `began`:
+        when the receive began (`time.monotonic()`), so that marks it read count as fresh (`shard_marks.visit`)."""
         seen = []
 
         def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
@@ -66,11 +76,22 @@ class StandardClaims(StandardSpace):
             want,
             shard_receive,
             self.first_at,
+            began,
         )
         return got, any(seen)
 
     def priorities(self) -> list[int]:
         return self.traffic.bands(self._read_bands)
+
+    def _receive_bands(self, began: float) -> list[int]:
+        """The priorities a receive visits. A sub-queue of several shards takes them from its shard marks, which
+        its receive reads anyway (the ready markers' query besides cost each receive a second or more after the
+        last one a query more); one of one shard, or whose marks are throttled, from the ready markers."""
+        if self.settings.read_shards > 1:
+            marked = shard_marks.priorities(self.ctx, self.space, began)
+            if marked is not None:
+                return marked
+        return self.priorities()
 
     def _read_bands(self) -> set[int]:
         """The priorities above 0 that this client's ready markers name (cached for a moment). One single-item
