@@ -63,6 +63,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from queue_core import QueueClient, QueueError, ReceiptHandleStale, ReceivedMessage
 from queue_core.autoshard import KEY_WRITE_UNITS, SIZE_FOR, THROTTLE_GROWTH
+from queue_core.keys import _b64 as b64_group
 from queue_core.layout import CURRENT_LAYOUT
 from queue_core.receipts import unsigned
 from queue_core.table import table_definition
@@ -2003,8 +2004,25 @@ def _changed(before: frozenset[str], after: frozenset[str]) -> list[str]:
             continue
         was, now = old.get(key, {}), new.get(key, {})
         fields = sorted(name for name in set(was) | set(now) if was.get(name) != now.get(name))
+        if was and now and _gave_back_gone_copies(was, now, fields, after):
+            continue
         changes.append(f"{key}: {', '.join(fields) if was and now else 'added' if now else 'removed'}")
     return changes
+
+
+def _gave_back_gone_copies(was: dict[str, Any], now: dict[str, Any], fields: list[str], after: frozenset[str]) -> bool:
+    """A FIFO DLQ group's claim that only gave back dead letters gone from the DLQ (a delete by the handle of a
+    copy a move task took): bookkeeping, not a change. A claim holds nothing for a copy that is gone, and a
+    receive takes over a group whose claim's copies are all gone (`dead_letter_groups`)."""
+    pk, group = str(was.get("pk", "")), str(was.get("sk", ""))
+    if fields != ["held_copies"] or not pk.startswith("F#") or not pk.endswith("#dlq"):
+        return False
+    kept, held = set(now.get("held_copies", [])), set(was.get("held_copies", []))
+    if not kept < held:
+        return False
+    copies_pk = "D#" + pk[2 : -len("dlq")] + "0"
+    present = {_key(item) for item in map(_attributes, after)}
+    return not any(f"{copies_pk} {b64_group(group)}.{sequence}" in present for sequence in held - kept)
 
 
 def _attributes(text: str) -> dict[str, Any]:

@@ -8,8 +8,10 @@ One run (`fleet.FleetRun`) serves every test of this file: each test is one inva
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -18,7 +20,7 @@ from queue_core import QueueClient
 
 from tests.conftest import TABLE, FakeClock
 from tests.reliability.faults import FaultInjector, Kind
-from tests.reliability.fleet import FULL, SHORT, FleetRun
+from tests.reliability.fleet import FULL, SHORT, FleetRun, _changed, b64_group
 from tests.reliability.truth import DeleteTap, TableTruth, TransactionDeleteTap
 
 logger = logging.getLogger("tests.reliability")
@@ -106,3 +108,25 @@ def test_no_message_is_left_stuck_by_a_passing_fault(fleet: FleetRun) -> None:
 
 def test_no_key_is_left_throttling_without_growth_or_a_stated_reason(fleet: FleetRun) -> None:
     _held(fleet, "growth")
+
+
+def _item(pk: str, sk: str, **attributes: Any) -> str:
+    def typed(value: Any) -> dict[str, Any]:
+        return {"SS": sorted(value)} if isinstance(value, set) else {"S": value}
+
+    return json.dumps({"Attributes": {"pk": {"S": pk}, "sk": {"S": sk}} | {k: typed(v) for k, v in attributes.items()}})
+
+
+def test_a_dlq_group_claim_giving_back_only_copies_gone_from_the_dlq_is_no_change() -> None:
+    """A delete by the handle of a FIFO dead letter a move task took gives its copy back to the claim: bookkeeping
+    of a copy that is gone (a claim whose copies are gone holds nothing). Giving back a copy still there is a
+    change."""
+    group_pk, copies_pk = "F#q.fifo#a#g1#dlq", "D#q.fifo#a#g1#0"
+    copy = _item(copies_pk, f"{b64_group('g')}.0002", body="x")
+    before = frozenset({_item(group_pk, "g", tok="t", held_copies={"0001", "0002"}), copy})
+    gone = frozenset({_item(group_pk, "g", tok="t", held_copies={"0002"}), copy})
+    assert _changed(before, gone) == []
+    still_there = frozenset({_item(group_pk, "g", tok="t", held_copies={"0001"}), copy})
+    assert _changed(before, still_there) == [f"{group_pk} g: held_copies"]
+    retaken = frozenset({_item(group_pk, "g", tok="u", held_copies={"0002"}), copy})
+    assert _changed(before, retaken) == [f"{group_pk} g: held_copies, tok"]
