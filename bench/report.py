@@ -9,7 +9,18 @@ from typing import Any
 
 from . import pricing
 from .meter import __doc__ as METER_NOTES
-from .scenarios import archive_cost, ceilings, first_answer, fleet, idle, large_bodies, load_step, migration, replay
+from .scenarios import (
+    archive_cost,
+    ceilings,
+    first_answer,
+    fleet,
+    idle,
+    large_bodies,
+    load_step,
+    marks_key,
+    migration,
+    replay,
+)
 from .scenarios.sharding import AUTO_RATE
 
 Row = tuple[str, str, str, str]
@@ -585,6 +596,7 @@ def render(results: dict[str, Any], meta: dict[str, Any], images: dict[str, str]
         *(load_step.section(results["load_step"], images["load_step"]) if "load_step" in results else []),
         *(fleet.section(results["fleet"]) if "fleet" in results else []),
         *(idle.section(results["idle"]) if "idle" in results else []),
+        *(marks_key.section(results["marks_key"]) if "marks_key" in results else []),
         *(first_answer.section(results["first_answer"]) if "first_answer" in results else []),
         *_queue_wide(results),
         *(migration.section(results["migration"]) if "migration" in results else []),

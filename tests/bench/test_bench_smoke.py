@@ -8,7 +8,7 @@ from bench.backend import moto_backend
 from bench.baselines import HiddenUntilQueue, StatusIndexQueue
 from bench.messages import KB, body
 from bench.queues import OursQueue
-from bench.scenarios import backlog, contention, large_bodies, life_cost, push, transactions
+from bench.scenarios import backlog, contention, large_bodies, life_cost, marks_key, push, transactions
 from bench.update_expression import apply_update
 
 
@@ -133,3 +133,10 @@ def test_push_scenario_runs_on_quick_sizes_and_delivers_at_the_pull_paths_cost()
     cost = figures["cost"]
     assert cost["push"]["write_units"] <= cost["pull"]["write_units"] + 0.5
     assert figures["pull_idle_calls_per_minute"] > 0
+
+
+def test_marks_key_scenario_runs_on_quick_sizes_and_busy_senders_share_their_marks() -> None:
+    figures = marks_key.run(quick=True)
+    assert figures["now"]["write_units_a_second"] < 0.8 * figures["before"]["write_units_a_second"], figures
+    assert figures["now"]["read_units_a_second"] > 0 == figures["before"]["read_units_a_second"], figures
+    assert "## The shard marks' partition under many fast senders" in marks_key.section(figures)

@@ -4,11 +4,13 @@ ever left where no receive looks (`queue_core.shard_marks`)."""
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from queue_core import QueueClient, QueueError, limits, shard_marks, shards
+from queue_core import QueueClient, QueueError, limits, shard_marks
+from queue_core import shards as shards_module
 
 from tests.core.answers import AnswerNeverCame, Interleave, LostAnswer, attached, expression_has, never_answered
 from tests.index_lag import IndexLag
@@ -121,7 +123,7 @@ def test_a_receive_at_low_load_from_five_senders_visits_the_shard_emptied_longes
 def marks_read_at_each_receive(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Receives a second or more apart in real time: neither the marks' list nor the priorities are reused."""
     monkeypatch.setattr(shard_marks, "LIST_SECONDS", 0.0)
-    monkeypatch.setattr(shards, "BANDS_SECONDS", 0.0)
+    monkeypatch.setattr(shards_module, "BANDS_SECONDS", 0.0)
     yield
 
 
@@ -496,3 +498,160 @@ def test_a_fifo_ack_committed_in_the_callers_own_transaction_frees_the_group_for
     dynamodb.transact_write_items(TransactItems=[dict(item) for item in ack])
     clock.advance(1)
     assert [m.body for m in consumer.receive()] == ["m2"]
+
+
+class _MarkPuts:
+    """Counts the shard marks put through a DynamoDB client (its `PutItem`s on `K#` partitions)."""
+
+    def __init__(self, dynamodb: Any) -> None:
+        self.dynamodb = dynamodb
+        self.count = 0
+
+    def _put(self, params: dict[str, Any], **_: Any) -> None:
+        self.count += str(params.get("Item", {}).get("pk", {}).get("S", "")).startswith("K#")
+
+    def __enter__(self) -> _MarkPuts:
+        self.dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", self._put)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.dynamodb.meta.events.unregister("provide-client-params.dynamodb.PutItem", self._put)
+
+
+def test_a_busy_sender_reads_the_marks_once_and_trusts_those_others_put(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any
+) -> None:
+    """Fast senders each going round many shards put every shard's mark each, all into one partition; once a
+    sender has put `BUSY_PUTS` marks within a second, it reads the list and trusts the marks others put."""
+    shards = 8
+    client.create_queue("busy", shards=shards)
+    for shard in range(shards):
+        _process_on(client, dynamodb, "busy", shard).send(f"from {shard}")
+    busy = _process_on(client, dynamodb, "busy", 0)
+    counter.reset()
+    with _MarkPuts(dynamodb) as puts:
+        for number in range(shards * shards_module.SendRotation.RUN):
+            busy.send(f"busy {number}")  # runs of 10 on each shard in turn, all in one second
+    assert puts.count == shard_marks.BUSY_PUTS, puts.count  # 8 before: one per shard
+    assert len([q for q in counter.queries if q[0].startswith("K#")]) == 1, counter.queries
+    consumer = _other(client, dynamodb).queue("busy", "t")
+    received = []
+    while got := consumer.receive(max_messages=10):
+        received += [m.body for m in got]
+        consumer.delete_batch([m.receipt_handle for m in got])
+    assert len(received) == shards + shards * shards_module.SendRotation.RUN
+
+
+def test_another_process_mark_is_trusted_for_the_skew_less_than_its_own() -> None:
+    marks = shard_marks.Marks()
+    put_at = 1_000_000
+    marks.note_listed([shard_marks.Mark(0, 3, 0, put_at, "0#00003#0")], 0.0, 0)
+    trust = (shard_marks.MARK_SECONDS - shard_marks.SKEW_SECONDS) * 1000
+    assert marks.trusted(0, 3, put_at + trust - 1)
+    assert not marks.trusted(0, 3, put_at + trust)
+    assert not marks.trusted(0, 4, put_at)
+    marks.note_listed([shard_marks.Mark(0, 3, 5_000, put_at, "0#00003#5000")], 0.0, 0)  # an at mark: nobody trusts one
+    assert not marks.trusted(0, 3, put_at + trust)
+
+
+def test_a_send_trusting_another_process_mark_just_before_a_drain_is_found_when_the_index_lags(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """A process that read another's mark (with its receives) sends at the end of its trust of it, with no put; a
+    drain just after reads an index that does not show that send yet. The mark must stay until the index's grace
+    has passed after that trust."""
+    lag = 2
+    client.create_queue("shared", shards=8)
+    first = _process_on(client, dynamodb, "shared", 5)
+    second = _process_on(client, dynamodb, "shared", 5)
+    consumer = _other(client, dynamodb).queue("shared", "t")
+    with IndexLag(lag, clock):
+        start = clock()
+        first.send("first")
+        clock.advance(lag)
+        second.delete(second.receive()[0].receipt_handle)  # its receive read first's mark
+        clock.now = start + shard_marks.MARK_SECONDS - shard_marks.SKEW_SECONDS - 0.5
+        with _MarkPuts(dynamodb) as puts:
+            second.send("second")
+        assert puts.count == 0  # trusted: no mark put
+        clock.now = start + shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 0.1
+        assert [m.body for m in consumer.receive()] == ["second"]
+        clock.advance(limits.INDEX_LAG_GRACE_SECONDS)
+        assert consumer.receive() == []
+
+
+def test_a_drain_noted_after_a_newer_read_leaves_the_mark_put_again_in_that_read(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thread X drains shard s (drops its now mark); another process sends to s again (the mark is back); thread
+    Z of X's process begins a receive and reads the marks (s listed, fresh for Z); then X notes its drain. Taking
+    the dropped mark off by its sort key alone took the mark put again off Z's list, and Z answered empty."""
+    monkeypatch.setattr(shard_marks, "LIST_SECONDS", 0.0)
+    client.create_queue("race", shards=SHARDS)
+    sender = _other(client, dynamodb).queue("race", "t")
+    consumer = client.queue("race", "t")
+    sender.send("m0")
+    consumer.delete(consumer.receive(max_messages=10)[0].receipt_handle)
+    clock.advance(PAST_TRUST)
+    real_drained, real_priorities = shard_marks.Marks.note_drained, shard_marks.priorities
+    z_read, drained = threading.Event(), threading.Event()
+    z_got: list[Any] = []
+    noted = []
+
+    def z_priorities(*args: Any, **kwargs: Any) -> Any:
+        known = real_priorities(*args, **kwargs)
+        if threading.current_thread().name == "Z":
+            z_read.set()
+            drained.wait(10)
+        return known
+
+    def x_drained(self: Any, priority: int, dropped: set[Any], added: Any) -> None:
+        if threading.current_thread() is threading.main_thread() and not noted:
+            noted.append(dropped)
+            sender.send("m1")  # the mark put again: the sender's trust ran out
+            z = threading.Thread(target=lambda: z_got.extend(consumer.receive(max_messages=10)), name="Z")
+            z.start()
+            assert z_read.wait(10)
+            real_drained(self, priority, dropped, added)
+            drained.set()
+            z.join(10)
+            return
+        real_drained(self, priority, dropped, added)
+
+    monkeypatch.setattr(shard_marks, "priorities", z_priorities)
+    monkeypatch.setattr(shard_marks.Marks, "note_drained", x_drained)
+    assert consumer.receive(max_messages=10) == []  # X: visits s, nothing due, drains
+    assert noted and noted[0], "X's drop should have landed"
+    assert [m.body for m in z_got] == ["m1"]
+
+
+@pytest.mark.usefixtures("listed_on_queue_time")
+def test_an_empty_receive_visits_a_priority_its_second_read_of_the_marks_names(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shards_module, "BANDS_SECONDS", 3_600.0)
+    client.create_queue("late", shards=SHARDS)
+    consumer = client.queue("late", "t")
+    consumer.send("x")
+    consumer.delete(consumer.receive(max_messages=10)[0].receipt_handle)  # reads the list
+    assert consumer.receive(max_messages=10) == []
+    _other(client, dynamodb).queue("late", "t").send("high", priority=5)
+    assert [m.body for m in consumer.receive(max_messages=10)] == ["high"]
+
+
+def test_a_receive_reads_throttled_marks_once(client: QueueClient, dynamodb: Any, clock: Any) -> None:
+    """Its priorities from the ready markers, then every shard: not a second try of the hot partition."""
+    client.create_queue("hot", shards=8)
+    sub = client.queue("hot", "t")
+    sub.send("m")
+    consumer = _other(client, dynamodb).queue("hot", "t")
+
+    def marks_query(body: dict[str, Any]) -> bool:
+        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
+
+    with throttling(dynamodb, ThrottleAll("Query", marks_query)) as hook:
+        with pytest.raises(QueueError):
+            shard_marks.read(client._ctx, sub.space)
+        one_read = hook.thrown
+        assert [m.body for m in consumer.receive(max_messages=10)] == ["m"]
+    assert hook.thrown == 2 * one_read, (hook.thrown, one_read)

@@ -77,6 +77,7 @@ from tests.index_lag import IndexLag
 from tests.reliability.faults import WRITES, FaultInjector, Kind
 from tests.reliability.ledger import Hold, Ledger
 from tests.reliability.paths import ACCOUNT, SQS_ENDPOINT, in_process_sqs, sqs_received
+from tests.reliability.shared_marks import every_putter_reads_the_marks
 from tests.reliability.stress import RAW_LAYOUT_KEY, STALL_SECONDS, Gate
 from tests.reliability.truth import DEAD_LETTERS, FIFO_MESSAGES, STANDARD_MESSAGES, TableTruth, label_of, table_snapshot
 
@@ -1384,6 +1385,7 @@ class FleetRun:
             _throttle_rate_scaled(),
             IndexLag(INDEX_LAG_SECONDS, self.clock) as lag,
             watched,
+            every_putter_reads_the_marks(),
         ):
             scale_limits(LOAD_SCALE)
             self._lag = lag

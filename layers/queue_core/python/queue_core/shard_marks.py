@@ -6,9 +6,11 @@ A mark `(priority, shard, at)` says "this shard may hold messages of this priori
 Every write that makes a message visible at some time (a send, a release, a change of visibility, a FIFO group's
 unlock, a redrive) puts its shard's *now mark* after it — unless this process put that very mark within the last
 `MARK_SECONDS`: a process trusts its own recent put, so a steady sender pays one mark write per shard per
-`MARK_SECONDS`, not one per message. A receive drains a mark when the shard had nothing due: it looks at the
-shard's first index entry (in flight, delayed, locked), puts an *at mark* for that time, and drops the marks it
-read. Why no message is left without a mark:
+`MARK_SECONDS`, not one per message. It trusts as well a now mark another process put, seen in a list it read (for
+its receives, or because it puts many marks: `BUSY_PUTS`), for `SKEW_SECONDS` less, so that many fast senders on
+many shards share their marks instead of each putting all of them. A receive drains a mark when the shard had
+nothing due: it looks at the shard's first index entry (in flight, delayed, locked), puts an *at mark* for that
+time, and drops the marks it read. Why no message is left without a mark:
 
 - A mark's `put_at` only rises (`store.shard_marks.mark`), and a drop lands only on a mark put before its cutoff:
   for a now mark, `MARK_SECONDS` plus `limits.INDEX_LAG_GRACE_SECONDS` before the clock read just ahead of the
@@ -16,6 +18,11 @@ read. Why no message is left without a mark:
   `t + MARK_SECONDS`; the mark's `put_at` is at least `t`, so a drop that lands saw, in that query, an index
   the grace after the message's write. A process that did not skip put the mark after its write: either that
   put lands after the drop (the mark is back), or its `put_at` is past the cutoff and the drop does not land.
+- A process that skipped a put because it read another's mark with `put_at` `p` stored its message before
+  `p + MARK_SECONDS - SKEW_SECONDS` on its own clock. From its read on, the mark's `put_at` was `p` or later (it
+  only rises), so a drop that lands after the read had a cutoff past `p`: its query started at `p + MARK_SECONDS`
+  plus the grace or later on the dropper's clock, more than the grace after that message for clocks apart by less
+  than `SKEW_SECONDS`. Before the read, no drop matters: the mark was there, put at `p`, when it was read.
 - An at mark is dropped after its grace only (`put_at` before the query's clock less the grace): nobody skips a
   put because of one, but a change of visibility that put it must show in the index the drain reads.
 - The drain puts the at mark for the shard's first entry before it drops what it read; a look that finds
@@ -57,6 +64,13 @@ logger = logging.getLogger("queue_core")
 # saves mark writes; a drain must wait as long past a mark's last put (an empty receive visits the shard, one
 # query, until then).
 MARK_SECONDS: Final = 10
+# A now mark another process put, seen in a list this process read, is trusted as its own put is but this much
+# less: its `put_at` is on the other process's clock.
+SKEW_SECONDS: Final = 5
+# A process that put this many marks of a sub-queue within the last second (of the queue's clock) reads the list
+# before its next put, at most once per `LIST_SECONDS`, so as to trust the marks others put: fast senders that each
+# go round hundreds of shards would otherwise each put every shard's mark, all into the one marks partition.
+BUSY_PUTS: Final = 5
 # How long a mark put ahead of a caller's own commit stays trusted at least (`ahead`).
 AHEAD_SECONDS: Final = MARK_SECONDS // 2
 # How long a process reuses the marks it read before reading them again.
@@ -91,6 +105,10 @@ class Marks:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._put: dict[tuple[int, int], int] = {}
+        self._seen: dict[tuple[int, int], int] = {}
+        self._recent_puts: list[int] = []
+        self._listed_ms: int | None = None
+        self._throttled_at: float | None = None
         self._read_at: float | None = None
         self._listed: dict[int, list[Mark]] = {}
         self._taken: dict[tuple[int, int], int] = {}
@@ -132,9 +150,26 @@ class Marks:
             self._taken[(priority, shard)] = at
 
     def trusted(self, priority: int, shard: int, now: int) -> bool:
+        """Whether a write at `now` may skip the now mark's put: this process put it less than `MARK_SECONDS`
+        before, or read it put by another less than `MARK_SECONDS - SKEW_SECONDS` before (see the module's
+        docstring)."""
         with self._lock:
-            put_at = self._put.get((priority, shard))
-        return put_at is not None and now < put_at + MARK_SECONDS * 1000
+            own = self._put.get((priority, shard), -MARK_SECONDS * 1000)
+            seen = self._seen.get((priority, shard), -MARK_SECONDS * 1000)
+        return now < max(own + MARK_SECONDS * 1000, seen + (MARK_SECONDS - SKEW_SECONDS) * 1000)
+
+    def begin_busy_read(self, now: int) -> bool:
+        """Whether this putter reads the list before its next put (and the one thread that does): it put
+        `BUSY_PUTS` marks within the second before `now`, and read no list (nor began to) within `LIST_SECONDS`
+        before `now`, all on the queue's clock."""
+        with self._lock:
+            self._recent_puts = [at for at in self._recent_puts if at > now - 1000]
+            if len(self._recent_puts) < BUSY_PUTS:
+                return False
+            if self._listed_ms is not None and now < self._listed_ms + LIST_SECONDS * 1000:
+                return False
+            self._listed_ms = now
+            return True
 
     def note_put(self, mark: Mark) -> None:
         """A mark this process put: a now mark is trusted for `MARK_SECONDS`, and any joins the list it read, so
@@ -143,6 +178,7 @@ class Marks:
             key = (mark.priority, mark.shard)
             if mark.at == 0 and mark.put_at > self._put.get(key, -1):
                 self._put[key] = mark.put_at
+            self._recent_puts = [*self._recent_puts[-max(BUSY_PUTS, 1) :], mark.put_at]
             if self._read_at is not None:
                 kept = [old for old in self._listed.get(mark.priority, []) if old.sk != mark.sk]
                 self._listed[mark.priority] = [*kept, mark]
@@ -161,6 +197,10 @@ class Marks:
                 return None
             return sorted({priority for priority, listed in self._listed.items() if listed} | {0}, reverse=True)
 
+    def read_at(self) -> float | None:
+        with self._lock:
+            return self._read_at
+
     def _fresh(self, since: float | None) -> float | None:
         """When the list was read, if it may serve (see `listed`)."""
         read_at = self._read_at
@@ -169,20 +209,41 @@ class Marks:
         fresh = (since is not None and read_at >= since) or time.monotonic() < read_at + LIST_SECONDS
         return read_at if fresh else None
 
-    def note_listed(self, marks: list[Mark], read_at: float) -> None:
-        """Every priority's marks, read by a query begun at `read_at` (`time.monotonic()`)."""
+    def note_listed(self, marks: list[Mark], read_at: float, read_ms: int) -> None:
+        """Every priority's marks, read by a query begun at `read_at` (`time.monotonic()`), `read_ms` on the queue's
+        clock."""
         by_priority: dict[int, list[Mark]] = {}
         for mark in marks:
             by_priority.setdefault(mark.priority, []).append(mark)
         with self._lock:
             self._read_at, self._listed = read_at, by_priority
+            self._listed_ms = max(self._listed_ms or read_ms, read_ms)
+            for mark in marks:
+                key = (mark.priority, mark.shard)
+                if mark.at == 0 and mark.put_at > self._seen.get(key, -1):
+                    self._seen[key] = mark.put_at
 
-    def note_drained(self, priority: int, dropped: set[str], added: Mark | None) -> None:
+    def note_drained(self, priority: int, dropped: set[tuple[str, int]], added: Mark | None) -> None:
+        """A drain dropped these marks (`(sk, put_at)`: a list read since may hold the same mark put again, which
+        stays) and put `added`."""
         with self._lock:
             if self._read_at is not None:
-                gone = dropped | ({added.sk} if added else set())
-                kept = [mark for mark in self._listed.get(priority, []) if mark.sk not in gone]
+                kept = [
+                    mark
+                    for mark in self._listed.get(priority, [])
+                    if (mark.sk, mark.put_at) not in dropped and (added is None or mark.sk != added.sk)
+                ]
                 self._listed[priority] = kept + ([added] if added else [])
+
+    def note_throttled(self) -> None:
+        with self._lock:
+            self._throttled_at = time.monotonic()
+
+    def throttled_since(self, since: float | None) -> bool:
+        """Whether a read of the list was throttled at `since` or later (the receive that began then does not
+        try again: it visits every shard)."""
+        with self._lock:
+            return since is not None and self._throttled_at is not None and self._throttled_at >= since
 
 
 def _marks(ctx: Context, space: Space) -> Marks:
@@ -191,11 +252,11 @@ def _marks(ctx: Context, space: Space) -> Marks:
 
 def announce(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
     """Puts the now mark of each `(priority, shard)`, after the write that made a message of it visible at some
-    time, unless this process put it lately. Logged, not raised, when it cannot be put: the write is done, and
-    the sweep puts what is missing."""
+    time, unless this process put it lately, or read it put lately by another. Logged, not raised, when it cannot
+    be put: the write is done, and the sweep puts what is missing."""
     marks = _marks(ctx, space)
     for priority, shard in sorted(set(due)):
-        if not marks.trusted(priority, shard, ctx.now_ms()):
+        if not _trusted(ctx, space, marks, priority, shard, 0):
             _put(ctx, space, marks, priority, shard, 0)
 
 
@@ -205,8 +266,18 @@ def ahead(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
     within that time is found at once; later, once the next sweep pass puts its mark."""
     marks = _marks(ctx, space)
     for priority, shard in sorted(set(due)):
-        if not marks.trusted(priority, shard, ctx.now_ms() + AHEAD_SECONDS * 1000):
+        if not _trusted(ctx, space, marks, priority, shard, AHEAD_SECONDS * 1000):
             _put(ctx, space, marks, priority, shard, 0)
+
+
+def _trusted(ctx: Context, space: Space, marks: Marks, priority: int, shard: int, ahead_ms: int) -> bool:
+    """Whether the now mark needs no put for a write `ahead_ms` from now (`Marks.trusted`); a busy putter reads
+    the list first (`BUSY_PUTS`). A throttled read leaves the put to be made."""
+    if marks.trusted(priority, shard, ctx.now_ms() + ahead_ms):
+        return True
+    if not marks.begin_busy_read(ctx.now_ms()) or _read_again(ctx, space, marks, priority) is None:
+        return False
+    return marks.trusted(priority, shard, ctx.now_ms() + ahead_ms)
 
 
 def _put(ctx: Context, space: Space, marks: Marks, priority: int, shard: int, at: int) -> Mark | None:
@@ -255,6 +326,13 @@ def priorities(ctx: Context, space: Space, since: float) -> list[int] | None:
     return known
 
 
+def priorities_read_since(ctx: Context, space: Space, since: float) -> list[int]:
+    """The priorities of a list read at `since` or later (by the receive that began then), none without one."""
+    marks = _marks(ctx, space)
+    read_at = marks.read_at()
+    return (marks.priorities(since) or []) if read_at is not None and read_at >= since else []
+
+
 def visit(
     ctx: Context,
     space: Space,
@@ -275,6 +353,8 @@ def visit(
     marks = _marks(ctx, space)
     read = marks.listed(priority, since)
     fresh = read is not None and since is not None and read[0] >= since
+    if read is None and marks.throttled_since(since):
+        return visit_every_shard(picker, want, receive_shard)
     if read is None:
         read = _read_again(ctx, space, marks, priority)
         if read is None:
@@ -294,12 +374,13 @@ def _read_again(ctx: Context, space: Space, marks: Marks, priority: int) -> tupl
     """Every priority's marks, read now and kept; (when read, those of `priority`). None when DynamoDB throttles
     their one partition (the receive then visits every shard, as before marks: a hot marks key costs queries,
     never a failed receive)."""
-    read_at = time.monotonic()
+    read_at, read_ms = time.monotonic(), ctx.now_ms()
     try:
         listed = read(ctx, space)
     except Throttled:
+        marks.note_throttled()
         return None
-    marks.note_listed(listed, read_at)
+    marks.note_listed(listed, read_at, read_ms)
     return read_at, [mark for mark in listed if mark.priority == priority]
 
 
@@ -377,14 +458,14 @@ def _drain(
     now = ctx.now_ms()
     surplus = [mark for mark in staying if mark.at > now and (first is None or mark.at > first)]
     cutoffs = [(mark, mark.cutoff(looked_at)) for mark in ripe] + [(mark, now) for mark in surplus]
-    dropped = set()
+    dropped: set[tuple[str, int]] = set()
     for mark, cutoff in cutoffs:
         try:
             ctx.store.write(writes.drop({"pk": space.shard_marks_pk(), "sk": mark.sk}, cutoff))
-            dropped.add(mark.sk)
+            dropped.add((mark.sk, mark.put_at))
         except ConditionFailed as failed:
             if failed.repeated:
-                dropped.add(mark.sk)  # this drop, applied with its answer lost
+                dropped.add((mark.sk, mark.put_at))  # this drop, applied with its answer lost
         except QueueError:
             logger.debug("shard mark %s of %s stays (not dropped)", mark.sk, space.client, exc_info=True)
     marks.note_drained(priority, dropped, added)

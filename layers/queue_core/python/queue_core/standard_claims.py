@@ -37,15 +37,22 @@ class StandardClaims(StandardSpace):
         (see `partial`)."""
         got: list[ReceivedMessage] = []
         began = time.monotonic()
-        for priority in self._receive_bands(began):
-            try:
-                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret, began)
-            except Throttled as error:
-                self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
-                return partial.answer(error, got + partial.received(error))
-            got += found
-            if len(got) >= want:
-                break
+        bands = self._receive_bands(began)
+        visited: set[int] = set()
+        while bands:
+            for priority in bands:
+                visited.add(priority)
+                try:
+                    found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret, began)
+                except Throttled as error:
+                    self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
+                    return partial.answer(error, got + partial.received(error))
+                got += found
+                if len(got) >= want:
+                    return got
+            # Found nothing: the marks were read again (or the list was this receive's own), and may name a
+            # priority the list it began with did not.
+            bands = [priority for priority in self._later_bands(began) if priority not in visited] if not got else []
         return got
 
     def receive_priority(
@@ -82,6 +89,12 @@ class StandardClaims(StandardSpace):
 
     def priorities(self) -> list[int]:
         return self.traffic.bands(self._read_bands)
+
+    def _later_bands(self, began: float) -> list[int]:
+        """The priorities of the marks read during the receive that began at `began` (none read: none)."""
+        if self.settings.read_shards <= 1:
+            return []
+        return shard_marks.priorities_read_since(self.ctx, self.space, began)
 
     def _receive_bands(self, began: float) -> list[int]:
         """The priorities a receive visits. A sub-queue of several shards takes them from its shard marks, which
