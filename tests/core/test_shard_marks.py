@@ -655,3 +655,22 @@ def test_a_receive_reads_throttled_marks_once(client: QueueClient, dynamodb: Any
         one_read = hook.thrown
         assert [m.body for m in consumer.receive(max_messages=10)] == ["m"]
     assert hook.thrown == 2 * one_read, (hook.thrown, one_read)
+
+
+@pytest.mark.usefixtures("listed_on_queue_time")
+def test_a_receive_reads_the_marks_again_after_a_few_empty_shards_of_a_list_it_did_not_read(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any
+) -> None:
+    """Ten shards marked a moment ago and emptied since, then a message on an eleventh: a receive with the list
+    read before it visits at most `STALE_VISITS` of the ten, reads the marks again and finds the new one (it
+    visited all ten first)."""
+    client.create_queue("many", shards=16)
+    consumer = _other(client, dynamodb).queue("many", "t")
+    for shard in range(10):
+        _process_on(client, dynamodb, "many", shard).send(f"m{shard}")
+    while got := consumer.receive(max_messages=10):
+        consumer.delete_batch([m.receipt_handle for m in got])
+    _process_on(client, dynamodb, "many", 12).send("new")
+    counter.reset()
+    assert [m.body for m in consumer.receive(max_messages=10)] == ["new"]
+    assert counter.calls["Query"] <= 3 + 2, counter.queries  # three empty shards, the marks, the new shard
