@@ -654,10 +654,14 @@ def run(quick: bool = False) -> dict[str, Any]:
     for floor, seconds in figures["floors"].items():
         print(f"  {floor:<20}: {seconds * 1000:6.0f} ms")
     for row in figures["rows"]:
-        traced = f"; tracing on {row['traced_seconds'] * 1000:5.0f} ms ({row['traced_ratio']:.2f}x)"
+        traced = (
+            f"; tracing on {row['traced_seconds'] * 1000:5.0f} ms ({row['traced_ratio']:.2f}x)"
+            if "traced_seconds" in row
+            else ""
+        )
         print(
             f"  {row['function'] + ' ' + row['route']:<42}: {row['seconds'] * 1000:6.0f} ms ({row['ratio']:.2f}x, "
-            f"CPU {row['cpu_ratio']:.2f}x){traced if 'traced_seconds' in row else ''}"
+            f"CPU {row['cpu_ratio']:.2f}x){traced}"
         )
     return figures
 
