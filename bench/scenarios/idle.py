@@ -5,7 +5,7 @@ and to 50). Each figure is counted with the
 botocore meter, per call of the public API, in a consumer process of its own (its own core client and caches):
 - an empty receive: on a queue never sent to (the consumer's first receive, and its later polls); and on a queue
   that carried messages and was drained, polled at once (its shards' marks still there) and after
-  `shard_marks.MARK_SECONDS` plus the index's grace (the marks drained);
+  `shard_marks.MARK_SECONDS`, `SKEW_SECONDS` and the index's grace (the marks drained);
 - low load: one message sent at a time by one producer, each received with receive(10) by the consumer (and, for
   the standard queue, with receive(1)), `LOW_LOAD_MESSAGES` messages; and the same from `SENDERS` producers,
   each its own process, one message each in turn.
@@ -34,6 +34,8 @@ SENDERS: Final = 5
 FIFO_GROUPS: Final = (3, 50)
 # (label, producers, receive's max): one producer; `SENDERS`; one producer received one message at a time; one
 # producer again, each receive reading the marks afresh (receives a second or more apart in real time).
+# Past the marks' trust, the clocks' skew and the index's grace: every mark may be drained.
+_PAST_TRUST: Final = shard_marks.MARK_SECONDS + shard_marks.SKEW_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
 LOW_LOADS: Final = (("one_sender", 1, 10), ("senders", SENDERS, 10), ("receive_1", 1, 1), ("uncached", 1, 10))
 
 
@@ -81,7 +83,7 @@ def _marks_listed_for(seconds: float) -> Iterator[None]:
 def _settle(clock: _Clock, consumer: OursQueue) -> None:
     """Past the marks' trust and the index's grace, and one poll that drains what the last figure left marked:
     each figure starts from a queue whose marks name no shard."""
-    clock.skew += shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
+    clock.skew += _PAST_TRUST
     consumer.receive(10)
 
 
@@ -123,7 +125,7 @@ def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool) -> 
         row[f"{label}_queries_per_delivered"] = cost.calls["Query"] / max(delivered, 1)
         row[f"{label}_delivered"] = delivered
     drained_at_once = _polls(meter, consumer, POLLS)  # after the last figure: its marks still young
-    clock.skew += shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
+    clock.skew += _PAST_TRUST
     drained_later = _polls(meter, consumer, POLLS)
     with _marks_listed_for(0.0):
         drained_apart = _polls(meter, consumer, POLLS)
@@ -167,7 +169,7 @@ def section(results: dict[str, Any]) -> list[str]:
         "(design.md, *Which shards a receive visits*). Counted per call of the public API in a consumer process of "
         "its own, on queues of a fixed shard count: an empty receive on a queue never sent to; polls of a queue "
         "drained a moment ago (its marks younger than the trust and the grace: each such shard is visited) and "
-        f"{shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1} s later (the first poll drains the marks, "
+        f"{_PAST_TRUST} s later (the first poll drains the marks, "
         "the most in brackets); and queries per delivered message at low load: one message at a time, 0.2 s apart on "
         f"the queue's clock, {LOW_LOAD_MESSAGES} messages, from one producer and from {SENDERS} (each a process of its "
         "own), received with receive(10) until a receive comes back short (and with receive(1), standard), each "

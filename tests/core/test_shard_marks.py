@@ -12,12 +12,21 @@ import pytest
 from queue_core import QueueClient, QueueError, limits, shard_marks
 from queue_core import shards as shards_module
 
-from tests.core.answers import AnswerNeverCame, Interleave, LostAnswer, attached, expression_has, never_answered
+from tests.core.answers import (
+    AnswerNeverCame,
+    Interleave,
+    LostAnswer,
+    Refused,
+    attached,
+    expression_has,
+    never_answered,
+    refused,
+)
 from tests.index_lag import IndexLag
 from tests.throttle_hooks import ThrottleAll, throttling
 
 SHARDS = 64
-PAST_TRUST = shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
+PAST_TRUST = shard_marks.MARK_SECONDS + shard_marks.SKEW_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
 
 
 def _other(client: QueueClient, dynamodb: Any) -> QueueClient:
@@ -542,11 +551,11 @@ def test_a_busy_sender_reads_the_marks_once_and_trusts_those_others_put(
     assert len(received) == shards + shards * shards_module.SendRotation.RUN
 
 
-def test_another_process_mark_is_trusted_for_the_skew_less_than_its_own() -> None:
+def test_another_process_mark_is_trusted_as_long_as_its_own() -> None:
     marks = shard_marks.Marks()
     put_at = 1_000_000
     marks.note_listed([shard_marks.Mark(0, 3, 0, put_at, "0#00003#0")], 0.0, 0)
-    trust = (shard_marks.MARK_SECONDS - shard_marks.SKEW_SECONDS) * 1000
+    trust = shard_marks.MARK_SECONDS * 1000
     assert marks.trusted(0, 3, put_at + trust - 1)
     assert not marks.trusted(0, 3, put_at + trust)
     assert not marks.trusted(0, 4, put_at)
@@ -570,11 +579,11 @@ def test_a_send_trusting_another_process_mark_just_before_a_drain_is_found_when_
         first.send("first")
         clock.advance(lag)
         second.delete(second.receive()[0].receipt_handle)  # its receive read first's mark
-        clock.now = start + shard_marks.MARK_SECONDS - shard_marks.SKEW_SECONDS - 0.5
+        clock.now = start + shard_marks.MARK_SECONDS - 0.5
         with _MarkPuts(dynamodb) as puts:
             second.send("second")
         assert puts.count == 0  # trusted: no mark put
-        clock.now = start + shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 0.1
+        clock.now = start + PAST_TRUST
         assert [m.body for m in consumer.receive()] == ["second"]
         clock.advance(limits.INDEX_LAG_GRACE_SECONDS)
         assert consumer.receive() == []
@@ -674,3 +683,70 @@ def test_a_receive_reads_the_marks_again_after_a_few_empty_shards_of_a_list_it_d
     counter.reset()
     assert [m.body for m in consumer.receive(max_messages=10)] == ["new"]
     assert counter.calls["Query"] <= 3 + 2, counter.queries  # three empty shards, the marks, the new shard
+
+
+@pytest.mark.parametrize("ahead", [0, 2])
+def test_a_trusting_send_is_found_by_a_drain_whose_clock_runs_ahead_when_the_index_lags(
+    client: QueueClient, dynamodb: Any, clock: Any, ahead: float
+) -> None:
+    """The sender trusts its mark until `MARK_SECONDS` after its put on its clock; a consumer whose clock runs 2 s
+    ahead dropped the mark at the trust plus the grace on its own clock, 2 s short of the grace after that send,
+    and an index lagging 9 s hid the send from the drain: the message waited for a sweep. The drop waits for
+    `SKEW_SECONDS` more."""
+    lag = limits.INDEX_LAG_GRACE_SECONDS - 1
+    client.create_queue("skew", shards=SHARDS)
+    producer = client.queue("skew", "t")
+    consumer = QueueClient(client.table_name, dynamodb=dynamodb, clock=lambda: clock() + ahead).queue("skew", "t")
+    with IndexLag(lag, clock):
+        start = clock()
+        producer.send("first")
+        clock.advance(lag)
+        consumer.delete(consumer.receive()[0].receipt_handle)
+        clock.now = start + shard_marks.MARK_SECONDS - 0.1
+        producer.send("second")  # trusted: no put
+        clock.now = start + shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS - 1.5
+        assert consumer.receive() == []  # within the grace after "second": the index does not show it yet
+    clock.advance(1)
+    assert [m.body for m in consumer.receive(max_messages=10)] == ["second"]
+
+
+def test_a_busy_read_that_fails_leaves_the_send_done_and_its_mark_put(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read before a put, refused otherwise than by a throttle (access denied), failed the send of a message
+    already stored, and put no mark."""
+    monkeypatch.setattr(shard_marks, "BUSY_PUTS", 0)
+    client.create_queue("err", shards=8)
+    producer = client.queue("err", "t")
+
+    def marks_query(body: dict[str, Any]) -> bool:
+        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
+
+    with refused(dynamodb, Refused("Query", marks_query, code="AccessDeniedException", message="denied")):
+        producer.send("m")
+    assert [m.body for m in _other(client, dynamodb).queue("err", "t").receive(max_messages=10)] == ["m"]
+
+
+def test_a_receive_from_a_list_it_did_not_read_reads_throttled_marks_once(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list read by an earlier receive names priorities 5 and 0, whose messages another consumer holds: each
+    priority that gave nothing read the marks again, throttled each time."""
+    monkeypatch.setattr(shard_marks, "LIST_SECONDS", 3_600.0)
+    client.create_queue("hot", shards=8, visibility_timeout=300)
+    sub = client.queue("hot", "t")
+    sub.send("p5", priority=5)
+    sub.send("p0")
+    consumer = _other(client, dynamodb).queue("hot", "t")
+    assert consumer.receive(max_messages=1)  # its list names priorities 5 and 0
+    _other(client, dynamodb).queue("hot", "t").receive(max_messages=10)  # the rest held elsewhere
+
+    def marks_query(body: dict[str, Any]) -> bool:
+        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
+
+    with throttling(dynamodb, ThrottleAll("Query", marks_query)) as hook:
+        with pytest.raises(QueueError):
+            shard_marks.read(client._ctx, sub.space)
+        one_read = hook.thrown
+        assert consumer.receive(max_messages=10) == []
+    assert hook.thrown == 2 * one_read, (hook.thrown, one_read)

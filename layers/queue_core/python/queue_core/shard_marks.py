@@ -6,23 +6,22 @@ A mark `(priority, shard, at)` says "this shard may hold messages of this priori
 Every write that makes a message visible at some time (a send, a release, a change of visibility, a FIFO group's
 unlock, a redrive) puts its shard's *now mark* after it — unless this process put that very mark within the last
 `MARK_SECONDS`: a process trusts its own recent put, so a steady sender pays one mark write per shard per
-`MARK_SECONDS`, not one per message. It trusts as well a now mark another process put, seen in a list it read (for
-its receives, or because it puts many marks: `BUSY_PUTS`), for `SKEW_SECONDS` less, so that many fast senders on
-many shards share their marks instead of each putting all of them. A receive drains a mark when the shard had
+`MARK_SECONDS`, not one per message. It trusts as well, as long, a now mark another process put, seen in a list it
+read (for its receives, or because it puts many marks: `BUSY_PUTS`), so that many fast senders on many shards share
+their marks instead of each putting all of them. A receive drains a mark when the shard had
 nothing due: it looks at the shard's first index entry (in flight, delayed, locked), puts an *at mark* for that
 time, and drops the marks it read. Why no message is left without a mark:
 
 - A mark's `put_at` only rises (`store.shard_marks.mark`), and a drop lands only on a mark put before its cutoff:
-  for a now mark, `MARK_SECONDS` plus `limits.INDEX_LAG_GRACE_SECONDS` before the clock read just ahead of the
-  shard's query. A process that skipped a put because it trusted its own put at `t` stored its message before
-  `t + MARK_SECONDS`; the mark's `put_at` is at least `t`, so a drop that lands saw, in that query, an index
-  the grace after the message's write. A process that did not skip put the mark after its write: either that
-  put lands after the drop (the mark is back), or its `put_at` is past the cutoff and the drop does not land.
-- A process that skipped a put because it read another's mark with `put_at` `p` stored its message before
-  `p + MARK_SECONDS - SKEW_SECONDS` on its own clock. From its read on, the mark's `put_at` was `p` or later (it
-  only rises), so a drop that lands after the read had a cutoff past `p`: its query started at `p + MARK_SECONDS`
-  plus the grace or later on the dropper's clock, more than the grace after that message for clocks apart by less
-  than `SKEW_SECONDS`. Before the read, no drop matters: the mark was there, put at `p`, when it was read.
+  for a now mark, `MARK_SECONDS`, `SKEW_SECONDS` and `limits.INDEX_LAG_GRACE_SECONDS` before the clock read just
+  ahead of the shard's query. A process that skipped a put because it trusted a mark put at `p` (its own put, or
+  another's it read) stored its message before `p + MARK_SECONDS` on its own clock. From its put or its read on,
+  the mark's `put_at` was `p` or later, so a drop that lands after it had a cutoff past `p`: its query started at
+  `p + MARK_SECONDS + SKEW_SECONDS` plus the grace or later on the dropper's clock, more than the grace after that
+  message for clocks apart by less than `SKEW_SECONDS` (the putter's clock does not matter: `p` is the same number
+  to both). Before its read, no drop matters: the mark was there, put at `p`. A process that did not skip put the
+  mark after its write: either that put lands after the drop (the mark is back), or its `put_at` is past the
+  cutoff and the drop does not land.
 - An at mark is dropped after its grace only (`put_at` before the query's clock less the grace): nobody skips a
   put because of one, but a change of visibility that put it must show in the index the drain reads.
 - The drain puts the at mark for the shard's first entry before it drops what it read; a look that finds
@@ -64,8 +63,9 @@ logger = logging.getLogger("queue_core")
 # saves mark writes; a drain must wait as long past a mark's last put (an empty receive visits the shard, one
 # query, until then).
 MARK_SECONDS: Final = 10
-# A now mark another process put, seen in a list this process read, is trusted as its own put is but this much
-# less: its `put_at` is on the other process's clock.
+# How far apart the clocks of two processes may be: a drain drops a now mark this much later than the trust in it
+# and the index's grace allow on one clock (a dropper whose clock ran 2 s ahead of a trusting sender's dropped a
+# mark that sender relied on within the grace of its write).
 SKEW_SECONDS: Final = 5
 # A process that put this many marks of a sub-queue within the last second (of the queue's clock) reads the list
 # before its next put, at most once per `LIST_SECONDS`, so as to trust the marks others put: fast senders that each
@@ -98,7 +98,7 @@ class Mark:
 
     def cutoff(self, looked_at: int) -> int:
         """The latest `put_at` a drain whose query started at `looked_at` may drop (see the module's docstring)."""
-        trusted = MARK_SECONDS * 1000 if self.at == 0 else 0
+        trusted = (MARK_SECONDS + SKEW_SECONDS) * 1000 if self.at == 0 else 0
         return looked_at - limits.INDEX_LAG_GRACE_SECONDS * 1000 - trusted
 
 
@@ -155,13 +155,11 @@ class Marks:
             self._taken[(priority, shard)] = at
 
     def trusted(self, priority: int, shard: int, now: int) -> bool:
-        """Whether a write at `now` may skip the now mark's put: this process put it less than `MARK_SECONDS`
-        before, or read it put by another less than `MARK_SECONDS - SKEW_SECONDS` before (see the module's
-        docstring)."""
+        """Whether a write at `now` may skip the now mark's put: this process put it, or read it put by another,
+        less than `MARK_SECONDS` before (see the module's docstring)."""
         with self._lock:
-            own = self._put.get((priority, shard), -MARK_SECONDS * 1000)
-            seen = self._seen.get((priority, shard), -MARK_SECONDS * 1000)
-        return now < max(own + MARK_SECONDS * 1000, seen + (MARK_SECONDS - SKEW_SECONDS) * 1000)
+            put_at = max(self._put.get((priority, shard), -1), self._seen.get((priority, shard), -1))
+        return put_at >= 0 and now < put_at + MARK_SECONDS * 1000
 
     def begin_busy_read(self, now: int) -> bool:
         """Whether this putter reads the list before its next put (and the one thread that does): it put
@@ -280,7 +278,13 @@ def _trusted(ctx: Context, space: Space, marks: Marks, priority: int, shard: int
     the list first (`BUSY_PUTS`). A throttled read leaves the put to be made."""
     if marks.trusted(priority, shard, ctx.now_ms() + ahead_ms):
         return True
-    if not marks.begin_busy_read(ctx.now_ms()) or _read_again(ctx, space, marks, priority) is None:
+    if not marks.begin_busy_read(ctx.now_ms()):
+        return False
+    try:
+        if _read_again(ctx, space, marks, priority) is None:
+            return False
+    except QueueError:  # the write is done: whatever the read met, the mark is put
+        logger.debug("shard marks of %s not read; the mark is put", space.client, exc_info=True)
         return False
     return marks.trusted(priority, shard, ctx.now_ms() + ahead_ms)
 
@@ -369,6 +373,8 @@ def visit(
     guesses = None if fresh else STALE_VISITS
     got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited, guesses)
     if not got and not fresh:
+        if marks.throttled_since(since):
+            return visit_every_shard(picker, want, receive_shard)
         read = _read_again(ctx, space, marks, priority)
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
