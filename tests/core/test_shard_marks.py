@@ -38,6 +38,11 @@ def _a_mark(body: dict[str, Any]) -> bool:
     return str(body.get("Item", {}).get("pk", {}).get("S", "")).startswith("K#")
 
 
+def _marks_query(body: dict[str, Any]) -> bool:
+    """A query of a sub-queue's shard marks."""
+    return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
+
+
 def _marks(client: QueueClient, queue: str, tenant: str) -> list[shard_marks.Mark]:
     return shard_marks.read(client._ctx, client.queue(queue, tenant).space)
 
@@ -436,14 +441,11 @@ def test_a_throttled_marks_read_visits_every_shard_instead_of_failing(
     client.queue("hot", "t").send("m")
     consumer = _other(client, dynamodb).queue("hot", "t")
 
-    def marks_query(body: dict[str, Any]) -> bool:
-        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
-
-    with throttling(dynamodb, ThrottleAll("Query", marks_query)):
+    with throttling(dynamodb, ThrottleAll("Query", _marks_query)):
         assert [m.body for m in consumer.receive(max_messages=10)] == ["m"]
     client.queue("hot", "t").send("high", priority=2)
     client.queue("hot", "t").send("low")
-    with throttling(dynamodb, ThrottleAll("Query", marks_query)):
+    with throttling(dynamodb, ThrottleAll("Query", _marks_query)):
         # The priorities from the ready markers instead.
         assert [m.body for m in _other(client, dynamodb).queue("hot", "t").receive(max_messages=10)] == ["high", "low"]
 
@@ -655,10 +657,7 @@ def test_a_receive_reads_throttled_marks_once(client: QueueClient, dynamodb: Any
     sub.send("m")
     consumer = _other(client, dynamodb).queue("hot", "t")
 
-    def marks_query(body: dict[str, Any]) -> bool:
-        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
-
-    with throttling(dynamodb, ThrottleAll("Query", marks_query)) as hook:
+    with throttling(dynamodb, ThrottleAll("Query", _marks_query)) as hook:
         with pytest.raises(QueueError):
             shard_marks.read(client._ctx, sub.space)
         one_read = hook.thrown
@@ -719,10 +718,7 @@ def test_a_busy_read_that_fails_leaves_the_send_done_and_its_mark_put(
     client.create_queue("err", shards=8)
     producer = client.queue("err", "t")
 
-    def marks_query(body: dict[str, Any]) -> bool:
-        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
-
-    with refused(dynamodb, Refused("Query", marks_query, code="AccessDeniedException", message="denied")):
+    with refused(dynamodb, Refused("Query", _marks_query, code="AccessDeniedException", message="denied")):
         producer.send("m")
     assert [m.body for m in _other(client, dynamodb).queue("err", "t").receive(max_messages=10)] == ["m"]
 
@@ -741,10 +737,7 @@ def test_a_receive_from_a_list_it_did_not_read_reads_throttled_marks_once(
     assert consumer.receive(max_messages=1)  # its list names priorities 5 and 0
     _other(client, dynamodb).queue("hot", "t").receive(max_messages=10)  # the rest held elsewhere
 
-    def marks_query(body: dict[str, Any]) -> bool:
-        return str(body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S", "")).startswith("K#")
-
-    with throttling(dynamodb, ThrottleAll("Query", marks_query)) as hook:
+    with throttling(dynamodb, ThrottleAll("Query", _marks_query)) as hook:
         with pytest.raises(QueueError):
             shard_marks.read(client._ctx, sub.space)
         one_read = hook.thrown
