@@ -743,3 +743,31 @@ def test_a_receive_from_a_list_it_did_not_read_reads_throttled_marks_once(
         one_read = hook.thrown
         assert consumer.receive(max_messages=10) == []
     assert hook.thrown == 2 * one_read, (hook.thrown, one_read)
+
+
+@pytest.mark.usefixtures("listed_on_queue_time")
+def test_a_throttled_shard_among_those_of_an_old_list_does_not_hide_a_message_on_another(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """Ten shards marked and emptied, the consumer's list names them all; a message on the one it visits last, and
+    the first one's partition throttled. Stopping after three empty shards, the receive raised the throttle with
+    nothing and never read the marks again: once a throttle is to be raised, every listed shard is visited."""
+    client.create_queue("hot", shards=16)
+    consumer = _other(client, dynamodb).queue("hot", "t")
+    for shard in range(10):
+        _process_on(client, dynamodb, "hot", shard).send(f"m{shard}")
+    while got := consumer.receive(max_messages=10):
+        consumer.delete_batch([m.receipt_handle for m in got])
+    _process_on(client, dynamodb, "hot", 9).send("y")
+    marks = shard_marks._marks(consumer.engine().ctx, consumer.space)
+    for rank, shard in enumerate(range(10)):
+        marks.note_taken(0, shard, 10 + rank)  # visiting order: 0 first, 9 last
+    hot = consumer.space.message_pk(0)
+
+    def shard_0(body: dict[str, Any]) -> bool:
+        return body.get("ExpressionAttributeValues", {}).get(":qpk", {}).get("S") == hot
+
+    with throttling(dynamodb, ThrottleAll("Query", shard_0)) as hook:
+        got = consumer.receive(max_messages=10)
+    assert hook.thrown >= 1
+    assert [m.body for m in got] == ["y"]

@@ -33,7 +33,8 @@ time, and drops the marks it read. Why no message is left without a mark:
 
 A receive of a sub-queue of one shard reads that shard as before; marks are still put, so that a queue that
 grows finds them. Each process keeps the marks it read for `LIST_SECONDS`; a receive that finds nothing in the
-listed shards reads the marks again before it answers empty, so the cache makes a receive cheaper, never blind.
+listed shards (or in `STALE_VISITS` of them) reads the marks again before it answers empty, unless it read them
+itself, so the cache makes a receive cheaper, never blind.
 """
 
 from __future__ import annotations
@@ -442,7 +443,7 @@ def _visit(
             _drain(ctx, space, marks, due[shard], [m for m in listed if m.shard == shard], looked_at, look)
         if found and len(found) < need:
             break
-        if guesses is not None and not got:
+        if guesses is not None and not got and throttle is None:  # a throttle is raised: every shard first
             guesses -= 1
             if guesses <= 0:
                 break
