@@ -665,6 +665,17 @@ def test_a_receive_reads_throttled_marks_once(client: QueueClient, dynamodb: Any
     assert hook.thrown == 2 * one_read, (hook.thrown, one_read)
 
 
+def _ten_shards_emptied(client: QueueClient, dynamodb: Any, name: str) -> Any:
+    """A consumer of a queue of 16 shards whose list names ten shards, marked a moment ago and emptied since."""
+    client.create_queue(name, shards=16)
+    consumer = _other(client, dynamodb).queue(name, "t")
+    for shard in range(10):
+        _process_on(client, dynamodb, name, shard).send(f"m{shard}")
+    while got := consumer.receive(max_messages=10):
+        consumer.delete_batch([m.receipt_handle for m in got])
+    return consumer
+
+
 @pytest.mark.usefixtures("listed_on_queue_time")
 def test_a_receive_reads_the_marks_again_after_a_few_empty_shards_of_a_list_it_did_not_read(
     client: QueueClient, dynamodb: Any, clock: Any, counter: Any
@@ -672,12 +683,7 @@ def test_a_receive_reads_the_marks_again_after_a_few_empty_shards_of_a_list_it_d
     """Ten shards marked a moment ago and emptied since, then a message on an eleventh: a receive with the list
     read before it visits at most `STALE_VISITS` of the ten, reads the marks again and finds the new one (it
     visited all ten first)."""
-    client.create_queue("many", shards=16)
-    consumer = _other(client, dynamodb).queue("many", "t")
-    for shard in range(10):
-        _process_on(client, dynamodb, "many", shard).send(f"m{shard}")
-    while got := consumer.receive(max_messages=10):
-        consumer.delete_batch([m.receipt_handle for m in got])
+    consumer = _ten_shards_emptied(client, dynamodb, "many")
     _process_on(client, dynamodb, "many", 12).send("new")
     counter.reset()
     assert [m.body for m in consumer.receive(max_messages=10)] == ["new"]
@@ -752,12 +758,7 @@ def test_a_throttled_shard_among_those_of_an_old_list_does_not_hide_a_message_on
     """Ten shards marked and emptied, the consumer's list names them all; a message on the one it visits last, and
     the first one's partition throttled. Stopping after three empty shards, the receive raised the throttle with
     nothing and never read the marks again: once a throttle is to be raised, every listed shard is visited."""
-    client.create_queue("hot", shards=16)
-    consumer = _other(client, dynamodb).queue("hot", "t")
-    for shard in range(10):
-        _process_on(client, dynamodb, "hot", shard).send(f"m{shard}")
-    while got := consumer.receive(max_messages=10):
-        consumer.delete_batch([m.receipt_handle for m in got])
+    consumer = _ten_shards_emptied(client, dynamodb, "hot")
     _process_on(client, dynamodb, "hot", 9).send("y")
     marks = shard_marks._marks(consumer.engine().ctx, consumer.space)
     for rank, shard in enumerate(range(10)):
