@@ -32,10 +32,10 @@ POLLS: Final = 10
 SENDERS: Final = 5
 # FIFO messages go to these many groups in turn: a few, and many (each group's shard is fixed by its name).
 FIFO_GROUPS: Final = (3, 50)
-# (label, producers, receive's max): one producer; `SENDERS`; one producer received one message at a time; one
-# producer again, each receive reading the marks afresh (receives a second or more apart in real time).
 # Past the marks' trust, the clocks' skew and the index's grace: every mark may be drained.
 _PAST_TRUST: Final = shard_marks.MARK_SECONDS + shard_marks.SKEW_SECONDS + limits.INDEX_LAG_GRACE_SECONDS + 1
+# (label, producers, receive's max): one producer; `SENDERS`; one producer received one message at a time; one
+# producer again, each receive reading the marks afresh (receives a second or more apart in real time).
 LOW_LOADS: Final = (("one_sender", 1, 10), ("senders", SENDERS, 10), ("receive_1", 1, 1), ("uncached", 1, 10))
 
 
@@ -81,7 +81,7 @@ def _marks_listed_for(seconds: float) -> Iterator[None]:
 
 
 def _settle(clock: _Clock, consumer: OursQueue) -> None:
-    """Past the marks' trust and the index's grace, and one poll that drains what the last figure left marked:
+    """Past the marks' trust, the skew and the index's grace, and one poll that drains what the last figure left marked:
     each figure starts from a queue whose marks name no shard."""
     clock.skew += _PAST_TRUST
     consumer.receive(10)
