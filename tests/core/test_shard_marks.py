@@ -372,6 +372,18 @@ def test_a_steady_low_rate_sender_stays_on_one_shard(client: QueueClient, clock:
     assert len(sub.receive(max_messages=10)) == 10
 
 
+def _send_again_at_the_end_of_the_trust(producer: Any, consumer: Any, clock: Any, lag: float, before: float) -> float:
+    """ "first" sent (its mark put) and taken by the consumer once the index shows it; "second" sent `before` seconds
+    short of the end of the sender's trust in its mark, so without a put. Returns when "first" was sent."""
+    start = clock()
+    producer.send("first")
+    clock.advance(lag)
+    consumer.delete(consumer.receive()[0].receipt_handle)
+    clock.now = start + shard_marks.MARK_SECONDS - before
+    producer.send("second")  # trusted: no mark put
+    return start
+
+
 def test_a_trusting_send_just_before_a_drain_is_found_when_the_index_lags(
     client: QueueClient, dynamodb: Any, clock: Any
 ) -> None:
@@ -383,12 +395,7 @@ def test_a_trusting_send_just_before_a_drain_is_found_when_the_index_lags(
     producer = client.queue("lagging", "t")
     consumer = _other(client, dynamodb).queue("lagging", "t")
     with IndexLag(lag, clock):
-        start = clock()
-        producer.send("first")
-        clock.advance(lag)
-        consumer.delete(consumer.receive()[0].receipt_handle)
-        clock.now = start + shard_marks.MARK_SECONDS - 0.5
-        producer.send("second")  # trusted: no mark put
+        start = _send_again_at_the_end_of_the_trust(producer, consumer, clock, lag, 0.5)
         clock.now = start + max(shard_marks.MARK_SECONDS, limits.INDEX_LAG_GRACE_SECONDS) + 0.1
         assert consumer.receive() == []  # the index does not show it yet
         clock.advance(lag + 1)
@@ -703,12 +710,7 @@ def test_a_trusting_send_is_found_by_a_drain_whose_clock_runs_ahead_when_the_ind
     producer = client.queue("skew", "t")
     consumer = QueueClient(client.table_name, dynamodb=dynamodb, clock=lambda: clock() + ahead).queue("skew", "t")
     with IndexLag(lag, clock):
-        start = clock()
-        producer.send("first")
-        clock.advance(lag)
-        consumer.delete(consumer.receive()[0].receipt_handle)
-        clock.now = start + shard_marks.MARK_SECONDS - 0.1
-        producer.send("second")  # trusted: no put
+        start = _send_again_at_the_end_of_the_trust(producer, consumer, clock, lag, 0.1)
         clock.now = start + shard_marks.MARK_SECONDS + limits.INDEX_LAG_GRACE_SECONDS - 1.5
         assert consumer.receive() == []  # within the grace after "second": the index does not show it yet
     clock.advance(1)
