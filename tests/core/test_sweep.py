@@ -6,7 +6,9 @@ import json
 import threading
 
 import boto3
-from queue_core import QueueClient
+import pytest
+from queue_core import QueueClient, limits
+from queue_core.models import SweepReport
 
 from tests.conftest import TABLE, FakeClock
 from tests.core.answers import Interleave, attached
@@ -116,3 +118,140 @@ def test_a_queue_deleted_while_the_sweep_passes_is_skipped_and_the_queues_after_
     assert deleting.done
     assert report.complete
     assert later.stats().dlq == 1
+
+
+def _depth_of(report: SweepReport, queue: str, client: str) -> dict:
+    [depth] = [d for d in report.depths if (d["queue"], d["client"]) == (queue, client)]
+    return {key: value for key, value in depth.items() if key not in ("queue", "client")}
+
+
+def test_the_depth_counts_what_lies_past_a_full_read_of_expired_messages(
+    client: QueueClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep deletes a full read's worth of expired messages (one shard, `STATS_SCAN_LIMIT` of them): the
+    depth it reports is the sub-queue's as it left it, the live messages after them included, exact."""
+    monkeypatch.setattr(limits, "STATS_SCAN_LIMIT", 4)
+    client.create_queue("full", retention_seconds=60, shards=1)
+    queue = client.queue("full", "c")
+    queue.send_batch([{"body": "old"} for _ in range(4)])
+    clock.advance(30)
+    queue.send_batch([{"body": "new"} for _ in range(2)])
+    clock.advance(31)  # the first four past retention, the last two not
+    report = client.sweep()
+    assert report.expired_deleted == 4
+    assert _depth_of(report, "full", "c") == queue.stats().to_dict()
+    assert (queue.stats().visible, queue.stats().approximate) == (2, False)
+
+
+def test_the_depth_counts_the_dlq_past_a_full_read_of_expired_dead_letters(
+    client: QueueClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for the DLQ: dead letters past retention fill the sweep's read of it, and those after them are
+    counted all the same."""
+    client.create_queue("dead", retention_seconds=60, shards=1, max_receive_count=1, visibility_timeout=10)
+    queue = client.queue("dead", "c")
+    queue.send_batch([{"body": "first"} for _ in range(4)])
+    queue.receive(max_messages=10)
+    clock.advance(11)
+    assert client.sweep().moved_to_dlq == 4
+    clock.advance(30)
+    queue.send_batch([{"body": "later"} for _ in range(2)])
+    queue.receive(max_messages=10)
+    clock.advance(11)
+    assert client.sweep().moved_to_dlq == 2
+    clock.advance(25)  # the first four dead letters past retention, the last two not
+    monkeypatch.setattr(limits, "STATS_SCAN_LIMIT", 4)
+    report = client.sweep()
+    assert report.expired_deleted == 4
+    assert _depth_of(report, "dead", "c") == queue.stats().to_dict()
+    assert (queue.stats().dlq, queue.stats().approximate) == (2, False)
+
+
+def test_a_message_another_consumer_took_as_the_sweep_moved_it_is_counted_once(
+    client: QueueClient, clock: FakeClock, dynamodb
+) -> None:
+    """The sweep reads a message past its receive limit in the index, and another process's receive gets to it
+    first (it moves it to the DLQ itself, or holds it): the sweep's move finds it changed and moves nothing. The
+    depth it reports is the sub-queue's as it is then: the message in one place, not visible and somewhere else."""
+    client.create_queue("race", max_receive_count=1, visibility_timeout=10, shards=1)
+    queue = client.queue("race", "c")
+    queue.send("poison")
+    queue.receive()
+    clock.advance(11)
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock).queue("race", "c")
+
+    def message_read(body: dict) -> bool:
+        return body.get("Key", {}).get("pk", {}).get("S", "").startswith("M#race#")
+
+    taking = Interleave("GetItem", lambda: other.receive(), message_read)
+    with attached(dynamodb, taking):
+        report = client.sweep()
+    assert taking.done and report.moved_to_dlq == 0
+    after = queue.stats()
+    assert after.visible + after.in_flight + after.dlq == 1
+    assert _depth_of(report, "race", "c") == after.to_dict()
+
+
+def test_a_queue_made_anew_by_another_process_while_the_sweep_passes_reports_the_new_depth(
+    client: QueueClient, clock: FakeClock, dynamodb
+) -> None:
+    """Another process deletes a queue and creates it again between the sweep's listing and its sweep of the
+    queue's sub-queues: the depth the sweep reports is the queue's as it is (the new incarnation's), what its
+    stats answer, not the emptied old one's."""
+    client.create_queue("a")
+    client.queue("a", "x").send("old")
+    sweeper = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+
+    def clients_of_a(body: dict) -> bool:
+        return '"C#a#' in json.dumps(body)
+
+    def made_anew() -> None:
+        client.delete_queue("a")
+        client.create_queue("a")
+        client.queue("a", "x").send("new")
+
+    remaking = Interleave("Query", made_anew, clients_of_a)
+    with attached(dynamodb, remaking):
+        report = sweeper.sweep()
+    assert remaking.done
+    stats = client.queue("a", "x").stats()
+    assert stats.visible == 1
+    assert _depth_of(report, "a", "x") == stats.to_dict()
+
+
+def test_a_queue_another_process_deleted_while_the_sweep_passes_is_skipped(
+    client: QueueClient, clock: FakeClock, dynamodb
+) -> None:
+    """Deleted by another process after the sweep's listing: the sweep reports no depth for it (no metric for a
+    queue that is gone), and the queues after it are swept."""
+    for name in ("a", "b"):
+        client.create_queue(name)
+        client.queue(name, "x").send("m")
+    sweeper = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+
+    def clients_of_a(body: dict) -> bool:
+        return '"C#a#' in json.dumps(body)
+
+    deleting = Interleave("Query", lambda: client.delete_queue("a"), clients_of_a)
+    with attached(dynamodb, deleting):
+        report = sweeper.sweep()
+    assert deleting.done and report.complete
+    assert [(depth["queue"], depth["client"]) for depth in report.depths] == [("b", "x")]
+
+
+def test_the_depth_counts_what_lies_past_a_full_read_of_messages_moved_to_the_dlq(
+    client: QueueClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep moves a full read's worth of messages past their receive limit to the DLQ: the message after
+    them is still counted as visible."""
+    monkeypatch.setattr(limits, "STATS_SCAN_LIMIT", 4)
+    client.create_queue("moved", max_receive_count=1, visibility_timeout=10, shards=1)
+    queue = client.queue("moved", "c")
+    queue.send_batch([{"body": "poison"} for _ in range(4)])
+    queue.receive(max_messages=10)
+    clock.advance(11)
+    queue.send("fresh")  # visible from now: after the four in the index
+    report = client.sweep()
+    assert report.moved_to_dlq == 4
+    assert queue.stats().visible == 1
+    assert _depth_of(report, "moved", "c") == queue.stats().to_dict()

@@ -16,7 +16,7 @@ from .context import Context
 from .errors import QueueError
 from .keys import MessageRef, Space
 from .messages import Entry
-from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepReport
+from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepReport, Swept
 from .receipts import Receipt
 from .settings import QueueSettings
 from .store import Item, Write
@@ -131,8 +131,8 @@ class Engine(Protocol):
     def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
         """An operator's move of a waiting message to the DLQ; `MessageNotFound`, `ValidationError` otherwise."""
 
-    def sweep(self, now: int, report: SweepReport) -> bool:
-        """Housekeeping of the live messages; True while an item lives at an earlier shard layout's place."""
+    def sweep(self, now: int, report: SweepReport) -> Swept:
+        """Housekeeping of the live messages; says whether an item lives at an earlier shard layout's place."""
 
 
 class EngineBase:

@@ -14,7 +14,7 @@ from .errors import MessageBodyMissing, ValidationError
 from .fifo_groups import FifoGroups
 from .keys import MessageRef
 from .messages import DELAYED, DLQ, IN_FLIGHT, VISIBLE, is_expired, looked_at
-from .models import Message, QueueStats, SweepReport
+from .models import Message, QueueStats, SweepReport, Swept
 from .store import ConditionFailed, Item
 from .store import groups as group_writes
 
@@ -141,10 +141,10 @@ class FifoLooks(FifoGroups):
                         oldest = sent if oldest is None else min(oldest, sent)
         return None if oldest is None else max(0, (now - oldest) // 1000)
 
-    def sweep(self, now: int, report: SweepReport) -> bool:
+    def sweep(self, now: int, report: SweepReport) -> Swept:
         freed, old_place_in_use = self.sweep_groups(now)
         report.groups_freed += freed
-        return old_place_in_use
+        return Swept(old_place_in_use)
 
     def sweep_groups(self, now: int) -> tuple[int, bool]:
         """Groups whose lock expired (a consumer crashed) get their head tidied and are unlocked. Also tells

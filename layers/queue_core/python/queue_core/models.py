@@ -156,6 +156,16 @@ class QueueStats(_Json):
         )
 
 
+@dataclass(frozen=True)
+class Swept:
+    """An engine's sweep of one sub-queue, for the pass: whether an item still lives at an earlier shard layout's
+    place, and the live figures as the sweep left them, counted from what it read (None: what it read cannot tell
+    them, and the pass reads them itself)."""
+
+    old_place_in_use: bool
+    live: QueueStats | None = None
+
+
 @dataclass
 class SweepReport(_Json):
     """What one `sweep()` call did; `complete` is False when its budget ran out with work left."""

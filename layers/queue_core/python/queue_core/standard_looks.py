@@ -15,7 +15,7 @@ from .clock import sequence_ms
 from .errors import MessageBodyMissing
 from .keys import MessageRef
 from .messages import DELAYED, DLQ, IN_FLIGHT, VISIBLE, is_expired, looked_at
-from .models import Message, QueueStats, SweepReport
+from .models import Message, QueueStats, SweepReport, Swept
 from .standard_space import StandardSpace, due_pairs
 from .store import Item
 
@@ -72,42 +72,49 @@ class StandardLooks(StandardSpace):
         """Reads the shard's index entries (small: keys, expiry, flag), at most `STATS_SCAN_LIMIT` per shard."""
         total = QueueStats()
         for shard in range(self.settings.read_shards):
-            counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
-            by_priority: dict[str, dict[str, int]] = {}
-            oldest: int | None = None
-            read = 0
-            for entry in self.ctx.store.query_all(
-                self.partition_key(shard), index=True, max_items=limits.STATS_SCAN_LIMIT
-            ):
-                read += 1
-                if is_expired(entry, now):
-                    continue
-                priority, visible_at_text, sequence = keys.message_index_parts(entry["gsi1sk"])
-                state = VISIBLE if int(visible_at_text) <= now else IN_FLIGHT if entry.get("in_flight") else DELAYED
-                counts[state] += 1
-                band = by_priority.setdefault(str(priority), {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0})
-                band[state] += 1
-                sent = sequence_ms(sequence)
-                oldest = sent if oldest is None else min(oldest, sent)
-            truncated = read >= limits.STATS_SCAN_LIMIT
-            if truncated:
-                oldest = self._oldest_sent(shard, now)
-            age = None if oldest is None else max(0, (now - oldest) // 1000)
-            figures = QueueStats(counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated, by_priority)
-            total = total + figures
+            entries = self.ctx.store.query_all(self.partition_key(shard), index=True, max_items=limits.STATS_SCAN_LIMIT)
+            total = total + self._shard_stats(shard, list(entries), now)
         return total
 
-    def sweep(self, now: int, report: SweepReport) -> bool:
+    def _shard_stats(self, shard: int, entries: list[Item], now: int, gone: frozenset = frozenset()) -> QueueStats:
+        """The figures of one shard's index entries as read, but for those the sweep just moved (`gone`)."""
+        counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
+        by_priority: dict[str, dict[str, int]] = {}
+        oldest: int | None = None
+        for entry in entries:
+            if is_expired(entry, now) or (entry["pk"], entry["sk"]) in gone:
+                continue
+            priority, visible_at_text, sequence = keys.message_index_parts(entry["gsi1sk"])
+            state = VISIBLE if int(visible_at_text) <= now else IN_FLIGHT if entry.get("in_flight") else DELAYED
+            counts[state] += 1
+            band = by_priority.setdefault(str(priority), {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0})
+            band[state] += 1
+            sent = sequence_ms(sequence)
+            oldest = sent if oldest is None else min(oldest, sent)
+        truncated = len(entries) >= limits.STATS_SCAN_LIMIT
+        if truncated:
+            oldest = self._oldest_sent(shard, now)
+        age = None if oldest is None else max(0, (now - oldest) // 1000)
+        return QueueStats(counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated, by_priority)
+
+    def sweep(self, now: int, report: SweepReport) -> Swept:
         """Deletes expired messages and moves visible ones past the receive limit to the DLQ, from the index
-        entries (bounded per shard). Whether shards past the current count still hold items is the sweep's to
-        check (`sweep.old_shards_in_use`), against the very settings it prunes."""
+        entries (bounded per shard), and counts what it leaves from the same entries (what `stats` reads). Whether
+        shards past the current count still hold items is the sweep's to check (`sweep.old_shards_in_use`), against
+        the very settings it prunes."""
         limit = self.settings.max_receive_count
         visible: list[Item] = []
         firsts: dict[tuple[int, int], int] = {}
+        # What the sweep read counts as what it left, unless a read was full (what it removed makes room for entries
+        # it did not read) or a move found the message changed meanwhile (held or moved by another process).
+        live: QueueStats | None = QueueStats()
         for shard in range(self.settings.read_shards):
             partition = self.partition_key(shard)
             entries = list(self.ctx.store.query_all(partition, index=True, max_items=limits.STATS_SCAN_LIMIT))
             report.items_read += len(entries)
+            if len(entries) >= limits.STATS_SCAN_LIMIT:
+                live = None
+            gone: set[tuple[str, str]] = set()
             for entry in entries:
                 if entry["pk"] != partition:
                     continue
@@ -118,13 +125,20 @@ class StandardLooks(StandardSpace):
                 priority, at, _ = keys.message_index_parts(str(entry["gsi1sk"]))
                 firsts[(priority, shard)] = min(firsts.get((priority, shard), int(at)), int(at))
                 if keys.index_time(entry["gsi1sk"]) <= now and limit and int(entry.get("receive_count", 0)) >= limit:
-                    report.moved_to_dlq += self._to_dlq(key, int(entry["receive_count"]), now)
+                    moved = self._to_dlq(key, int(entry["receive_count"]), now)
+                    report.moved_to_dlq += moved
+                    if moved:
+                        gone.add((entry["pk"], entry["sk"]))
+                    else:
+                        live = None
                 elif keys.index_time(entry["gsi1sk"]) <= now:
                     visible.append(entry)
+            if live is not None:
+                live = live + self._shard_stats(shard, entries, now, frozenset(gone))
         # The backstop of the ready set: a marker for every priority with visible messages (one write unit each).
         ready.announce(self.ctx, self.space, due_pairs(visible, now))
         shard_marks.backstop(self.ctx, self.space, firsts)
-        return False
+        return Swept(False, live)
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:
         items, _, _ = self.ctx.store.query(self.partition_key(shard), limit=25, projection="sk, expires_at")

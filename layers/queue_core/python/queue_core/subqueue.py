@@ -524,11 +524,13 @@ class SubQueue(SubQueueDeadLetters):
         """Removes every waiting and in-flight message (not the DLQ), however many, with batched deletes."""
         return self.engine().purge()
 
-    def stats(self) -> QueueStats:
+    def stats(self, live: QueueStats | None = None, dead: tuple[int, bool] | None = None) -> QueueStats:
+        """`live` (the engine's figures) and `dead` (the DLQ's count, and whether it reached the scan limit): what a
+        sweep just read of the sub-queue, counted instead of read a second time."""
         engine = self.engine()
         now = self._now()
-        figures = engine.stats(now)
-        dlq, dlq_truncated = self._dlq_count(now)
+        figures = live if live is not None else engine.stats(now)
+        dlq, dlq_truncated = dead if dead is not None else self._dlq_count(now)
         age = figures.oldest_age_seconds
         return QueueStats(
             figures.visible,

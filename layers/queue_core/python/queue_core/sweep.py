@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from . import autoshard, limits, ready, replays
@@ -33,6 +34,11 @@ from .settings import QueueSettings
 from .store import ConditionFailed
 from .store import messages as writes
 from .subqueue import SubQueue, remove_sub_queue
+
+# A queue's settings as the pass listed them (read strongly consistent) stand for a fresh read this long after: an
+# automatic shard change decided on them is fenced on their version all the same, so a change made meanwhile only
+# makes that decision wait for the next pass. A pass over many queues reads each one again once it is older.
+LISTING_FRESH_SECONDS = 5.0
 
 # A deleted queue's tombstone is passed over again once every process's cached settings have expired (so no
 # send can land under it any more), with a margin for a slow request.
@@ -55,6 +61,7 @@ class Sweeper:
         self._sub_queue = sub_queue
         self._sleep = sleep  # a resumed replay's wait for its rate
         self._orphans: list[tuple[SubQueue, str]] = []
+        self._listed_at = 0.0  # `time.monotonic()` when the pass read the list of queues
 
     def run(
         self, budget_seconds: float | None, max_items: int | None, cursor: str | None, lease_seconds: float | None
@@ -104,6 +111,7 @@ class Sweeper:
         if not cursor:
             self._finish_deleted_queues(report)
         listed = self._ctx.registry.listed_with_copies()
+        self._listed_at = time.monotonic()
         self._refresh_copies(listed, report, deadline)
         swept = 0
         for settings, after, upto in _rounds([listed_settings for listed_settings, _ in listed], cursor, resume):
@@ -221,11 +229,12 @@ class Sweeper:
             # As of the listing: a client registered within the index's lag before it may be missing from it.
             if not settings.fifo:
                 old_place_in_use = old_shards_in_use(self._ctx, settings, clients, listed_at, deadline)
-            self._ctx.registry.prune_layouts(settings, listed_at, not old_place_in_use)
+            pruned = self._ctx.registry.prune_layouts(settings, listed_at, not old_place_in_use)
         except Throttled:
+            pruned = True  # perhaps written, its answer lost
             _failed(report, f"{settings.name} (layouts)")
         try:
-            self._decide_shards(settings, clients, report)
+            self._decide_shards(settings, clients, report, fresh=pruned)
         except Throttled:
             _failed(report, f"{settings.name} (shards)")
         if built:
@@ -244,17 +253,20 @@ class Sweeper:
         if current.generation == listed.generation and current.queue_wide and not current.markers_built:
             self._ctx.registry.markers_built(current)
 
-    def _decide_shards(self, listed: QueueSettings, clients: list[str], report: SweepReport) -> None:
+    def _decide_shards(self, listed: QueueSettings, clients: list[str], report: SweepReport, fresh: bool) -> None:
         """An automatic queue's count, sized by its clients' load reports (see `autoshard`); every queue's count
         goes in the report, for the `Shards` metric, and a throttled queue that does not grow in `held`, with the
-        reason. Read again first: pruning may have made a new version (the fence of this change)."""
+        reason. Read again first when pruning made a new version (the fence of this change: `fresh`) or the listing
+        is older than `LISTING_FRESH_SECONDS`."""
         shards = listed.shards
         if listed.auto_shards:
             reports = autoshard.read_reports(self._ctx, listed, clients)
-            try:
-                current = self._ctx.registry.get(listed.name, fresh=True)
-            except QueueNotFound:
-                return
+            current = listed
+            if fresh or time.monotonic() - self._listed_at >= LISTING_FRESH_SECONDS:
+                try:
+                    current = self._ctx.registry.get(listed.name, fresh=True)
+                except QueueNotFound:
+                    return
             if current.generation != listed.generation:
                 return
             decided = autoshard.decide(self._ctx, current.name, reports=reports, settings=current)
@@ -303,17 +315,25 @@ class Sweeper:
         now = self._ctx.now_ms()
         report.sub_queues += 1
         engine = sub.engine()
-        old_place_in_use = engine.sweep(now, report)
+        swept = engine.sweep(now, report)
+        old_place_in_use = swept.old_place_in_use
         seen = (engine.settings.generation, engine.settings.version)
         if listed is not None and seen != (listed.generation, listed.version):  # a queue made anew counts again
             old_place_in_use = True
         if build_markers:
             ready.build(self._ctx, engine, engine.priorities(), now)
+        # Read after the engine's sweep, so the messages it moved are among them: the DLQ's depth is counted here,
+        # unless a partition's read was full (what it deleted makes room for dead letters it did not read).
+        dead, read = 0, Counter[str]()
         for item in list(sub.dlq_items(now, max_items=limits.STATS_SCAN_LIMIT, include_expired=True)):
             report.items_read += 1
-            if is_expired(item, now) and self._delete_expired(item, now):
+            read[item["pk"]] += 1
+            if not is_expired(item, now):
+                dead += 1
+            elif self._delete_expired(item, now):
                 report.expired_deleted += 1
-        stats = sub.stats()
+        full = any(count >= limits.STATS_SCAN_LIMIT for count in read.values())
+        stats = sub.stats(swept.live, None if full else (dead, False))
         report.depths.append({"queue": sub.queue, "client": sub.client, **stats.to_dict()})
         return old_place_in_use
 
