@@ -129,6 +129,7 @@ def instant_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 def dynamodb() -> Iterator[object]:
     from dq.embedded_dynamodb import (
         fast_queries,
+        fast_serialization,
         fast_transactions,
         idempotent_transactions,
         serialize_moto_requests,
@@ -140,6 +141,7 @@ def dynamodb() -> Iterator[object]:
     fast_transactions()
     idempotent_transactions()
     untracked_items()
+    fast_serialization()
     with mock_aws():
         yield boto3.client("dynamodb", region_name="us-east-1")
 

@@ -25,6 +25,7 @@ from dq.embedded_dynamodb import (
     MOTO_VERSIONS,
     UnsupportedMotoVersion,
     fast_queries,
+    fast_serialization,
     fast_transactions,
     idempotent_transactions,
     serialize_moto_requests,
@@ -66,6 +67,16 @@ def test_patched_moto_ends_every_transaction_as_stock_moto_does(
     assert list(patched) == list(stock)
     for name, outcome in stock.items():
         assert patched[name] == outcome, name
+
+
+def test_patched_moto_writes_every_answer_byte_for_byte_as_stock_moto_does(outcomes: dict[str, dict[str, Any]]) -> None:
+    """The answers' bodies as moto serialized them (`fast_serialization` builds them another way), the transactions'
+    in each configuration and the queries' and scans' where they run."""
+    stock = outcomes["stock"]["bodies"]
+    assert len(stock) > 100
+    for configuration in PATCHED:
+        patched = outcomes[configuration]["bodies"]
+        assert patched == (stock if configuration in QUERIED else stock[: len(patched)]), configuration
 
 
 @pytest.mark.parametrize("configuration", [configuration for configuration in QUERIED if configuration != "stock"])
@@ -133,6 +144,7 @@ PATCHES: dict[str, Callable[[], None]] = {
     "fast_queries": fast_queries,
     "idempotent_transactions": idempotent_transactions,
     "untracked_items": untracked_items,
+    "fast_serialization": fast_serialization,
     "faster_key_ordering": faster_key_ordering,
 }
 
@@ -141,11 +153,13 @@ PATCHES: dict[str, Callable[[], None]] = {
 def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
     patch: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from moto.core.serialize import ResponseSerializer
     from moto.dynamodb import models
     from moto.dynamodb.models.dynamo_type import DynamoType, Item
     from moto.dynamodb.responses import DynamoHandler
 
     untouched = (
+        ResponseSerializer.get_value,
         DynamoHandler.call_action,
         DynamoHandler.transact_write_items,
         models.DynamoDBBackend.transact_write_items,
@@ -158,6 +172,7 @@ def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
         PATCHES[patch]()
     assert re.search(rf"{patch} .* written for moto 5\.2\.5, but moto 99\.0\.0 is installed", str(refusal.value))
     assert (
+        ResponseSerializer.get_value,
         DynamoHandler.call_action,
         DynamoHandler.transact_write_items,
         models.DynamoDBBackend.transact_write_items,

@@ -34,6 +34,7 @@ pytestmark = pytest.mark.timeout(10800)
 def fleet(request: pytest.FixtureRequest) -> Iterator[FleetRun]:
     from dq.embedded_dynamodb import (
         fast_queries,
+        fast_serialization,
         fast_transactions,
         idempotent_transactions,
         serialize_moto_requests,
@@ -45,6 +46,7 @@ def fleet(request: pytest.FixtureRequest) -> Iterator[FleetRun]:
     fast_transactions()
     idempotent_transactions()
     untracked_items()
+    fast_serialization()
     scale = FULL if request.config.getoption("--stress") else SHORT
     with mock_aws():
         clock = FakeClock()
