@@ -215,8 +215,10 @@ def fast_serialization() -> None:
     plain dict, what the chain can name is a function of the field's name and shape alone (a dict has no `Meta`,
     and its class is always `dict`), so the names are worked out once per field and shape and then only looked
     up; the answer is the same, byte for byte. Other objects, other pickers and pickers that transform what they
-    pick go through the chain as before."""
+    pick go through the chain as before. Each request also listed every member of its handler's class to find the
+    action's method: the names are listed once per class."""
     require_moto_version("fast_serialization", MOTO_VERSIONS)
+    from moto.core import responses
     from moto.core.serialize import (
         DEFAULT_ALIAS_PROVIDERS,
         MISSING,
@@ -259,6 +261,7 @@ def fast_serialization() -> None:
 
     get_value._by_shape = True  # type: ignore[attr-defined]
     ResponseSerializer.get_value = get_value  # type: ignore[method-assign]
+    responses.method_names_from_class = functools.cache(responses.method_names_from_class)
 
 
 def untracked_items() -> None:

@@ -153,6 +153,7 @@ PATCHES: dict[str, Callable[[], None]] = {
 def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
     patch: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from moto.core import responses
     from moto.core.serialize import ResponseSerializer
     from moto.dynamodb import models
     from moto.dynamodb.models.dynamo_type import DynamoType, Item
@@ -160,6 +161,7 @@ def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
 
     untouched = (
         ResponseSerializer.get_value,
+        responses.method_names_from_class,
         DynamoHandler.call_action,
         DynamoHandler.transact_write_items,
         models.DynamoDBBackend.transact_write_items,
@@ -173,6 +175,7 @@ def test_a_patch_refuses_to_load_on_a_moto_version_it_was_not_written_for(
     assert re.search(rf"{patch} .* written for moto 5\.2\.5, but moto 99\.0\.0 is installed", str(refusal.value))
     assert (
         ResponseSerializer.get_value,
+        responses.method_names_from_class,
         DynamoHandler.call_action,
         DynamoHandler.transact_write_items,
         models.DynamoDBBackend.transact_write_items,
