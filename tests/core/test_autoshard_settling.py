@@ -61,8 +61,10 @@ def _drain(consumer: Any) -> None:
 def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settles() -> None:
     """Against a DynamoDB that throttles: 160 % of a key's limit over a hundred groups from one process, received as
     it comes, needs 8 shards. The throttled sender grows the queue at once; until the groups are placed by the new
-    count the old key still throttles, and its reports still measure the old placement: no second growth, the
-    sweep's every minute included."""
+    count the old key still throttles, and its reports still measure the old placement: no second growth, sweeps
+    included. The change comes about 6 s in and settles 40 s later; a sweep 3 s after that (its minute of throttles
+    nearly all the old placement's, its shortest rate windows straddling the move) and one 50 s later (the new
+    placement's load alone in its rates) close the scenario: the run stops at 100 s."""
     with moto_backend() as backend, core_limits_scaled() as scale:
         scale(SCALE)
         clock = SimClock(1_800_000_000.0)
@@ -72,13 +74,15 @@ def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settl
         admin.create_queue("orders.fifo", max_receive_count=0)
         senders, sent, counts = _senders(backend, clock, 1), [0], []
         consumer = _senders(backend, clock, 1)[0]
-        for second in range(130):
+        for second in range(100):
             _steady(senders, 8, sent)
             _drain(consumer)
             clock.advance(1)
-            if second % 60 == 59:
+            if second % 50 == 49:
                 admin.sweep()
             counts.append(admin.get_queue("orders.fifo").shards)
+        # The first sweep comes after the move: both sweeps judge the settled change, not only the settling one.
+        assert admin.get_queue("orders.fifo").placement_from <= (1_800_000_000 + 50) * 1000
         assert counts[-1] == max(counts) == 8, sorted(set(counts))
 
 
