@@ -70,18 +70,18 @@ def test_a_sweep_out_of_time_does_not_look_through_every_old_shard(client: Queue
     """After a shrink from hundreds of shards, the check that old shards are empty costs two queries per old shard
     and client: past the sweep's budget it is left for a later pass (the layout kept), so a sweep never runs past
     its function's time on it."""
-    client.create_queue("wide", shards=512)
+    client.create_queue("wide", shards=256)
     queue = client.queue("wide", "c")
     queue.send("x")
     [message] = queue.receive()
     queue.delete(message.receipt_handle)
     client.update_queue("wide", shards=1)
     clock.advance(600)
-    # Sweeping the one client visits 512 shards three times (seconds against moto): well past this budget, so the
+    # Sweeping the one client visits 256 shards three times (seconds against moto): well past this budget, so the
     # queue's own steps come after the deadline.
     report = client.sweep(budget_seconds=0.25)
     assert report.sub_queues == 1
-    assert client.get_queue("wide").read_shards == 512
+    assert client.get_queue("wide").read_shards == 256
     # Without a budget the same check finds the old shards empty and the layout goes.
     client.sweep()
     assert client.get_queue("wide").read_shards == 1
