@@ -489,6 +489,43 @@ def run_queries(client: Any) -> dict[str, Any]:
     return outcomes
 
 
+def run_types(client: Any) -> dict[str, Any]:
+    """An item holding every attribute type (nested, empty and binary ones too) written and read back by each
+    call that answers items, for `fast_serialization`'s shortcut: the answers are compared byte for byte."""
+    key = {"id": _s("types")}
+    every = {
+        **key,
+        "s": _s("text é 中"),
+        "n": _n("-1.5e3"),
+        "b": {"B": b"\x00\xffbinary"},
+        "empty_b": {"B": b""},
+        "ss": {"SS": ["a", "b"]},
+        "ns": {"NS": ["1", "2.5"]},
+        "bs": {"BS": [b"\x01", b"\x02\x03"]},
+        "null": {"NULL": True},
+        "yes": {"BOOL": True},
+        "no": {"BOOL": False},
+        "m": {"M": {"inner": {"L": [_s("x"), {"M": {}}, {"L": []}, {"B": b"\x04"}]}, "flag": {"NULL": True}}},
+        "empty_m": {"M": {}},
+        "l": {"L": [_n(1), {"SS": ["z"]}, {"BOOL": False}]},
+    }
+    answers: dict[str, Any] = {"put": client.put_item(TableName=PLAIN, Item=every, ReturnValues="ALL_OLD")}
+    answers["get"] = client.get_item(TableName=PLAIN, Key=key)["Item"]
+    answers["update"] = client.update_item(
+        TableName=PLAIN,
+        Key=key,
+        UpdateExpression="SET n = :n",
+        ExpressionAttributeValues={":n": _n(2)},
+        ReturnValues="ALL_NEW",
+    )["Attributes"]
+    answers["query"] = client.query(
+        TableName=PLAIN, KeyConditionExpression="id = :id", ExpressionAttributeValues={":id": _s("types")}
+    )["Items"]
+    answers["batch"] = client.batch_get_item(RequestItems={PLAIN: {"Keys": [key]}})["Responses"][PLAIN]
+    answers["delete"] = client.delete_item(TableName=PLAIN, Key=key, ReturnValues="ALL_OLD")["Attributes"]
+    return answers
+
+
 def _keep_body(bodies: list[str], http_response: Any, model: Any, **_: Any) -> None:
     """Each answer's body as moto wrote it (its digest), but for the table's own calls, which carry the time."""
     if model.name not in TIMED:
@@ -537,10 +574,13 @@ def main(configuration: str) -> None:
         _create_tables(client)
         bodies: list[str] = []
         client.meta.events.register("after-call.dynamodb", functools.partial(_keep_body, bodies))
-        result: dict[str, Any] = {"transactions": run_transactions(client, streams)}
+        result: dict[str, Any] = {"transactions": run_transactions(client, streams), "bodies": {}}
+        result["bodies"]["transactions"], bodies[:] = bodies[:], []
         if configuration in QUERIED:
             result["queries"] = run_queries(client)
-        result["bodies"] = bodies
+            result["bodies"]["queries"], bodies[:] = bodies[:], []
+        result["types"] = run_types(client)
+        result["bodies"]["types"] = bodies
     json.dump(result, sys.stdout, default=_json_default, sort_keys=True)
 
 

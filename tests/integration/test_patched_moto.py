@@ -70,13 +70,16 @@ def test_patched_moto_ends_every_transaction_as_stock_moto_does(
 
 
 def test_patched_moto_writes_every_answer_byte_for_byte_as_stock_moto_does(outcomes: dict[str, dict[str, Any]]) -> None:
-    """The answers' bodies as moto serialized them (`fast_serialization` builds them another way), the transactions'
-    in each configuration and the queries' and scans' where they run."""
+    """The answers' bodies as moto serialized them (`fast_serialization` finds their fields another way), the
+    transactions' and every attribute type's in each configuration, and the queries' and scans' where they run."""
     stock = outcomes["stock"]["bodies"]
-    assert len(stock) > 100
+    assert [len(stock[phase]) > 5 for phase in ("transactions", "queries", "types")] == [True] * 3
     for configuration in PATCHED:
         patched = outcomes[configuration]["bodies"]
-        assert patched == (stock if configuration in QUERIED else stock[: len(patched)]), configuration
+        assert list(patched) == [phase for phase in stock if configuration in QUERIED or phase != "queries"]
+        for phase, answers in patched.items():
+            assert answers == stock[phase], (configuration, phase)
+    assert outcomes["stock"]["types"]["update"] == outcomes["stock"]["types"]["delete"]
 
 
 @pytest.mark.parametrize("configuration", [configuration for configuration in QUERIED if configuration != "stock"])
