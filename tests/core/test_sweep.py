@@ -12,6 +12,7 @@ from queue_core.models import SweepReport
 
 from tests.conftest import TABLE, FakeClock
 from tests.core.answers import Interleave, attached
+from tests.dynamo_calls import CallCounter
 
 
 def test_sweep_moves_expired_over_limit_messages(client: QueueClient, clock: FakeClock) -> None:
@@ -255,3 +256,23 @@ def test_the_depth_counts_what_lies_past_a_full_read_of_messages_moved_to_the_dl
     assert report.moved_to_dlq == 4
     assert queue.stats().visible == 1
     assert _depth_of(report, "moved", "c") == queue.stats().to_dict()
+
+
+def test_a_standard_sub_queues_depth_comes_from_the_sweeps_own_reads(
+    client: QueueClient, clock: FakeClock, counter: CallCounter
+) -> None:
+    """The sweep reads a standard sub-queue's index and its DLQ once each: the depth it reports is counted from those
+    reads (a message moved to the DLQ included), not from a second read of both for the stats."""
+    client.create_queue("once", max_receive_count=1, visibility_timeout=10, shards=1)
+    queue = client.queue("once", "c")
+    queue.send_batch([{"body": "poison"}, {"body": "kept"}])
+    queue.receive()
+    clock.advance(11)
+    counter.reset()
+    report = client.sweep()
+    partitions = [values[0] for values in counter.queries if values]
+    assert report.moved_to_dlq == 1
+    assert len([pk for pk in partitions if pk.startswith("M#once#c#")]) == 1, partitions
+    assert len([pk for pk in partitions if pk.startswith("D#once#c#")]) == 1, partitions
+    assert _depth_of(report, "once", "c") == queue.stats().to_dict()
+    assert (queue.stats().visible, queue.stats().dlq) == (1, 1)

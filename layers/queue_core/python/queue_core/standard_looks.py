@@ -76,7 +76,9 @@ class StandardLooks(StandardSpace):
             total = total + self._shard_stats(shard, list(entries), now)
         return total
 
-    def _shard_stats(self, shard: int, entries: list[Item], now: int, gone: frozenset = frozenset()) -> QueueStats:
+    def _shard_stats(
+        self, shard: int, entries: list[Item], now: int, gone: frozenset[tuple[str, str]] = frozenset()
+    ) -> QueueStats:
         """The figures of one shard's index entries as read, but for those the sweep just moved (`gone`)."""
         counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
         by_priority: dict[str, dict[str, int]] = {}
