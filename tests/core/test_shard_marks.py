@@ -762,9 +762,13 @@ def test_a_throttled_shard_among_those_of_an_old_list_does_not_hide_a_message_on
     nothing and never read the marks again: once a throttle is to be raised, every listed shard is visited."""
     consumer = _ten_shards_emptied(client, dynamodb, "hot")
     _process_on(client, dynamodb, "hot", 9).send("y")
-    marks = shard_marks._marks(consumer.engine().ctx, consumer.space)
-    for rank, shard in enumerate(range(10)):
-        marks.note_taken(0, shard, 10 + rank)  # visiting order: 0 first, 9 last
+    ctx = consumer.engine().ctx
+    marks = shard_marks._marks(ctx, consumer.space)
+    listed = shard_marks.read(ctx, consumer.space)
+    for rank, shard in enumerate(range(10)):  # visiting order: 0 first, 9 last (the emptied ones' too)
+        marks.note_taken(0, shard, 10 + rank)
+        of_shard = [mark for mark in listed if mark.shard == shard and mark.at <= ctx.now_ms()]
+        marks.looks.emptied(0, shard, 10 + rank, shard_marks._signature(of_shard), took=True)
     hot = consumer.space.message_pk(0)
 
     def shard_0(body: dict[str, Any]) -> bool:

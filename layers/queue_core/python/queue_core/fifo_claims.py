@@ -72,7 +72,15 @@ class FifoClaims(FifoGroups):
             return found, saw
 
         got = shard_marks.visit(
-            self.ctx, self.space, self.settings.read_shards, self.picker, 0, want, shard_receive, self.first_at
+            self.ctx,
+            self.space,
+            self.settings.read_shards,
+            self.picker,
+            0,
+            want,
+            shard_receive,
+            self.first_at,
+            hides=visibility > 0,
         )
         return got, any(seen)
 

@@ -34,7 +34,9 @@ time, and drops the marks it read. Why no message is left without a mark:
 A receive of a sub-queue of one shard reads that shard as before; marks are still put, so that a queue that
 grows finds them. Each process keeps the marks it read for `LIST_SECONDS`; a receive that finds nothing in the
 listed shards (or in `STALE_VISITS` of them) reads the marks again before it answers empty, unless it read them
-itself, so the cache makes a receive cheaper, never blind.
+itself, so the cache makes a receive cheaper, never blind. Of the shards its process emptied with the marks as they
+still are, a receive visits one (`shard_looks`): a message stored there under a trusted put comes a few receives
+later instead of at once, and no mark goes because of it.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from . import limits, partial
 from .errors import QueueError, Throttled
 from .keys import Space
+from .shard_looks import ShardLooks, Signature, Visits, behind, rotated
 from .shards import ShardPicker, ShardReceive, ask
 from .shards import visit as visit_every_shard
 from .store import ConditionFailed
@@ -119,6 +122,8 @@ class Marks:
         self._listed: dict[int, list[Mark]] = {}
         self._taken: dict[tuple[int, int], int] = {}
         self._visiting: dict[tuple[int, int], int] = {}
+        self.looks = ShardLooks()
+        self._began: dict[int, int] = {}
 
     def way(self, priority: int, shards: list[int]) -> list[int]:
         """The order a receive visits `shards` in (a list in random order): those another receive of this process
@@ -138,6 +143,13 @@ class Marks:
                     self._taken.get((priority, shard), -1),
                 ),
             )
+
+    def began(self, priority: int, now: int) -> int | None:
+        """When the last receive of `priority` by this process began to visit shards (None: none did); `now`
+        becomes it."""
+        with self._lock:
+            last, self._began[priority] = self._began.get(priority), now
+            return last
 
     def visiting(self, priority: int, shard: int, by: int) -> None:
         """A receive of this process begins (`by` 1) or ends (-1) its visit of the shard."""
@@ -260,6 +272,7 @@ def announce(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None
     be put: the write is done, and the sweep puts what is missing."""
     marks = _marks(ctx, space)
     for priority, shard in sorted(set(due)):
+        marks.looks.sent(priority, shard, ctx.now_ms())
         if not _trusted(ctx, space, marks, priority, shard, 0):
             _put(ctx, space, marks, priority, shard, 0)
 
@@ -270,6 +283,7 @@ def ahead(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
     within that time is found at once; later, once the next sweep pass puts its mark."""
     marks = _marks(ctx, space)
     for priority, shard in sorted(set(due)):
+        marks.looks.sent(priority, shard, ctx.now_ms())
         if not _trusted(ctx, space, marks, priority, shard, AHEAD_SECONDS * 1000):
             _put(ctx, space, marks, priority, shard, 0)
 
@@ -353,11 +367,14 @@ def visit(
     receive_shard: ShardReceive,
     look: Look,
     since: float | None = None,
+    hides: bool = True,
 ) -> list[Any]:
     """`shards.visit` over the shards the marks name (a sub-queue of one shard: that shard). `look(priority,
     shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none. A list
     read at `since` (`time.monotonic()` when the receive began) or later counts as read by this receive: when
-    the shards it names give nothing, the receive answers without reading the marks again."""
+    the shards it names give nothing, the receive answers without reading the marks again. `hides`: what the
+    receive takes stays out of sight for a while (a visibility above 0), so a shard that gave fewer than asked
+    was emptied (`shard_looks`)."""
     if read_shards <= 1:
         return visit_every_shard(picker, want, receive_shard)
     marks = _marks(ctx, space)
@@ -370,7 +387,7 @@ def visit(
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         fresh = True
-    visited: set[int] = set()
+    visited = Visits(hides=hides, last_began=marks.began(priority, ctx.now_ms()))
     guesses = None if fresh else STALE_VISITS
     got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited, guesses)
     if not got and not fresh:
@@ -380,6 +397,8 @@ def visit(
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited)
+    if not got and visited.idle:
+        marks.looks.idle(priority, visited.idle)
     return got
 
 
@@ -406,28 +425,47 @@ def _visit(
     want: int,
     receive_shard: ShardReceive,
     look: Look,
-    visited: set[int],
+    visited: Visits,
     guesses: int | None = None,
 ) -> list[Any]:
     """As `shards.visit`: until `want` are found or a shard gave some but fewer than asked; a shard that
     throttled is asked nothing more, and the throttle is raised with what the others gave (see `partial`). With
     `guesses` (a list this receive did not read), it stops once that many shards gave nothing, so that the marks
-    are read again before more of them are visited."""
+    are read again before more of them are visited. Of the shards this process emptied with the same marks, it
+    visits at most `visited.quiet` (`shard_looks`)."""
     now = ctx.now_ms()
     due: dict[int, list[Mark]] = {}
     for mark in listed:
-        if mark.at <= now and mark.shard not in visited:
+        if mark.at <= now and mark.shard not in visited.shards:
             due.setdefault(mark.shard, []).append(mark)
     order = list(due)
     random.shuffle(order)  # ties in random order, so that receivers of different processes spread
+    signatures = {shard: _signature(due[shard]) for shard in order}
+    quiet = marks.looks.quiet(priority, signatures)
+    quiet_set = set(quiet)
     got: list[Any] = []
     throttle: Throttled | None = None
-    for shard in marks.way(priority, order):
+    way = rotated(marks.way(priority, order), quiet)
+    passed: list[int] = []  # quiet shards left out; a throttle to be raised visits them too
+    while way:
+        shard = way.pop(0)
         if len(got) >= want:
             break
-        visited.add(shard)
+        if shard in quiet_set and throttle is None:
+            if visited.quiet <= 0:
+                passed.append(shard)
+                continue
+            visited.quiet -= 1
+        visited.shards.add(shard)
         need = want - len(got)
         looked_at = ctx.now_ms()
+        of_shard = [mark for mark in listed if mark.shard == shard]
+        ripe = shard in quiet_set and all(mark.put_at <= mark.cutoff(looked_at) for mark in due[shard])
+        # Emptied here before, and every mark may go: the look at its first entry is the query that drains.
+        if ripe and _drain(ctx, space, marks, due[shard], of_shard, looked_at, look):
+            marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=False)
+            visited.idle.append((shard, looked_at))
+            continue
         marks.visiting(priority, shard, 1)
         try:
             found, saw_candidates, throttled = ask(receive_shard, shard, need)
@@ -436,11 +474,21 @@ def _visit(
         got += found
         if throttled:
             throttle = partial.kept(throttle, throttled)
+            way, passed = way + passed, []
             continue
         if found:
             marks.note_taken(priority, shard, looked_at)
+        if not saw_candidates or (visited.hides and found and len(found) < need):
+            marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found))
+            if not found and shard in quiet_set:
+                visited.idle.append((shard, looked_at))
+        elif found:
+            marks.looks.forget(priority, shard, looked_at)
         if not saw_candidates:
-            _drain(ctx, space, marks, due[shard], [m for m in listed if m.shard == shard], looked_at, look)
+            _drain(ctx, space, marks, due[shard], of_shard, looked_at, look)
+        if found and shard in quiet_set and behind(found, visited.last_began):
+            visited.quiet += 1  # messages the last receive could have taken: the next quiet shard may hold more
+            continue
         if found and len(found) < need:
             break
         if guesses is not None and not got and throttle is None:  # a throttle is raised: every shard first
@@ -452,27 +500,33 @@ def _visit(
     return got
 
 
+def _signature(of_shard: list[Mark]) -> Signature:
+    return frozenset((mark.sk, mark.put_at) for mark in of_shard)
+
+
 def _drain(
     ctx: Context, space: Space, marks: Marks, read_due: list[Mark], of_shard: list[Mark], looked_at: int, look: Look
-) -> None:
-    """The shard had nothing due when its query started at `looked_at`: the marks read of it that may go (see
-    `Mark.cutoff`) leave, after an at mark for its first entry is in place. Any failure leaves the marks."""
+) -> bool:
+    """The shard had nothing due when a query started at `looked_at` (its receive's; or its look at the first entry,
+    begun after: an index query of its own): the marks read of it that may go (see `Mark.cutoff`) leave, after an
+    at mark for its first entry is in place. Any failure leaves the marks. False when the look was not made, failed,
+    or found something due."""
     ripe = [mark for mark in read_due if mark.put_at <= mark.cutoff(looked_at)]
     if not ripe:
-        return
+        return False
     priority, shard = ripe[0].priority, ripe[0].shard
     try:
         first = look(priority, shard)
     except QueueError:
-        return
+        return False
     if first is not None and first <= ctx.now_ms():
-        return  # due now (a write since the query): every mark stays
+        return False  # due now (a write since the query): every mark stays
     staying = [mark for mark in of_shard if mark not in ripe]
     added = None
     if first is not None and not any(mark.at <= first for mark in staying):
         added = _put(ctx, space, marks, priority, shard, first)
         if added is None:
-            return
+            return True
     # At marks later than the shard's first entry serve nothing: the mark for that entry comes first, and its own
     # drain looks again. Dropped here, they never pile up (one per later time a drain saw).
     now = ctx.now_ms()
@@ -489,6 +543,7 @@ def _drain(
         except QueueError:
             logger.debug("shard mark %s of %s stays (not dropped)", mark.sk, space.client, exc_info=True)
     marks.note_drained(priority, dropped, added)
+    return True
 
 
 class Holder(Protocol):

@@ -84,6 +84,7 @@ class StandardClaims(StandardSpace):
             shard_receive,
             self.first_at,
             began,
+            hides=visibility > 0,
         )
         return got, any(seen)
 

@@ -1,0 +1,142 @@
+"""What a process's receives found of each marked shard: which of them it emptied, and with which marks then.
+
+A shard mark stays at least `shard_marks.MARK_SECONDS` plus the skew and the index's grace after its last put,
+because a sender that trusts its put stores more messages on that shard without putting it again. Until then no
+process can tell a shard that went quiet from one that still gets such messages, so every receive used to visit
+every marked shard: a queue just drained of messages sent to 30 shards cost 31 queries a poll for 25 s, and a long
+poll paid that at each of its rounds. A receive now visits the marked shards it has no news of (a mark put or due
+since its process emptied them, a message its process sent there since, or never emptied by it), and of those it
+emptied with the same marks in place, at most `QUIET_VISITS` (the first in `ShardLooks.quiet`'s order takes the
+first such place in the order it visits shards in anyway: `shard_marks.Marks.way`). A message that came to such a
+shard is found by a later receive; no mark is dropped because of it, so it changes how soon, never whether.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from . import limits
+
+# How many shards a receive visits that its process emptied with the marks as they still are.
+QUIET_VISITS: Final = 1
+
+# Looks in a row that found a quiet shard with nothing (in receives that found nothing at all) after which it goes
+# behind the others. More than one, so that one wrong guess does not move a sender's shard back; as many as there
+# were quiet shards left FIFO messages to 50 groups over a hundred receives late (the idle scenario).
+IDLE_LOOKS: Final = 2
+
+Signature = frozenset[tuple[str, int]]
+
+
+class ShardLooks:
+    """Per `(priority, shard)`: the due marks (`(sk, put_at)`) this process knew of the shard when one of its
+    receives emptied it (a query found nothing due, or fewer than it asked and it took them); and, for the order in
+    which quiet shards are visited, when its receives last took messages there and the looks that found nothing
+    since."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._emptied: dict[tuple[int, int], Signature] = {}
+        self._took: dict[tuple[int, int], tuple[int, int]] = {}
+        self._idle: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}  # how many since the take, the last
+        self._news: dict[tuple[int, int], int] = {}
+        self._looks = 0  # orders the looks of one millisecond
+
+    def emptied(self, priority: int, shard: int, at: int, marks: Signature, took: bool) -> None:
+        """A receive's query begun at `at` (the queue's clock) left the shard with nothing due (`took`: it took
+        what there was). Not noted when this process had news of the shard within the index's grace before that
+        query or since (its own send, stored while the query ran or too lately for the index to show)."""
+        key = (priority, shard)
+        with self._lock:
+            self._looks += 1
+            if took:
+                self._took[key] = (at, self._looks)
+                self._idle.pop(key, None)
+            news = self._news.get(key)  # this process's last send there
+            if news is not None and at <= news + limits.INDEX_LAG_GRACE_SECONDS * 1000:
+                return
+            if len(self._emptied) >= 4 * limits.MAX_SHARDS:
+                self._emptied.clear()
+                self._took.clear()
+                self._idle.clear()
+            self._emptied[key] = marks
+
+    def idle(self, priority: int, shards: list[tuple[int, int]]) -> None:
+        """Quiet shards a receive visited, found with nothing (`(shard, when its query began)`), in a receive that
+        found nothing at all. One that found messages elsewhere (the marks read again named a shard put since) says
+        nothing of where the next message comes: counted, its guesses pushed shards about to be refilled behind the
+        others, and a consumer of senders going round their shards stayed a few rounds late for good."""
+        with self._lock:
+            for shard, at in shards:
+                self._looks += 1
+                key = (priority, shard)
+                self._idle[key] = (self._idle.get(key, (0, (0, 0)))[0] + 1, (at, self._looks))
+
+    def forget(self, priority: int, shard: int, at: int) -> None:
+        """A receive took messages from the shard, in a query begun at `at`, and did not empty it."""
+        key = (priority, shard)
+        with self._lock:
+            self._looks += 1
+            self._emptied.pop(key, None)
+            self._took[key] = (at, self._looks)
+            self._idle.pop(key, None)
+
+    def sent(self, priority: int, shard: int, at: int) -> None:
+        """This process stored a message on the shard (`at`, the queue's clock, after the write)."""
+        with self._lock:
+            self._emptied.pop((priority, shard), None)
+            if len(self._news) >= 4 * limits.MAX_SHARDS:
+                horizon = at - 2 * limits.INDEX_LAG_GRACE_SECONDS * 1000
+                self._news = {key: when for key, when in self._news.items() if when > horizon}
+            self._news[(priority, shard)] = max(at, self._news.get((priority, shard), at))
+
+    def quiet(self, priority: int, due: dict[int, Signature]) -> list[int]:
+        """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
+        visits them: the one it last took messages from longest ago first, as senders that go round their shards
+        refill them in that order. A shard that `IDLE_LOOKS` looks in a row found with nothing counts from the last of
+        them instead, so that one that never gives (its marks kept young by others' changes of visibility, say)
+        goes round behind the others instead of taking every receive's one visit."""
+        with self._lock:
+            quiet = [
+                shard
+                for shard, marks in due.items()
+                if (emptied := self._emptied.get((priority, shard))) is not None and marks <= emptied
+            ]
+            order = {shard: self._order((priority, shard)) for shard in quiet}
+        return sorted(quiet, key=lambda shard: order[shard])
+
+    def _order(self, key: tuple[int, int]) -> tuple[int, int]:
+        took = self._took.get(key, (-1, 0))
+        idle, last = self._idle.get(key, (0, (0, 0)))
+        return max(took, last) if idle >= IDLE_LOOKS else took
+
+
+@dataclass
+class Visits:
+    """What one receive visited: the shards, and how many more it may visit that its process emptied with the
+    marks as they are (`shard_looks`)."""
+
+    shards: set[int] = field(default_factory=set)
+    quiet: int = QUIET_VISITS
+    hides: bool = True
+    idle: list[tuple[int, int]] = field(default_factory=list)  # quiet shards found with nothing, when
+    last_began: int | None = None  # when this process's receive before this one began
+
+
+def behind(found: list[Any], last_began: int | None) -> bool:
+    """Whether a quiet shard gave a message sent before this process's last receive began: that receive visited
+    another quiet shard instead (its guess of where the next one came was wrong), and the others it guessed after
+    may hold messages as old. Without this, a consumer of senders going round their shards that once fell a round
+    behind them stayed behind for good, each receive finding the message of the round before."""
+    return last_began is not None and any(getattr(item, "sent_at", last_began) < last_began for item in found)
+
+
+def rotated(way: list[int], quiet: list[int]) -> list[int]:
+    """`way` with its quiet shards, in their places, in `quiet`'s order (`ShardLooks.quiet`): a shard visited and
+    found with nothing keeps its place in `way` (nothing was taken from it), so without this a receive would spend
+    its one quiet visit on the same shard each time while a message waits on another."""
+    rest = iter(quiet)
+    placed = set(quiet)
+    return [next(rest) if shard in placed else shard for shard in way]

@@ -1,0 +1,203 @@
+"""Quiet shards (`queue_core.shard_looks`): a receive visits at most `QUIET_VISITS` shards its process emptied with
+the marks as they are; a message that came to such a shard without a new mark must still come soon."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+from queue_core import QueueClient, keys, shard_marks
+
+from tests.core.test_shard_marks import PAST_TRUST, _other, _process_on
+
+SHARDS = 8
+
+
+@pytest.mark.parametrize(("queue_wide", "own_jobs"), [(False, False), (True, False), (False, True)])
+def test_a_silent_message_on_a_quiet_shard_is_not_starved_by_shards_kept_marked_by_heartbeats(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any, queue_wide: bool, own_jobs: bool
+) -> None:
+    """A worker holds two long jobs and extends their visibility every 15 s (each extension puts its shard's now
+    mark, once the 10 s trust has run out): both shards stay marked and never ripen, and the consumer finds them
+    empty after each extension, so they are quiet almost always, and never taken from by the consumer (they
+    sort first). A message sent to a third shard within the sender's trust (no new mark) waits behind them: with
+    one quiet visit a receive, the consumer spends it on one of the two every time, for as long as the jobs run.
+    Queue-wide, the receive that passed the message's shard also saw nothing, so it drains the client's ready
+    marker and looks at every shard for the next entry (one query each), and puts the marker back: every poll.
+    `own_jobs`: the consumer's own process holds the jobs and extends them (its extensions forget the shards'
+    records, so each is visited once after each extension, and quiet the rest of the time: the same)."""
+    client.create_queue("hb", shards=SHARDS, visibility_timeout=60, queue_wide=queue_wide)
+    z1 = _process_on(client, dynamodb, "hb", 1)
+    z2 = _process_on(client, dynamodb, "hb", 2)
+    y = _process_on(client, dynamodb, "hb", 3)
+    consumer: Any = _other(client, dynamodb)
+    worker = consumer.queue("hb", "t") if own_jobs else _other(client, dynamodb).queue("hb", "t")
+    consumer = consumer.queue_wide("hb") if queue_wide else consumer.queue("hb", "t")
+    z1.send("job1")
+    z2.send("job2")
+    jobs = worker.receive(max_messages=10)
+    jobs += worker.receive(max_messages=10)  # a shard that gave fewer than asked ends a receive
+    assert sorted(m.body for m in jobs) == ["job1", "job2"]
+    clock.advance(1)
+    assert consumer.receive(max_messages=10) == []  # shards 1 and 2 in flight: emptied
+    y.send("y0")
+    got = consumer.receive(max_messages=10)  # shard 3 gives y0 (fewer than asked): emptied
+    assert [m.body for m in got] == ["y0"]
+    consumer.delete(got[0].receipt_handle)
+    clock.advance(1)
+    y.send("y1")  # within the sender's trust of its own put: no new mark
+    counter.reset()
+    bodies: list[str] = []
+    for step in range(240):  # 120 s, a receive every 0.5 s
+        if step % 30 == 0:
+            worker.change_visibility(jobs[0].receipt_handle, 60)
+        if step % 30 == 15:
+            worker.change_visibility(jobs[1].receipt_handle, 60)
+        for message in consumer.receive(max_messages=10):
+            bodies.append(message.body)
+            consumer.delete(message.receipt_handle)
+        if "y1" in bodies:
+            break
+        clock.advance(0.5)
+    assert "y1" in bodies, f"y1 not received in {step * 0.5} s ({counter.calls['Query'] / (step + 1)} queries a poll)"
+
+
+def test_an_own_send_during_a_receives_query_of_its_shard_leaves_the_shard_not_quiet(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`shard_looks`: a shard is quiet unless, among others, "a message its process sent there since". A send of
+    this process (another thread) stored while a receive's query of that shard runs, and missed by it, forgets
+    the shard before the receive notes it emptied: the note lands after the forget, and the shard counts as
+    quiet with this process's own message in it (the note's time `at` is kept but never compared)."""
+    client.create_queue("own", shards=SHARDS)
+    consumer_client = _other(client, dynamodb)
+    consumer = consumer_client.queue("own", "t")
+    shard = consumer.engine().traffic.rotation._next
+    sender = _process_on(client, dynamodb, "own", shard)
+    sender.send("first")
+    got = consumer.receive(max_messages=10)
+    assert [m.body for m in got] == ["first"]
+    consumer.delete(got[0].receipt_handle)
+    target = consumer.engine().space.message_pk(shard)
+    store = consumer_client._ctx.store
+    original = store.due
+    sent: list[str] = []
+
+    def due(partition: str, *args: Any, **kwargs: Any) -> Any:
+        answer = original(partition, *args, **kwargs)
+        if not sent and partition == target:
+            sent.append(consumer.send("own message").message_id)  # another thread of this process, meanwhile
+        return answer
+
+    monkeypatch.setattr(store, "due", due)
+    assert consumer.receive(max_messages=10) == []  # its query ran before the send
+    monkeypatch.setattr(store, "due", original)
+    assert sent, "the hook did not run on the shard's query"
+    assert sent[0].startswith(f"S{shard}"), sent
+    space = consumer.engine().space
+    marks = shard_marks._marks(consumer_client._ctx, space)
+    listed = [m for m in shard_marks.read(consumer_client._ctx, space) if m.shard == shard and m.at == 0]
+    assert marks.looks.quiet(0, {shard: shard_marks._signature(listed)}) == []
+
+
+def test_a_shard_whose_messages_a_receive_left_visible_is_not_quiet(client: QueueClient, dynamodb: Any) -> None:
+    """A receive with a visibility of 0 takes the shard's one message and leaves it visible at once: fewer than
+    asked, yet the shard is not emptied, and must not count as quiet (`found and len(found) < need` does)."""
+    client.create_queue("peek", shards=SHARDS)
+    consumer_client = _other(client, dynamodb)
+    consumer = consumer_client.queue("peek", "t")
+    sender = _process_on(client, dynamodb, "peek", 5)
+    sender.send("stays visible")
+    got = consumer.receive(max_messages=10, visibility_timeout=0)
+    assert [m.body for m in got] == ["stays visible"]
+    space = consumer.engine().space
+    marks = shard_marks._marks(consumer_client._ctx, space)
+    listed = [m for m in shard_marks.read(consumer_client._ctx, space) if m.shard == 5 and m.at == 0]
+    assert marks.looks.quiet(0, {5: shard_marks._signature(listed)}) == []
+
+
+def _drained(client: QueueClient, dynamodb: Any, name: str, fifo: bool) -> tuple[Any, dict[int, Any]]:
+    """A consumer (a process of its own) of a queue of 16 shards whose messages, sent a moment ago to ten shards,
+    it received and deleted; and per shard, what sends there (a standard process staying on it, a FIFO group)."""
+    client.create_queue(name, fifo=fifo, shards=16)
+    consumer = _other(client, dynamodb).queue(name, "t")
+    senders: dict[int, Any] = {}
+    if fifo:
+        producer = _other(client, dynamodb).queue(name, "t")
+        for number in range(200):
+            group = f"g{number}"
+            shard = keys.group_shard(group, 16)
+            if shard < 10 and shard not in senders:
+                senders[shard] = functools.partial(producer.send, group_id=group)
+    else:
+        senders = {shard: _process_on(client, dynamodb, name, shard).send for shard in range(10)}
+    for shard, send in senders.items():
+        send(f"m{shard}")
+    taken = 0
+    while got := consumer.receive(max_messages=10):
+        consumer.delete_batch([m.receipt_handle for m in got])
+        taken += len(got)
+    assert taken == 10
+    return consumer, senders
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_polls_of_a_queue_just_drained_of_ten_shards_cost_two_queries_each(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any, fifo: bool
+) -> None:
+    """Its process emptied the ten shards with the marks as they are: each poll visits one of them besides the
+    marks (each visited all ten, 11 queries a poll, until the marks could go 25 s later); once they may go, each
+    poll's visit is the drain's look, and the marks are gone after ten polls."""
+    consumer, _ = _drained(client, dynamodb, "drained.fifo" if fifo else "drained", fifo)
+    for _ in range(20):
+        clock.advance(0.5)
+        counter.reset()
+        assert consumer.receive(max_messages=10) == []
+        assert counter.calls["Query"] <= 2, counter.queries
+    clock.advance(PAST_TRUST)
+    for _ in range(10):
+        counter.reset()
+        assert consumer.receive(max_messages=10) == []
+        assert counter.calls["Query"] <= 2, counter.queries
+        clock.advance(1)
+    assert [m for m in _marks(consumer) if m.at <= clock.now_ms()] == []
+
+
+def _marks(consumer: Any) -> list[shard_marks.Mark]:
+    return shard_marks.read(consumer.engine().ctx, consumer.space)
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+@pytest.mark.parametrize("shard", [0, 9])
+def test_a_message_sent_under_a_trusted_mark_to_one_of_ten_emptied_shards_comes_within_a_round_of_them(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any, fifo: bool, shard: int
+) -> None:
+    """Sent within its sender's trust of its own put (no new mark), to a shard the consumer emptied: each receive
+    visits one such shard, so it comes within two rounds of the ten (a shard visited twice with nothing goes
+    behind the others), each receive two queries at most."""
+    consumer, senders = _drained(client, dynamodb, "silent.fifo" if fifo else "silent", fifo)
+    clock.advance(1)
+    before = len(_marks(consumer))
+    senders[shard]("again")
+    assert len(_marks(consumer)) == before  # trusted: no mark put
+    got: list[Any] = []
+    receives = 0
+    while not got and receives <= 2 * 10:
+        clock.advance(0.2)
+        counter.reset()
+        got = consumer.receive(max_messages=10)
+        receives += 1
+        assert counter.calls["Query"] <= 2 + len(got), counter.queries
+    assert [m.body for m in got] == ["again"], f"not received in {receives} receives"
+
+
+def test_a_message_the_consumers_own_process_sends_to_a_shard_it_emptied_comes_at_once(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """A process knows what it sent: its own send makes the shard one to visit, whatever it knew of it."""
+    consumer, _ = _drained(client, dynamodb, "own-send", False)
+    clock.advance(1)
+    sent = consumer.send("mine")
+    assert int(sent.message_id[1:].split(".")[0]) < 16
+    assert [m.body for m in consumer.receive(max_messages=10)] == ["mine"]
