@@ -201,3 +201,107 @@ def test_a_message_the_consumers_own_process_sends_to_a_shard_it_emptied_comes_a
     sent = consumer.send("mine")
     assert int(sent.message_id[1:].split(".")[0]) < 16
     assert [m.body for m in consumer.receive(max_messages=10)] == ["mine"]
+
+
+def test_a_silent_message_on_a_quiet_shard_is_not_starved_while_a_backlog_elsewhere_fills_every_receive(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """The consumer is busy: it receives one message at a time, ten a second, and a producer keeps a backlog on
+    shard 4 (ten a second), so that every receive takes its message there. `ShardLooks.idle` counts only looks of
+    receives that found nothing at all, so two shards another worker's jobs are in flight on (emptied by this
+    process, never taken from by it: first in `ShardLooks.quiet`'s order) never go behind: each receive spends
+    its one quiet visit on one of them, and a message sent under a trusted mark to another emptied shard waits
+    until their marks may go (25 s, 250 receives), or for good while the jobs' extensions put them again (the
+    heartbeat case above). Without quiet shards it came at the first receive (the shards that gave messages went
+    behind the others); now after 120-200 receives with the jobs extended every 12 s."""
+    client.create_queue("busy", shards=SHARDS, visibility_timeout=60)
+    z1 = _process_on(client, dynamodb, "busy", 1)
+    z2 = _process_on(client, dynamodb, "busy", 2)
+    y = _process_on(client, dynamodb, "busy", 3)
+    producer = _process_on(client, dynamodb, "busy", 4)
+    consumer = _other(client, dynamodb).queue("busy", "t")
+    worker = _other(client, dynamodb).queue("busy", "t")
+    z1.send("job1")
+    z2.send("job2")
+    jobs = worker.receive(max_messages=10)
+    jobs += worker.receive(max_messages=10)
+    assert sorted(m.body for m in jobs) == ["job1", "job2"]
+    clock.advance(1)
+    assert consumer.receive(max_messages=10) == []  # shards 1 and 2 in flight: emptied
+    y.send("y0")
+    got = consumer.receive(max_messages=10)
+    assert [m.body for m in got] == ["y0"]
+    consumer.delete(got[0].receipt_handle)
+    for second in range(3):  # a backlog of 30 on shard 4 (ten a second keeps a sender on its shard)
+        clock.advance(1)
+        assert not producer.send_batch([{"body": f"b{second}.{n}"} for n in range(10)]).failed
+    clock.advance(0.5)
+    y.send("y1")  # within the sender's trust of its own put: no new mark
+    bodies: list[str] = []
+    for step in range(50):  # a receive of one message every 0.1 s, one new message on shard 4 (or 5) each
+        got = consumer.receive()
+        bodies += [m.body for m in got]
+        if got:
+            consumer.delete(got[0].receipt_handle)
+        if "y1" in bodies:
+            break
+        clock.advance(0.1)
+        producer.send(f"c{step}")
+    assert "y1" in bodies, f"y1 not received in 50 receives ({len(bodies)} messages of the backlog taken)"
+
+
+def test_a_shard_left_with_a_backlog_by_a_receive_that_lost_claims_to_another_consumer_is_not_quiet(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two consumers (processes) poll a backlog on one shard: while one receive's queries run, the other claims the
+    same oldest entries, so the first takes fewer than it asked though the shard still holds messages. "Fewer than
+    asked" is noted as emptied: the shard is quiet for that process, behind the other 31 shards it emptied a moment
+    before (taken from longer ago), so its next receives visit those one at a time, each twice (`IDLE_LOOKS`), and
+    the backlog waits 63 receives of an otherwise idle consumer (before quiet shards: the next receive)."""
+    client.create_queue("contended", shards=32)
+    consumer_client = _other(client, dynamodb)
+    consumer = consumer_client.queue("contended", "t")
+    spread = _other(client, dynamodb).queue("contended", "t")
+    for batch in range(32):  # ten a batch, one second: the sender moves to the next shard every ten messages
+        assert not spread.send_batch([{"body": f"s{batch}.{n}"} for n in range(10)]).failed
+    taken = 0
+    while got := consumer.receive(max_messages=10):
+        consumer.delete_batch([m.receipt_handle for m in got])
+        taken += len(got)
+    assert taken == 320
+    shard = 3
+    producers = [_process_on(client, dynamodb, "contended", shard) for _ in range(3)]
+    for second in range(6):  # 180 messages on the shard, ten a second from each of three senders
+        clock.advance(1)
+        for number, producer in enumerate(producers):
+            assert not producer.send_batch([{"body": f"b{number}.{second}.{n}"} for n in range(10)]).failed
+    other = _other(client, dynamodb).queue("contended", "t")
+    target = consumer.engine().space.message_pk(shard)
+    store = consumer_client._ctx.store
+    original = store.due
+    races: list[int] = []
+
+    def due(partition: str, *args: Any, **kwargs: Any) -> Any:
+        answer = original(partition, *args, **kwargs)
+        if partition == target:
+            # The other consumer, meanwhile, claims what this query read: all but two the first time, all after.
+            wanted, taken = len(answer[0]) - (0 if races else 2), 0
+            while taken < wanted and (got := other.receive(max_messages=min(10, wanted - taken))):
+                taken += len(got)
+            races.append(taken)
+        return answer
+
+    monkeypatch.setattr(store, "due", due)
+    got = consumer.receive(max_messages=10)
+    monkeypatch.setattr(store, "due", original)
+    assert 0 < len(got) < 10, (len(got), races)
+    consumer.delete_batch([m.receipt_handle for m in got])
+    left = 180 - len(got) - sum(races)
+    assert left >= 10, (len(got), races)
+    receives = 0
+    got = []
+    while not got and receives < 10:
+        clock.advance(0.1)
+        got = consumer.receive(max_messages=10)
+        receives += 1
+    assert got, f"{left} messages of shard {shard} not received in {receives} receives"

@@ -768,7 +768,7 @@ def test_a_throttled_shard_among_those_of_an_old_list_does_not_hide_a_message_on
     for rank, shard in enumerate(range(10)):  # visiting order: 0 first, 9 last (the emptied ones' too)
         marks.note_taken(0, shard, 10 + rank)
         of_shard = [mark for mark in listed if mark.shard == shard and mark.at <= ctx.now_ms()]
-        marks.looks.emptied(0, shard, 10 + rank, shard_marks._signature(of_shard), took=True)
+        marks.looks.emptied(0, shard, ctx.now_ms() + rank, shard_marks._signature(of_shard), took=True)
     hot = consumer.space.message_pk(0)
 
     def shard_0(body: dict[str, Any]) -> bool:

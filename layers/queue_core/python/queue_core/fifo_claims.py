@@ -81,6 +81,7 @@ class FifoClaims(FifoGroups):
             shard_receive,
             self.first_at,
             hides=visibility > 0,
+            conflicts=lambda: self.claim_conflicts,
         )
         return got, any(seen)
 

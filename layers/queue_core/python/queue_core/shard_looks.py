@@ -14,6 +14,7 @@ shard is found by a later receive; no mark is dropped because of it, so it chang
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -26,6 +27,11 @@ QUIET_VISITS: Final = 1
 # behind the others. More than one, so that one wrong guess does not move a sender's shard back; as many as there
 # were quiet shards left FIFO messages to 50 groups over a hundred receives late (the idle scenario).
 IDLE_LOOKS: Final = 2
+# A quiet shard found with nothing goes behind those taken from longer than this before (milliseconds), whatever
+# the receive found elsewhere: a receive that always finds messages on another shard spent its one quiet visit on
+# the same never-refilled shards while a message waited on one taken from earlier. Senders that refill their shards
+# within this time keep their order.
+IDLE_AGE_MS: Final = 2_000
 
 Signature = frozenset[tuple[str, int]]
 
@@ -41,6 +47,7 @@ class ShardLooks:
         self._emptied: dict[tuple[int, int], Signature] = {}
         self._took: dict[tuple[int, int], tuple[int, int]] = {}
         self._idle: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}  # how many since the take, the last
+        self._looked: dict[tuple[int, int], tuple[int, int]] = {}  # the last look that found nothing
         self._news: dict[tuple[int, int], int] = {}
         self._looks = 0  # orders the looks of one millisecond
 
@@ -50,10 +57,13 @@ class ShardLooks:
         query or since (its own send, stored while the query ran or too lately for the index to show)."""
         key = (priority, shard)
         with self._lock:
+            if self._took.get(key, (-1, 0))[0] > at:
+                return  # a receive begun later took from it since (another thread's): this look is out of date
             self._looks += 1
             if took:
                 self._took[key] = (at, self._looks)
                 self._idle.pop(key, None)
+                self._looked.pop(key, None)
             news = self._news.get(key)  # this process's last send there
             if news is not None and at <= news + limits.INDEX_LAG_GRACE_SECONDS * 1000:
                 return
@@ -61,18 +71,23 @@ class ShardLooks:
                 self._emptied.clear()
                 self._took.clear()
                 self._idle.clear()
+                self._looked.clear()
             self._emptied[key] = marks
 
-    def idle(self, priority: int, shards: list[tuple[int, int]]) -> None:
-        """Quiet shards a receive visited, found with nothing (`(shard, when its query began)`), in a receive that
-        found nothing at all. One that found messages elsewhere (the marks read again named a shard put since) says
-        nothing of where the next message comes: counted, its guesses pushed shards about to be refilled behind the
-        others, and a consumer of senders going round their shards stayed a few rounds late for good."""
+    def idle(self, priority: int, shards: list[tuple[int, int]], found_elsewhere: bool) -> None:
+        """Quiet shards a receive visited and found with nothing (`(shard, when its query began)`). A receive that
+        found messages elsewhere (the marks read again named a shard put since) says little of where the next
+        message comes: its looks count towards `IDLE_LOOKS` only in receives that found nothing at all (counted,
+        the guesses of receives that found each new sender's first message pushed shards about to be refilled
+        behind the others, and a consumer of senders going round their shards stayed rounds late), and towards
+        `IDLE_AGE_MS` in any."""
         with self._lock:
             for shard, at in shards:
                 self._looks += 1
                 key = (priority, shard)
-                self._idle[key] = (self._idle.get(key, (0, (0, 0)))[0] + 1, (at, self._looks))
+                self._looked[key] = (at, self._looks)
+                if not found_elsewhere:
+                    self._idle[key] = (self._idle.get(key, (0, (0, 0)))[0] + 1, (at, self._looks))
 
     def forget(self, priority: int, shard: int, at: int) -> None:
         """A receive took messages from the shard, in a query begun at `at`, and did not empty it."""
@@ -82,6 +97,7 @@ class ShardLooks:
             self._emptied.pop(key, None)
             self._took[key] = (at, self._looks)
             self._idle.pop(key, None)
+            self._looked.pop(key, None)
 
     def sent(self, priority: int, shard: int, at: int) -> None:
         """This process stored a message on the shard (`at`, the queue's clock, after the write)."""
@@ -95,9 +111,10 @@ class ShardLooks:
     def quiet(self, priority: int, due: dict[int, Signature]) -> list[int]:
         """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
         visits them: the one it last took messages from longest ago first, as senders that go round their shards
-        refill them in that order. A shard that `IDLE_LOOKS` looks in a row found with nothing counts from the last of
-        them instead, so that one that never gives (its marks kept young by others' changes of visibility, say)
-        goes round behind the others instead of taking every receive's one visit."""
+        refill them in that order. A shard a look found with nothing counts from `IDLE_AGE_MS` before that look at
+        least, and from the look itself once `IDLE_LOOKS` looks in a row of receives that found nothing at all
+        found it so: one that never gives (its marks kept young by others' changes of visibility, say) goes round
+        behind the others instead of taking every receive's one visit."""
         with self._lock:
             quiet = [
                 shard
@@ -110,7 +127,9 @@ class ShardLooks:
     def _order(self, key: tuple[int, int]) -> tuple[int, int]:
         took = self._took.get(key, (-1, 0))
         idle, last = self._idle.get(key, (0, (0, 0)))
-        return max(took, last) if idle >= IDLE_LOOKS else took
+        looked_at, look = self._looked.get(key, (-1, 0))
+        aged = (looked_at - IDLE_AGE_MS, look) if looked_at >= 0 else took
+        return max(took, aged, last) if idle >= IDLE_LOOKS else max(took, aged)
 
 
 @dataclass
@@ -121,8 +140,13 @@ class Visits:
     shards: set[int] = field(default_factory=set)
     quiet: int = QUIET_VISITS
     hides: bool = True
+    conflicts: Callable[[], int] | None = None
     idle: list[tuple[int, int]] = field(default_factory=list)  # quiet shards found with nothing, when
     last_began: int | None = None  # when this process's receive before this one began
+
+    def lost(self) -> int:
+        """Claims this sub-queue's receives lost so far (0 when not counted)."""
+        return self.conflicts() if self.conflicts is not None else 0
 
 
 def behind(found: list[Any], last_began: int | None) -> bool:

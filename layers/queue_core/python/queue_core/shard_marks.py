@@ -368,13 +368,15 @@ def visit(
     look: Look,
     since: float | None = None,
     hides: bool = True,
+    conflicts: Callable[[], int] | None = None,
 ) -> list[Any]:
     """`shards.visit` over the shards the marks name (a sub-queue of one shard: that shard). `look(priority,
     shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none. A list
     read at `since` (`time.monotonic()` when the receive began) or later counts as read by this receive: when
     the shards it names give nothing, the receive answers without reading the marks again. `hides`: what the
     receive takes stays out of sight for a while (a visibility above 0), so a shard that gave fewer than asked
-    was emptied (`shard_looks`)."""
+    was emptied (`shard_looks`) unless claims there were lost to another receive (`conflicts()`: how many this
+    sub-queue's receives lost so far)."""
     if read_shards <= 1:
         return visit_every_shard(picker, want, receive_shard)
     marks = _marks(ctx, space)
@@ -387,7 +389,7 @@ def visit(
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         fresh = True
-    visited = Visits(hides=hides, last_began=marks.began(priority, ctx.now_ms()))
+    visited = Visits(hides=hides, conflicts=conflicts, last_began=marks.began(priority, ctx.now_ms()))
     guesses = None if fresh else STALE_VISITS
     got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited, guesses)
     if not got and not fresh:
@@ -397,8 +399,8 @@ def visit(
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited)
-    if not got and visited.idle:
-        marks.looks.idle(priority, visited.idle)
+    if visited.idle:
+        marks.looks.idle(priority, visited.idle, found_elsewhere=bool(got))
     return got
 
 
@@ -467,10 +469,12 @@ def _visit(
             visited.idle.append((shard, looked_at))
             continue
         marks.visiting(priority, shard, 1)
+        lost = visited.lost()
         try:
             found, saw_candidates, throttled = ask(receive_shard, shard, need)
         finally:
             marks.visiting(priority, shard, -1)
+        lost = visited.lost() - lost
         got += found
         if throttled:
             throttle = partial.kept(throttle, throttled)
@@ -478,7 +482,7 @@ def _visit(
             continue
         if found:
             marks.note_taken(priority, shard, looked_at)
-        if not saw_candidates or (visited.hides and found and len(found) < need):
+        if not saw_candidates or (visited.hides and found and len(found) < need and not lost):
             marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found))
             if not found and shard in quiet_set:
                 visited.idle.append((shard, looked_at))

@@ -85,6 +85,7 @@ class StandardClaims(StandardSpace):
             self.first_at,
             began,
             hides=visibility > 0,
+            conflicts=lambda: self.claim_conflicts,
         )
         return got, any(seen)
 
