@@ -161,7 +161,7 @@ def test_polls_of_a_queue_just_drained_of_ten_shards_cost_two_queries_each(
         assert consumer.receive(max_messages=10) == []
         assert counter.calls["Query"] <= 2, counter.queries
         clock.advance(1)
-    assert [m for m in _marks(consumer) if m.at <= clock.now_ms()] == []
+    assert _marks(consumer) == []  # every mark drained, one a poll
 
 
 def _marks(consumer: Any) -> list[shard_marks.Mark]:
@@ -305,3 +305,41 @@ def test_a_shard_left_with_a_backlog_by_a_receive_that_lost_claims_to_another_co
         got = consumer.receive(max_messages=10)
         receives += 1
     assert got, f"{left} messages of shard {shard} not received in {receives} receives"
+
+
+def test_a_queue_wide_receive_keeps_a_clients_marker_while_a_quiet_shard_is_left_unvisited(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any
+) -> None:
+    """Queue-wide, a receive that found nothing in a client's sub-queue drops its ready marker and looks at every
+    shard's first entry (one query each) before putting it back. A receive that left quiet shards unvisited has
+    not seen that nothing is there: the marker stays, and a message under a trusted put on one of ten emptied
+    shards comes within two rounds of them, each poll a few queries (a look at all 16 shards each poll else)."""
+    client.create_queue("wide", shards=16, queue_wide=True)
+    wide = _other(client, dynamodb).queue_wide("wide")
+    assert wide.receive(max_messages=10) == []  # markers switched on
+    senders = {shard: _process_on(client, dynamodb, "wide", shard).send for shard in range(10)}
+    for shard, send in senders.items():
+        send(f"m{shard}")
+    taken = 0
+    while got := wide.receive(max_messages=10):
+        wide.delete_batch([m.receipt_handle for m in got])
+        taken += len(got)
+    assert taken == 10
+    engine = wide.sub_queue("t").engine()
+    listed = shard_marks.read(engine.ctx, engine.space)
+    due = {
+        shard: shard_marks._signature([m for m in listed if m.shard == shard and m.at <= engine.ctx.now_ms()])
+        for shard in senders
+    }
+    order = shard_marks._marks(engine.ctx, engine.space).looks.quiet(0, due)
+    assert sorted(order) == sorted(senders)
+    senders[order[-1]]("again")  # the last it would visit, within its sender's trust: no new mark
+    got = []
+    polls = 0
+    while not got and polls <= 2 * 10:
+        clock.advance(0.2)
+        counter.reset()
+        got = wide.receive(max_messages=10)
+        polls += 1
+        assert counter.calls["Query"] <= 6, counter.queries
+    assert [m.body for m in got] == ["again"], f"not received in {polls} polls"

@@ -141,6 +141,7 @@ class Visits:
     quiet: int = QUIET_VISITS
     hides: bool = True
     conflicts: Callable[[], int] | None = None
+    passed: set[int] = field(default_factory=set)  # quiet shards left out
     idle: list[tuple[int, int]] = field(default_factory=list)  # quiet shards found with nothing, when
     last_began: int | None = None  # when this process's receive before this one began
 
