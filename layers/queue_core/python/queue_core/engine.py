@@ -83,8 +83,7 @@ class Engine(Protocol):
     def receive_priority(
         self, priority: int, want: int, visibility: int, order: str, now: int, secret: str
     ) -> tuple[list[ReceivedMessage], bool]:
-        """Claims from one priority only; also says whether anything visible was seen (False: nothing was, and
-        every shard that may hold some was visited; a queue-wide receive then drops the client's ready marker)."""
+        """Claims from one priority only; also says whether anything visible was seen (False: nothing was)."""
 
     def next_visible(self, priority: int, now: int) -> int | None:
         """When the sub-queue next has a message of `priority` to give (its first index entry); None: none."""

@@ -65,7 +65,6 @@ class FifoClaims(FifoGroups):
     ) -> tuple[list[ReceivedMessage], bool]:
         """Claims available groups' heads; also says whether any available group was seen."""
         seen = []
-        skipped: list[int] = []  # quiet shards not visited: nothing seen there is not "nothing visible"
 
         def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
             found, saw = self._receive_shard(shard, need, visibility, now, secret)
@@ -83,9 +82,8 @@ class FifoClaims(FifoGroups):
             self.first_at,
             hides=visibility > 0,
             conflicts=lambda: self.claim_conflicts,
-            skipped=skipped,
         )
-        return got, any(seen) or bool(skipped)
+        return got, any(seen)
 
     def next_visible(self, priority: int, now: int) -> int | None:
         """When a group is next available: the first group entry of each shard (locks sort at their end)."""

@@ -7,7 +7,8 @@ every marked shard: a queue just drained of messages sent to 30 shards cost 31 q
 poll paid that at each of its rounds. A receive now visits the marked shards it has no news of (a mark put or due
 since its process emptied them, a message its process sent there since, or never emptied by it), and of those it
 emptied with the same marks in place, at most `QUIET_VISITS` (the first in `ShardLooks.quiet`'s order takes the
-first such place in the order it visits shards in anyway: `shard_marks.Marks.way`). A message that came to such a
+first such place in the order it visits shards in anyway: `shard_marks.Marks.way`), and one more each time such a
+shard gives a message its previous receive could have taken (`behind`). A message that came to such a
 shard is found by a later receive; no mark is dropped because of it, so it changes how soon, never whether.
 """
 
@@ -50,6 +51,7 @@ class ShardLooks:
         self._looked: dict[tuple[int, int], tuple[int, int]] = {}  # the last look that found nothing
         self._news: dict[tuple[int, int], int] = {}
         self._looks = 0  # orders the looks of one millisecond
+        self._empty: dict[int, int] = {}  # per priority, this process's receives in a row that found nothing
 
     def emptied(self, priority: int, shard: int, at: int, marks: Signature, took: bool) -> None:
         """A receive's query begun at `at` (the queue's clock) left the shard with nothing due (`took`: it took
@@ -89,6 +91,11 @@ class ShardLooks:
                 if not found_elsewhere:
                     self._idle[key] = (self._idle.get(key, (0, (0, 0)))[0] + 1, (at, self._looks))
 
+    def ended(self, priority: int, found: bool) -> None:
+        """A receive of `priority` by this process ended, having found messages or not."""
+        with self._lock:
+            self._empty[priority] = 0 if found else self._empty.get(priority, 0) + 1
+
     def forget(self, priority: int, shard: int, at: int) -> None:
         """A receive took messages from the shard, in a query begun at `at`, and did not empty it."""
         key = (priority, shard)
@@ -112,9 +119,12 @@ class ShardLooks:
         """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
         visits them: the one it last took messages from longest ago first, as senders that go round their shards
         refill them in that order. A shard a look found with nothing counts from `IDLE_AGE_MS` before that look at
-        least, and from the look itself once `IDLE_LOOKS` looks in a row of receives that found nothing at all
-        found it so: one that never gives (its marks kept young by others' changes of visibility, say) goes round
-        behind the others instead of taking every receive's one visit."""
+        least, and from the look itself once `IDLE_LOOKS` looks of receives that found nothing at all found it so
+        since it last gave: one that never gives (its marks kept young by others' changes of visibility, say) goes
+        round behind the others instead of taking every receive's one visit. After an odd number of receives in a
+        row that found nothing, the shard taken from last goes first instead: a steady sender refills its one shard
+        (standard sends stay on a shard at low rates), and its every message waited a round of the shards a burst
+        had left quiet, until their marks could go."""
         with self._lock:
             quiet = [
                 shard
@@ -122,7 +132,14 @@ class ShardLooks:
                 if (emptied := self._emptied.get((priority, shard))) is not None and marks <= emptied
             ]
             order = {shard: self._order((priority, shard)) for shard in quiet}
-        return sorted(quiet, key=lambda shard: order[shard])
+            steady = self._empty.get(priority, 0) % 2 == 1
+            taken = [shard for shard in quiet if (priority, shard) in self._took]
+            latest = max(taken, key=lambda shard: self._took[(priority, shard)], default=None)
+        way = sorted(quiet, key=lambda shard: order[shard])
+        if steady and latest is not None:
+            way.remove(latest)
+            way.insert(0, latest)
+        return way
 
     def _order(self, key: tuple[int, int]) -> tuple[int, int]:
         took = self._took.get(key, (-1, 0))
@@ -141,7 +158,6 @@ class Visits:
     quiet: int = QUIET_VISITS
     hides: bool = True
     conflicts: Callable[[], int] | None = None
-    passed: set[int] = field(default_factory=set)  # quiet shards left out
     idle: list[tuple[int, int]] = field(default_factory=list)  # quiet shards found with nothing, when
     last_began: int | None = None  # when this process's receive before this one began
 

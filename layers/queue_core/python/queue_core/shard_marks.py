@@ -369,7 +369,6 @@ def visit(
     since: float | None = None,
     hides: bool = True,
     conflicts: Callable[[], int] | None = None,
-    skipped: list[int] | None = None,
 ) -> list[Any]:
     """`shards.visit` over the shards the marks name (a sub-queue of one shard: that shard). `look(priority,
     shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none. A list
@@ -377,8 +376,7 @@ def visit(
     the shards it names give nothing, the receive answers without reading the marks again. `hides`: what the
     receive takes stays out of sight for a while (a visibility above 0), so a shard that gave fewer than asked
     was emptied (`shard_looks`) unless claims there were lost to another receive (`conflicts()`: how many this
-    sub-queue's receives lost so far). `skipped` gets the quiet shards the receive did not visit: a receive that
-    found nothing has not seen that the sub-queue holds nothing visible."""
+    sub-queue's receives lost so far)."""
     if read_shards <= 1:
         return visit_every_shard(picker, want, receive_shard)
     marks = _marks(ctx, space)
@@ -403,8 +401,7 @@ def visit(
         got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited)
     if visited.idle:
         marks.looks.idle(priority, visited.idle, found_elsewhere=bool(got))
-    if skipped is not None:
-        skipped += sorted(visited.passed - visited.shards)
+    marks.looks.ended(priority, bool(got))
     return got
 
 
@@ -460,7 +457,6 @@ def _visit(
         if shard in quiet_set and throttle is None:
             if visited.quiet <= 0:
                 passed.append(shard)
-                visited.passed.add(shard)
                 continue
             visited.quiet -= 1
         visited.shards.add(shard)

@@ -68,7 +68,6 @@ class StandardClaims(StandardSpace):
         """Claims from one priority; also says whether any candidate was seen (False: nothing visible). `began`:
         when the receive began (`time.monotonic()`), so that marks it read count as fresh (`shard_marks.visit`)."""
         seen = []
-        skipped: list[int] = []  # quiet shards not visited: nothing seen there is not "nothing visible"
 
         def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
             found, saw = self._receive_shard(shard, need, visibility, order, now, secret, priority)
@@ -87,9 +86,8 @@ class StandardClaims(StandardSpace):
             began,
             hides=visibility > 0,
             conflicts=lambda: self.claim_conflicts,
-            skipped=skipped,
         )
-        return got, any(seen) or bool(skipped)
+        return got, any(seen)
 
     def priorities(self) -> list[int]:
         return self.traffic.bands(self._read_bands)
