@@ -24,9 +24,10 @@ from . import limits
 # How many shards a receive visits that its process emptied with the marks as they still are.
 QUIET_VISITS: Final = 1
 
-# Looks in a row that found a quiet shard with nothing (in receives that found nothing at all) after which it goes
-# behind the others. More than one, so that one wrong guess does not move a sender's shard back; as many as there
-# were quiet shards left FIFO messages to 50 groups over a hundred receives late (the idle scenario).
+# Looks that found a quiet shard with nothing since it last gave (in receives that found nothing at all) after which
+# it goes behind every shard taken from before its last look. More than one, so that one wrong guess does not move
+# a sender's shard back; as many as there were quiet shards left FIFO messages to 50 groups over a hundred receives
+# late (the idle scenario).
 IDLE_LOOKS: Final = 2
 # A quiet shard found with nothing goes behind those taken from longer than this before (milliseconds), whatever
 # the receive found elsewhere: a receive that always finds messages on another shard spent its one quiet visit on
