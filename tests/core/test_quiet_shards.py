@@ -349,7 +349,7 @@ def test_an_idle_clients_ready_marker_goes_while_another_workers_extended_jobs_k
     assert sum(last) / len(last) <= 4, f"queries a poll over the last 60 s: {last}; {len(markers)} markers of t"
 
 
-@pytest.mark.parametrize("shards", [32, 64])
+@pytest.mark.parametrize("shards", [32])  # 64: the same, in twice the time
 def test_a_steady_trusting_sender_is_not_a_round_of_the_emptied_shards_late_at_every_message(
     client: QueueClient, dynamodb: Any, clock: Any, shards: int
 ) -> None:
