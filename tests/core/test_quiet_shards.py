@@ -4,6 +4,7 @@ the marks as they are; a message that came to such a shard without a new mark mu
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,19 +15,41 @@ from tests.core.test_shard_marks import PAST_TRUST, _other, _process_on
 SHARDS = 8
 
 
+def _drain_all(consumer: Any) -> int:
+    """Receives and deletes until a receive comes back empty; how many messages it took."""
+    taken = 0
+    while got := consumer.receive(max_messages=10):
+        consumer.delete_batch([m.receipt_handle for m in got])
+        taken += len(got)
+    return taken
+
+
+def _after_each_query_of(
+    monkeypatch: pytest.MonkeyPatch, store: Any, partition: str, meanwhile: Callable[[Any], None]
+) -> None:
+    """`meanwhile(answer)` runs after each of `store`'s index queries of `partition` has read its answer and before
+    the receive acts on it: another process or thread acting while that query runs."""
+    original = store.due
+
+    def due(queried: str, *args: Any, **kwargs: Any) -> Any:
+        answer = original(queried, *args, **kwargs)
+        if queried == partition:
+            meanwhile(answer)
+        return answer
+
+    monkeypatch.setattr(store, "due", due)
+
+
 @pytest.mark.parametrize(("queue_wide", "own_jobs"), [(False, False), (True, False), (False, True)])
 def test_a_silent_message_on_a_quiet_shard_is_not_starved_by_shards_kept_marked_by_heartbeats(
     client: QueueClient, dynamodb: Any, clock: Any, counter: Any, queue_wide: bool, own_jobs: bool
 ) -> None:
     """A worker holds two long jobs and extends their visibility every 15 s (each extension puts its shard's now
-    mark, once the 10 s trust has run out): both shards stay marked and never ripen, and the consumer finds them
-    empty after each extension, so they are quiet almost always, and never taken from by the consumer (they
-    sort first). A message sent to a third shard within the sender's trust (no new mark) waits behind them: with
-    one quiet visit a receive, the consumer spends it on one of the two every time, for as long as the jobs run.
-    Queue-wide, the receive that passed the message's shard also saw nothing, so it drains the client's ready
-    marker and looks at every shard for the next entry (one query each), and puts the marker back: every poll.
-    `own_jobs`: the consumer's own process holds the jobs and extends them (its extensions forget the shards'
-    records, so each is visited once after each extension, and quiet the rest of the time: the same)."""
+    mark once the 10 s trust has run out): both shards stay marked, never ripen, and are found empty after each
+    extension, never taken from by the consumer. A message sent to a third shard within its sender's trust (no
+    new mark) still comes within 120 s: a shard found with nothing goes behind the others (`IDLE_AGE_MS`,
+    `IDLE_LOOKS`). When each receive spent its one quiet visit on the first of the two, it waited as long as the
+    jobs ran. Queue-wide as well, and with the jobs held by the consumer's own process."""
     client.create_queue("hb", shards=SHARDS, visibility_timeout=60, queue_wide=queue_wide)
     z1 = _process_on(client, dynamodb, "hb", 1)
     z2 = _process_on(client, dynamodb, "hb", 2)
@@ -66,10 +89,9 @@ def test_a_silent_message_on_a_quiet_shard_is_not_starved_by_shards_kept_marked_
 def test_an_own_send_during_a_receives_query_of_its_shard_leaves_the_shard_not_quiet(
     client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`shard_looks`: a shard is quiet unless, among others, "a message its process sent there since". A send of
-    this process (another thread) stored while a receive's query of that shard runs, and missed by it, forgets
-    the shard before the receive notes it emptied: the note lands after the forget, and the shard counts as
-    quiet with this process's own message in it (the note's time `at` is kept but never compared)."""
+    """A send of this process (another thread) stored while a receive's query of that shard runs, and missed by
+    it: the receive's note that it emptied the shard lands after the send, and must not make the shard quiet with
+    this process's own message in it (`ShardLooks.emptied` compares the note's time with the last send's)."""
     client.create_queue("own", shards=SHARDS)
     consumer_client = _other(client, dynamodb)
     consumer = consumer_client.queue("own", "t")
@@ -79,20 +101,15 @@ def test_an_own_send_during_a_receives_query_of_its_shard_leaves_the_shard_not_q
     got = consumer.receive(max_messages=10)
     assert [m.body for m in got] == ["first"]
     consumer.delete(got[0].receipt_handle)
-    target = consumer.engine().space.message_pk(shard)
-    store = consumer_client._ctx.store
-    original = store.due
     sent: list[str] = []
 
-    def due(partition: str, *args: Any, **kwargs: Any) -> Any:
-        answer = original(partition, *args, **kwargs)
-        if not sent and partition == target:
+    def send_once(_: Any) -> None:
+        if not sent:
             sent.append(consumer.send("own message").message_id)  # another thread of this process, meanwhile
-        return answer
 
-    monkeypatch.setattr(store, "due", due)
-    assert consumer.receive(max_messages=10) == []  # its query ran before the send
-    monkeypatch.setattr(store, "due", original)
+    with monkeypatch.context() as patch:
+        _after_each_query_of(patch, consumer_client._ctx.store, consumer.engine().space.message_pk(shard), send_once)
+        assert consumer.receive(max_messages=10) == []  # its query ran before the send
     assert sent, "the hook did not run on the shard's query"
     assert sent[0].startswith(f"S{shard}"), sent
     space = consumer.engine().space
@@ -103,7 +120,7 @@ def test_an_own_send_during_a_receives_query_of_its_shard_leaves_the_shard_not_q
 
 def test_a_shard_whose_messages_a_receive_left_visible_is_not_quiet(client: QueueClient, dynamodb: Any) -> None:
     """A receive with a visibility of 0 takes the shard's one message and leaves it visible at once: fewer than
-    asked, yet the shard is not emptied, and must not count as quiet (`found and len(found) < need` does)."""
+    asked, yet the shard is not emptied, and must not count as quiet."""
     client.create_queue("peek", shards=SHARDS)
     consumer_client = _other(client, dynamodb)
     consumer = consumer_client.queue("peek", "t")
@@ -134,11 +151,7 @@ def _drained(client: QueueClient, dynamodb: Any, name: str, fifo: bool) -> tuple
         senders = {shard: _process_on(client, dynamodb, name, shard).send for shard in range(10)}
     for shard, send in senders.items():
         send(f"m{shard}")
-    taken = 0
-    while got := consumer.receive(max_messages=10):
-        consumer.delete_batch([m.receipt_handle for m in got])
-        taken += len(got)
-    assert taken == 10
+    assert _drain_all(consumer) == 10
     return consumer, senders
 
 
@@ -207,13 +220,11 @@ def test_a_silent_message_on_a_quiet_shard_is_not_starved_while_a_backlog_elsewh
     client: QueueClient, dynamodb: Any, clock: Any
 ) -> None:
     """The consumer is busy: it receives one message at a time, ten a second, and a producer keeps a backlog on
-    shard 4 (ten a second), so that every receive takes its message there. `ShardLooks.idle` counts only looks of
-    receives that found nothing at all, so two shards another worker's jobs are in flight on (emptied by this
-    process, never taken from by it: first in `ShardLooks.quiet`'s order) never go behind: each receive spends
-    its one quiet visit on one of them, and a message sent under a trusted mark to another emptied shard waits
-    until their marks may go (25 s, 250 receives), or for good while the jobs' extensions put them again (the
-    heartbeat case above). Without quiet shards it came at the first receive (the shards that gave messages went
-    behind the others); now after 120-200 receives with the jobs extended every 12 s."""
+    shard 4, so that every receive takes its message there. Two shards another worker's jobs are in flight on
+    (emptied by this process, never taken from by it) go behind the others once looked at (`IDLE_AGE_MS`),
+    though no receive finds nothing at all, and a message sent under a trusted mark to a third emptied shard
+    comes within 50 receives. Counted only in receives that found nothing at all, those looks left it 120-200
+    receives behind the two shards."""
     client.create_queue("busy", shards=SHARDS, visibility_timeout=60)
     z1 = _process_on(client, dynamodb, "busy", 1)
     z2 = _process_on(client, dynamodb, "busy", 2)
@@ -254,21 +265,16 @@ def test_a_shard_left_with_a_backlog_by_a_receive_that_lost_claims_to_another_co
     client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two consumers (processes) poll a backlog on one shard: while one receive's queries run, the other claims the
-    same oldest entries, so the first takes fewer than it asked though the shard still holds messages. "Fewer than
-    asked" is noted as emptied: the shard is quiet for that process, behind the other 31 shards it emptied a moment
-    before (taken from longer ago), so its next receives visit those one at a time, each twice (`IDLE_LOOKS`), and
-    the backlog waits 63 receives of an otherwise idle consumer (before quiet shards: the next receive)."""
+    same oldest entries, so the first takes fewer than it asked though the shard still holds messages. That shard
+    is not emptied (claims were lost meanwhile), so the next receive finds the backlog. Noted as emptied,
+    it went behind the 31 other shards emptied a moment before, and the backlog waited 63 receives."""
     client.create_queue("contended", shards=32)
     consumer_client = _other(client, dynamodb)
     consumer = consumer_client.queue("contended", "t")
     spread = _other(client, dynamodb).queue("contended", "t")
     for batch in range(32):  # ten a batch, one second: the sender moves to the next shard every ten messages
         assert not spread.send_batch([{"body": f"s{batch}.{n}"} for n in range(10)]).failed
-    taken = 0
-    while got := consumer.receive(max_messages=10):
-        consumer.delete_batch([m.receipt_handle for m in got])
-        taken += len(got)
-    assert taken == 320
+    assert _drain_all(consumer) == 320
     shard = 3
     producers = [_process_on(client, dynamodb, "contended", shard) for _ in range(3)]
     for second in range(6):  # 180 messages on the shard, ten a second from each of three senders
@@ -276,48 +282,37 @@ def test_a_shard_left_with_a_backlog_by_a_receive_that_lost_claims_to_another_co
         for number, producer in enumerate(producers):
             assert not producer.send_batch([{"body": f"b{number}.{second}.{n}"} for n in range(10)]).failed
     other = _other(client, dynamodb).queue("contended", "t")
-    target = consumer.engine().space.message_pk(shard)
-    store = consumer_client._ctx.store
-    original = store.due
     races: list[int] = []
 
-    def due(partition: str, *args: Any, **kwargs: Any) -> Any:
-        answer = original(partition, *args, **kwargs)
-        if partition == target:
-            # The other consumer, meanwhile, claims what this query read: all but two the first time, all after.
-            wanted, taken = len(answer[0]) - (0 if races else 2), 0
-            while taken < wanted and (got := other.receive(max_messages=min(10, wanted - taken))):
-                taken += len(got)
-            races.append(taken)
-        return answer
+    def claim_what_it_read(answer: Any) -> None:
+        # The other consumer, meanwhile, claims what this query read: all but two the first time, all after.
+        wanted, taken = len(answer[0]) - (0 if races else 2), 0
+        while taken < wanted and (got := other.receive(max_messages=min(10, wanted - taken))):
+            taken += len(got)
+        races.append(taken)
 
-    monkeypatch.setattr(store, "due", due)
-    got = consumer.receive(max_messages=10)
-    monkeypatch.setattr(store, "due", original)
+    with monkeypatch.context() as patch:
+        target = consumer.engine().space.message_pk(shard)
+        _after_each_query_of(patch, consumer_client._ctx.store, target, claim_what_it_read)
+        got = consumer.receive(max_messages=10)
     assert 0 < len(got) < 10, (len(got), races)
     consumer.delete_batch([m.receipt_handle for m in got])
     left = 180 - len(got) - sum(races)
     assert left >= 10, (len(got), races)
-    receives = 0
-    got = []
-    while not got and receives < 10:
-        clock.advance(0.1)
-        got = consumer.receive(max_messages=10)
-        receives += 1
-    assert got, f"{left} messages of shard {shard} not received in {receives} receives"
+    clock.advance(0.1)
+    # The next receive: after an empty one, the shard taken from last would come first anyway.
+    assert consumer.receive(max_messages=10), f"{left} messages of shard {shard} not found by the next receive"
 
 
 def test_an_idle_clients_ready_marker_goes_while_another_workers_extended_jobs_keep_shards_quiet(
     client: QueueClient, dynamodb: Any, clock: Any, counter: Any
 ) -> None:
-    """Queue-wide, nothing to receive: a worker holds three long jobs on shards 1-3 and extends each every 15 s,
-    5 s apart (each extension puts its shard's now mark again once the trust has run out, so none ripens). The
-    wide consumer finds each shard empty after its extension, so at any poll two or three are quiet: a receive
-    visits one and passes another, reports `saw=True`, and keeps the client's ready marker. Once a message (y0)
-    put it there, the marker stays for as long as the jobs run: every idle poll reads that client, and
-    `_receive_once` (its markers not fresh) reads the markers again and serves the client a second time. Worse,
-    each extension's "ready at" marker (the job's new visibility end) comes due in turn and is kept as well: the
-    client is served once per marker, and a poll's queries grow by one every 5 s."""
+    """Queue-wide, nearly nothing to receive: a worker holds three long jobs on shards 1-3 and extends each every
+    15 s, 5 s apart (each extension puts its shard's now mark again, so none ripens), and the wide consumer finds
+    each shard empty after its extension, so at any poll two or three are quiet. A receive that finds nothing in
+    the client's sub-queue drops its ready marker (`ready.drain`, a look at every shard), quiet shards left
+    unvisited or not: polls stay at about 3 queries. Kept while shards were left unvisited, every "ready at"
+    marker of the extensions stayed too, each served at every poll: 20 to 41 queries a poll after 150 s."""
     client.create_queue("held", shards=SHARDS, visibility_timeout=60, queue_wide=True)
     wide = _other(client, dynamodb).queue_wide("held")
     assert wide.receive(max_messages=10) == []  # markers switched on
@@ -331,6 +326,7 @@ def test_an_idle_clients_ready_marker_goes_while_another_workers_extended_jobs_k
         jobs += got
     assert sorted(m.body for m in jobs) == ["job0", "job1", "job2"]
     per_poll: list[int] = []
+    delivered: list[str] = []
     for step in range(150):  # 150 s, a poll a second
         if step % 5 == 0:
             worker.change_visibility(jobs[(step // 5) % 3].receipt_handle, 60)
@@ -338,10 +334,11 @@ def test_an_idle_clients_ready_marker_goes_while_another_workers_extended_jobs_k
             y.send("y0")
         counter.reset()
         for message in wide.receive(max_messages=10):
-            assert message.body == "y0"
+            delivered.append(message.body)
             wide.delete(message.receipt_handle)
         per_poll.append(counter.calls["Query"])
         clock.advance(1)
+    assert delivered == ["y0"]
     markers = [m for m in wide._rotation().markers if m.client == "t"]
     last = per_poll[-60:]
     # Dropping the marker (before: the drain's look at every shard after each extension's marker came due) cost
@@ -353,23 +350,18 @@ def test_an_idle_clients_ready_marker_goes_while_another_workers_extended_jobs_k
 def test_a_steady_trusting_sender_is_not_a_round_of_the_emptied_shards_late_at_every_message(
     client: QueueClient, dynamodb: Any, clock: Any, shards: int
 ) -> None:
-    """A burst spread over every shard (32, 64) was just drained, and one sender keeps sending to shard 3, a
-    message every 0.5 s, within the trust of its own put (a new mark once per 10 s); the consumer receives every
-    0.1 s. Shard 3 is emptied at each take, so it is quiet nearly always, and the one taken from last: behind the
-    other drained shards, whose looks age them only 2 s back (`IDLE_AGE_MS`) and, after two, put them just behind
-    their own look, older than shard 3's last take again by the next message. Each message then waits for a round
-    of the others (a receive each: 30-40 receives at 32 shards, up to 60 at 64) until their marks may go, 25 s
-    after the burst; before quiet shards, the next receive (each visiting every marked shard)."""
+    """A burst spread over every shard was just drained, and one sender keeps sending to shard 3, a message every
+    0.5 s, within the trust of its own put (a new mark once per 10 s); the consumer receives every 0.1 s. Shard 3
+    is emptied at each take, so it is quiet nearly always, and the one taken from last. Every message comes
+    within 10 receives: after an odd number of empty receives in a row, the shard taken from last is visited
+    first. Without that, each message waited a round of the burst's quiet shards (30-40 receives at 32 shards, up
+    to 60 at 64) until their marks could go, 25 s after the burst."""
     client.create_queue("trickle", shards=shards)
     consumer = _other(client, dynamodb).queue("trickle", "t")
     spread = _other(client, dynamodb).queue("trickle", "t")
     for batch in range(shards):  # ten a batch, one second: the sender moves to the next shard every ten messages
         assert not spread.send_batch([{"body": f"s{batch}.{n}"} for n in range(10)]).failed
-    taken = 0
-    while got := consumer.receive(max_messages=10):
-        consumer.delete_batch([m.receipt_handle for m in got])
-        taken += len(got)
-    assert taken == 10 * shards
+    assert _drain_all(consumer) == 10 * shards
     clock.advance(0.1)  # the sender's first put is later than the burst's (a mark's put_at only rises)
     sender = _process_on(client, dynamodb, "trickle", 3)
     waited: dict[str, int] = {}
@@ -383,5 +375,7 @@ def test_a_steady_trusting_sender_is_not_a_round_of_the_emptied_shards_late_at_e
             waited[message.body] = step - sent[message.body]
             consumer.delete(message.receipt_handle)
         clock.advance(0.1)
+    lost = {body for body, step in sent.items() if body not in waited and step < 200 - 10}
+    assert not lost, f"not received in 10 receives or more: {sorted(lost)}"
     late = {body: receives for body, receives in waited.items() if receives > 10}
     assert not late, f"{len(late)} of {len(waited)} received a second or more late (receives waited): {waited}"
