@@ -36,6 +36,7 @@ from queue_core import QueueClient, QueueExists, limits
 
 from tests.conftest import examples
 from tests.events import FakeLambdaContext, api_event, scheduled_rule_event
+from tests.functions.conftest import TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 PROPERTY_SETTINGS = settings(
@@ -1104,6 +1105,9 @@ def test_the_fast_path_answers_the_common_requests_and_leaves_the_rest(queues: Q
         assert fast_routes.answer(function, event) is None, (event["path"], event["body"])
 
 
+# One process loads what each first request's process loaded before its handler (moto, the core, a table with a
+# queue) and forks a fresh child for each request: the child imports the handler and answers its first request,
+# as a cold container would, and the modules it loads are its own. A process per request cost a second each.
 _FIRST_ANSWERS = """
 import json, os, sys
 from moto import mock_aws
@@ -1115,15 +1119,58 @@ with mock_aws():
     core = QueueClient(os.environ["TABLE_NAME"])
     core.create_table()
     core.create_queue("orders")
-    handler = __import__(f"functions.{sys.argv[1]}.handler", fromlist=["lambda_handler"])
-    request = json.loads(sys.argv[2])
-    event = api_event(*request) if isinstance(request, list) else request
-    answer = handler.lambda_handler(event, FakeLambdaContext())
-    status = answer.get("statusCode", answer.get("status", 200))
-    # A first answer without pydantic builds no resolver: Powertools' event handler is not even imported.
-    assert "pydantic" in sys.modules or "aws_lambda_powertools.event_handler" not in sys.modules
-    print(json.dumps([status, "pydantic" in sys.modules]))
+    for line in sys.stdin:
+        function, request = json.loads(line)
+        child = os.fork()
+        if child == 0:
+            try:
+                handler = __import__(f"functions.{function}.handler", fromlist=["lambda_handler"])
+                event = api_event(*request) if isinstance(request, list) else request
+                answer = handler.lambda_handler(event, FakeLambdaContext())
+                status = answer.get("statusCode", answer.get("status", 200))
+                # A first answer without pydantic builds no resolver: Powertools' event handler is not imported.
+                assert "pydantic" in sys.modules or "aws_lambda_powertools.event_handler" not in sys.modules
+                found = [status, "pydantic" in sys.modules]
+            except BaseException as error:
+                found = ["failed", repr(error)]
+            sys.stdout.write("ANSWER " + json.dumps(found) + "\\n")
+            sys.stdout.flush()
+            os._exit(0)
+        os.waitpid(child, 0)
 """
+
+
+@pytest.fixture(scope="module")
+def first_answer() -> typing.Iterator[typing.Callable[[str, Any], Any]]:
+    """Answers `[status, pydantic loaded]` for a function's first request, each in a process of its own."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "queue_core" / "python"), str(ROOT)]),
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "TABLE_NAME": TABLE,
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    environment.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+    command = [sys.executable, "-c", _FIRST_ANSWERS]
+    server = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=ROOT
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def ask(function: str, request: Any) -> Any:
+        server.stdin.write(json.dumps([function, request]) + "\n")
+        server.stdin.flush()
+        for line in server.stdout:
+            if line.startswith("ANSWER "):
+                return json.loads(line.removeprefix("ANSWER "))
+        raise AssertionError(f"the first-request process ended: {server.wait(timeout=10)}")
+
+    try:
+        yield ask
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
 
 
 @pytest.mark.parametrize(
@@ -1173,24 +1220,9 @@ with mock_aws():
     ],
 )
 def test_a_well_formed_first_request_does_not_load_pydantic(
-    function: str, request_line: list[Any] | dict[str, Any], expected: list[Any]
+    function: str, request_line: list[Any] | dict[str, Any], expected: list[Any], first_answer: Any
 ) -> None:
-    environment = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "queue_core" / "python"), str(ROOT)]),
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", _FIRST_ANSWERS, function, json.dumps(request_line)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=ROOT,
-        timeout=120,
-        check=True,
-    )
-    assert json.loads(done.stdout.splitlines()[-1]) == expected
+    assert first_answer(function, request_line) == expected
 
 
 @pytest.mark.parametrize("tail", ["messages", "receive"])
