@@ -167,6 +167,11 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.earlier = boto3.client("dynamodb", region_name="us-east-1")
         self.earlier_turns = itertools.count()
         self.copy_behind_at: int | None = None
+        # A process that read the settings just before the last change of the shard count: it sends by them
+        # until its cache (kept by the wall clock) catches up, while the others (`sub`) follow the change (its
+        # model clock often runs past the time FIFO groups are placed by the new count meanwhile).
+        self.behind: SubQueue | None = None
+        self.sends = itertools.count()
 
     def _create(self) -> None:
         self.client.create_queue(
@@ -266,21 +271,37 @@ class QueueAgainstReference(RuleBasedStateMachine):
     )
     @losing_an_answer
     def send(self, count: int, group: str, delay: int, dedup_id: str | None) -> None:
-        self._send(count, group, delay, dedup_id if count == 1 else None)
+        # Every third send by the process behind, if there is one: chosen without a draw of its own, so that the
+        # derandomized examples draw every other step as before.
+        dedup_id = dedup_id if count == 1 else None
+        if self.behind is not None and next(self.sends) % 3 == 2:
+            self._send_behind(count, group, delay, dedup_id)
+        else:
+            self._send(count, group, delay, dedup_id)
 
-    def _send(self, count: int, group: str, delay: int, dedup_id: str | None) -> None:
+    def _send_behind(self, count: int, group: str, delay: int, dedup_id: str | None) -> None:
+        """A send by the process behind, in a millisecond of its own: the reference orders a standard queue's
+        messages of one millisecond as they were sent, the core only within one process."""
+        assert self.behind is not None
+        self.clock.advance(0.0015)  # at least one whole millisecond, whatever the float rounds
+        self._send(count, group, delay, dedup_id, self.behind)
+        self.clock.advance(0.0015)  # at least one whole millisecond, whatever the float rounds
+        exercised["sends by a process behind a change of shards"] += 1
+
+    def _send(self, count: int, group: str, delay: int, dedup_id: str | None, sender: SubQueue | None = None) -> None:
         """One message with `send`, or a batch with `send_batch`; FIFO messages have no delay of their own."""
+        sender = sender or self.sub
         bodies = [f"m{next(self.bodies)}" for _ in range(count)]
         now = self.now()
         group_id = group if self.fifo else None
         delay = 0 if self.fifo else delay
         expected = [self.reference.send(body, group_id, delay, dedup_id, now) for body in bodies]
         if count == 1:
-            result = self.sub.send(bodies[0], delay_seconds=delay, group_id=group_id, dedup_id=dedup_id)
+            result = sender.send(bodies[0], delay_seconds=delay, group_id=group_id, dedup_id=dedup_id)
             answers = [result.to_dict()]
         else:
             entries = [{"body": body, "group_id": group_id, "delay_seconds": delay} for body in bodies]
-            batch = self.sub.send_batch(entries)
+            batch = sender.send_batch(entries)
             assert batch.failed == [] and [entry["index"] for entry in batch.successful] == list(range(count))
             answers = batch.successful
         for body, (duplicate, first_id), answer in zip(bodies, expected, answers, strict=True):
@@ -528,6 +549,9 @@ class QueueAgainstReference(RuleBasedStateMachine):
         if self.reshards >= MAX_RESHARDS:
             return
         shards = RESHARDS[self.reshards % len(RESHARDS)]
+        behind = QueueClient(TABLE, dynamodb=self.client.dynamodb, clock=self.clock)
+        behind.get_queue(self.name)
+        self.behind = behind.queue(self.name, "tenant")
         if self.reshards % 2 == 0:
             # By itself: the automatic decision (a queue created without `shards` has one), fenced as a change by
             # hand is; a queue made fixed by an earlier change goes back to automatic first, keeping its count.
@@ -541,6 +565,10 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.reshards += 1
         self.read_shards = max(self.read_shards, shards)
         exercised["shard changes"] += 1
+        # Both processes send to one group at once: the one that knows the change and the one behind it.
+        group = GROUPS[self.reshards % len(GROUPS)]
+        self._send(1, group, 0, None)
+        self._send_behind(1, group, 0, None)
 
     def _delete_and_create_again(self) -> None:
         """The new queue starts empty, whatever the old one held; sends to the groups the old one had reuse its
@@ -553,6 +581,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.handles, self.claims, self.dead_handles, self.read_shards, self.reshards = [], [], [], 1, 0
         self.acked = Counter()  # the archive of the old queue went with it
         self.copy_behind_at = None
+        self.behind = None  # its sends would go to the deleted incarnation
         exercised["deletes and creations"] += 1
         for group in GROUPS[:2]:
             self._send(1, group, 0, None)
@@ -676,7 +705,7 @@ def _run(
     logger.info("steps exercised: %s", dict(exercised))
     steps = ("shard changes", "automatic shard changes", "deletes and creations", "move tasks", "DLQ handles used")
     steps = (*steps, "queue-wide receives", "ready markers built", "listed copies refreshed by the sweep")
-    steps = (*steps, "listed copies rewritten by a settings write")
+    steps = (*steps, "listed copies rewritten by a settings write", "sends by a process behind a change of shards")
     for step in (*steps, Kind.ANSWER_LOST_RETRIED):
         assert exercised[step], f"no {step} in any example: {dict(exercised)}"
 
