@@ -319,6 +319,40 @@ def test_a_send_that_straddles_a_group_move_never_revives_the_old_group_item(cli
     assert [m.body for m in late.receive()] == ["m3"]
 
 
+def test_a_group_moved_from_an_idle_place_whose_time_was_up_is_never_started_again_there(
+    client: QueueClient, clock: FakeClock, dynamodb
+) -> None:
+    """A group idle at its place for longer than its item's `expires_at` (twice the retention and the dedup window;
+    DynamoDB's TTL deletes such an item only some time later, up to days) moves when the count changes. A process
+    whose settings are from before the change (a container thawed with them, a call that stalled) then sends to it
+    by the old count, with no sequence of its own to fence on: the moved item must stop it, as any moved item
+    does, not count as a place free for a new group because its old time is up."""
+    retention = 60
+    group = next(f"g{i}" for i in range(100) if keys.group_shard(f"g{i}", 2) == 1)
+    client.create_queue("idle.fifo", shards=1, retention_seconds=retention)
+    jobs = client.queue("idle.fifo", "c")
+    jobs.send("a", group_id=group)
+    [first] = jobs.receive()
+    jobs.delete(first.receipt_handle)
+    clock.advance(2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS + 10)
+    behind = _process(clock)
+    behind.get_queue("idle.fifo")  # its settings, cached from before the change
+    elsewhere = _process(clock)
+    elsewhere.update_queue("idle.fifo", shards=2)
+    clock.advance(120)  # past `placement_from`: the others place the group by the new count
+    fresh = elsewhere.queue("idle.fifo", "c")
+
+    moved = fresh.send("b", group_id=group)
+    late = behind.queue("idle.fifo", "c").send("c", group_id=group)
+
+    assert (int(moved.sequence), int(late.sequence)) == (2, 3)
+    for body in ("b", "c"):
+        [message] = fresh.receive()
+        assert message.body == body
+        fresh.delete(message.receipt_handle)
+    assert len(_group_items(dynamodb, "idle.fifo")) == 0
+
+
 # Dedup inside one batch.
 @pytest.mark.parametrize("content_based", [False, True])
 def test_a_fifo_batch_naming_one_dedup_id_twice_stores_the_first_and_reports_the_second_as_a_duplicate(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import keys
+from . import keys, limits
 from .engine import EngineBase
 from .keys import MessageRef
 from .store import ConditionFailed, Item, Write
@@ -70,12 +70,17 @@ class FifoGroups(EngineBase):
         if active:
             return Placement({"pk": active[0]["pk"], "sk": group}, False, known_last_seq=int(active[0]["last_seq"]))
         moves = [
-            group_writes.move_away({"pk": item["pk"], "sk": group}, int(item["last_seq"]))
+            group_writes.move_away({"pk": item["pk"], "sk": group}, int(item["last_seq"]), self._group_expires_at(now))
             for item in found
             if "last_seq" in item
         ]
         base = max((int(item.get("last_seq", 0)) for item in found), default=0)
         return Placement(current, True, base, moves)
+
+    def _group_expires_at(self, now: int) -> int:
+        """Until when a group item written now lives (epoch seconds): its messages' retention, once more in the
+        DLQ, and a dedup window."""
+        return now // 1000 + 2 * self.settings.retention_seconds + limits.MAX_DEDUP_WINDOW_SECONDS
 
     def group_items(self, shard: int, max_items: int | None = None) -> Iterable[Item]:
         return self.ctx.store.query_all(self._group_pk(shard), consistent=True, max_items=max_items)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import keys, limits, reasons
+from . import keys, reasons
 from .bodies import stored_form
 from .dedup import dedup_put, duplicate_of
 from .engine import SendWrites
@@ -155,7 +155,7 @@ class FifoSends(FifoGroups):
             moving_in=bool(placement.moves),
             first_visible=entries[0].visible_from(now),
             now=now,
-            expires_at=now // 1000 + 2 * retention + limits.MAX_DEDUP_WINDOW_SECONDS,
+            expires_at=self._group_expires_at(now),
         )
         actions: list[Write] = [group_update]
         refs = []

@@ -57,10 +57,14 @@ def append(
     return update(key, expression, values, condition=condition)
 
 
-def move_away(key: Key, last_seq: int) -> Write:
-    """The group leaves an old place: only while it is empty there and still at the sequence read."""
+def move_away(key: Key, last_seq: int, expires_at: int) -> Write:
+    """The group leaves an old place: only while it is empty there and still at the sequence read. The mark lives
+    as long as a group item written now (`expires_at`), never less: the item's own time may be up already (a group
+    idle there for longer than its retention), and a moved item whose time is up is a place free for a new group
+    (`append`), where a process whose settings are from before the move would start the group again."""
     condition = "attribute_not_exists(gsi1sk) AND attribute_not_exists(moved) AND last_seq = :ls"
-    return update(key, "SET moved = :one", {":one": 1, ":ls": last_seq}, condition=condition)
+    values = {":one": 1, ":ls": last_seq, ":exp": expires_at}
+    return update(key, "SET moved = :one, expires_at = :exp", values, condition=condition)
 
 
 def lock(key: Key, token: str, until: int, now: int) -> Write:
