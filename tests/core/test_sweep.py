@@ -258,6 +258,24 @@ def test_the_depth_counts_what_lies_past_a_full_read_of_messages_moved_to_the_dl
     assert _depth_of(report, "moved", "c") == queue.stats().to_dict()
 
 
+def test_a_fifo_sub_queues_stats_read_its_group_items_once_and_tell_the_oldest_waiting_message(
+    client: QueueClient, clock: FakeClock, counter: CallCounter
+) -> None:
+    """The stats count the group items and take the heads of the first of them for the oldest message's age: the
+    group items are read once, not once for the counts and again for the age."""
+    client.create_queue("age.fifo", shards=1)
+    jobs = client.queue("age.fifo", "c")
+    jobs.send("old", group_id="a")
+    clock.advance(30)
+    jobs.send("new", group_id="b")
+    clock.advance(10)
+    counter.reset()
+    stats = jobs.stats()
+    partitions = [values[0] for values in counter.queries if values]
+    assert (stats.visible, stats.oldest_age_seconds) == (2, 40)
+    assert len([pk for pk in partitions if pk.startswith("F#age.fifo#c#")]) == 1, partitions
+
+
 def test_a_standard_sub_queues_depth_comes_from_the_sweeps_own_reads(
     client: QueueClient, clock: FakeClock, counter: CallCounter
 ) -> None:

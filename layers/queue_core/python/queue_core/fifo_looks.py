@@ -18,6 +18,8 @@ from .models import Message, QueueStats, SweepReport, Swept
 from .store import ConditionFailed, Item
 from .store import groups as group_writes
 
+# The groups per shard whose heads tell the oldest message's age in the stats (a bound on the reads it costs).
+_OLDEST_AGE_GROUPS = 25
 _TIDY_LOCK_SECONDS = 30  # how long the sweep holds a stuck group while it tidies the group's head
 
 
@@ -105,10 +107,13 @@ class FifoLooks(FifoGroups):
         in flight, the rest of its backlog as visible."""
         total = QueueStats()
         stuck: list[dict[str, str]] = []
+        firsts: list[Item] = []
         for shard in range(self.settings.read_shards):
             visible = in_flight = delayed = read = 0
             for group in self.group_items(shard, max_items=limits.STATS_SCAN_LIMIT):
                 read += 1
+                if read <= _OLDEST_AGE_GROUPS:
+                    firsts.append(group)
                 if group.get("stuck"):
                     stuck.append(MessageRef(0, str(group["stuck"]), group["sk"]).live_key(self.space))
                 count = max(0, int(group.get("msg_count", 0)))
@@ -125,20 +130,20 @@ class FifoLooks(FifoGroups):
             total = total + QueueStats(visible, in_flight, delayed, 0, None, truncated)
         # A group says which head held it; that head is still stuck unless it was cancelled since (one read).
         still = sum(len(self.ctx.store.batch_get(stuck[start : start + 100])) for start in range(0, len(stuck), 100))
-        return replace(total, oldest_age_seconds=self._oldest_age(now), stuck=still)
+        return replace(total, oldest_age_seconds=self._oldest_age(firsts, now), stuck=still)
 
-    def _oldest_age(self, now: int) -> int | None:
-        """The age of the oldest head among the groups that wait (bounded: at most 25 groups' heads read)."""
+    def _oldest_age(self, groups: list[Item], now: int) -> int | None:
+        """The age of the oldest head among the groups that wait, of the first `_OLDEST_AGE_GROUPS` group items of
+        each shard as the counting read them (bounded: at most that many heads read a shard)."""
         oldest: int | None = None
-        for shard in range(self.settings.read_shards):
-            for group in list(self.group_items(shard, max_items=25)):
-                if "gsi1sk" not in group:
-                    continue
-                heads, _, _ = self.ctx.store.query(self.space.group_messages_pk(group["sk"]), limit=1)
-                for head in heads:
-                    if not is_expired(head, now):
-                        sent = int(head["sent_at"])
-                        oldest = sent if oldest is None else min(oldest, sent)
+        for group in groups:
+            if "gsi1sk" not in group:
+                continue
+            heads, _, _ = self.ctx.store.query(self.space.group_messages_pk(group["sk"]), limit=1)
+            for head in heads:
+                if not is_expired(head, now):
+                    sent = int(head["sent_at"])
+                    oldest = sent if oldest is None else min(oldest, sent)
         return None if oldest is None else max(0, (now - oldest) // 1000)
 
     def sweep(self, now: int, report: SweepReport) -> Swept:
