@@ -569,3 +569,47 @@ def test_claims_judged_long_enough_before_slow_extensions_are_judged_again_after
     assert sent and report.invocations >= 1
     covered = 30 + CLAIM_MARGIN_SECONDS
     assert all(left >= covered - 1 for _, left in short_when_invoked), short_when_invoked
+
+
+def test_claims_long_enough_before_a_slow_give_back_are_judged_again_before_the_invocation(
+    client: QueueClient, clock, dynamodb
+) -> None:
+    """After the rounds of extensions, the claims still short go back unseen, one call each: seconds when
+    throttled. A claim judged long enough before those give-backs may be short once they are done, when the
+    invocation starts. Here m1 and m2 are both short when the window ends; m1's extension takes 26 s each round
+    and its give-back 30 s, m2's are at once (the first batch only). After the rounds m2 covers the consumer's
+    timeout and the margin by 25 s, m1 does not and goes back, and that takes 30 s: m2 must not be handed over
+    then. Every message handed over must be held by its claim for the timeout and the margin when its
+    invocation starts."""
+    client.create_queue("orders", max_receive_count=5)
+    queue = client.queue("orders", "tenant-a")
+    ids = {body: queue.send(body).message_id for body in ("m1", "m2")}
+    slow = [ids["m1"].split(".", 1)[1]]
+
+    def slow_calls_on_m1(model: Any, params: dict[str, Any], **_: Any) -> None:
+        body = request_body(params)
+        expression = body.get("UpdateExpression", "")
+        if not slow or model.name != "UpdateItem" or body.get("Key", {}).get("sk", {}).get("S") != slow[0]:
+            return
+        if "released_by" in expression:
+            clock.advance(30)  # giving m1 back
+            slow.clear()
+        elif "changed = :tok" in expression:
+            clock.advance(26)  # extending m1's claim
+
+    left_when_invoked: list[tuple[str, float]] = []
+
+    def consumer(event: dict, context) -> None:
+        for handed in event["Records"]:
+            held = queue.get(ids[handed["body"]])
+            left_when_invoked.append((handed["body"], (held.visible_at or 0) / 1000 - clock.now))
+
+    settings = {"batch_size": 10, "timeout_seconds": 30, "visibility_timeout": 75, "max_batching_window_seconds": 15}
+    dynamodb.meta.events.register("before-call.dynamodb", slow_calls_on_m1, unique_id="slow-m1")
+    try:
+        report = dispatcher(client, consumer, sleep=lambda seconds: clock.advance(26), **settings).run(lambda: 900.0)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", unique_id="slow-m1")
+    assert not slow and report.returned >= 1
+    covered = 30 + CLAIM_MARGIN_SECONDS
+    assert all(left >= covered - 1 for _, left in left_when_invoked), left_when_invoked

@@ -297,10 +297,15 @@ class Dispatcher:
             covered = self.spec.timeout_seconds + CLAIM_MARGIN_SECONDS
             kept = self._keep(held.values(), covered, report)
             # What the rounds of extensions could not bring to cover the invocation goes back, never handed over
-            # with a claim that may run out while the consumer holds it.
-            needed = self._client.now_ms() + int(covered * 1000)
-            self._return_unseen([claim for claim in kept if claim.until < needed], report)
-            held = {claim.message.message_id: claim for claim in kept if claim.until >= needed}
+            # with a claim that may run out while the consumer holds it; judged again after each give-back (a call
+            # a claim, seconds when throttled), so that every claim handed over covers the invocation from its
+            # start, not from before the give-backs.
+            while short := {
+                c.message.message_id for c in kept if c.until < self._client.now_ms() + int(covered * 1000)
+            }:
+                self._return_unseen([claim for claim in kept if claim.message.message_id in short], report)
+                kept = [claim for claim in kept if claim.message.message_id not in short]
+            held = {claim.message.message_id: claim for claim in kept}
             sending = [held.pop(m.message_id) for m in part if m.message_id in held]
             if not sending:
                 continue
