@@ -17,9 +17,12 @@ import itertools
 import json
 import math
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
+import time
 import typing
 from pathlib import Path
 from typing import Any
@@ -1120,7 +1123,7 @@ with mock_aws():
     core.create_table()
     core.create_queue("orders")
     for line in sys.stdin:
-        function, request = json.loads(line)
+        number, function, request = json.loads(line)
         child = os.fork()
         if child == 0:
             try:
@@ -1133,10 +1136,13 @@ with mock_aws():
                 found = [status, "pydantic" in sys.modules]
             except BaseException as error:
                 found = ["failed", repr(error)]
-            sys.stdout.write("ANSWER " + json.dumps(found) + "\\n")
+            sys.stdout.write("ANSWER " + json.dumps([number, found]) + "\\n")
             sys.stdout.flush()
             os._exit(0)
-        os.waitpid(child, 0)
+        _, status = os.waitpid(child, 0)
+        if status:  # it died before it could answer (a signal, a crash of the interpreter)
+            sys.stdout.write("ANSWER " + json.dumps([number, ["ended", os.waitstatus_to_exitcode(status)]]) + "\\n")
+            sys.stdout.flush()
 """
 
 
@@ -1157,20 +1163,42 @@ def first_answer() -> typing.Iterator[typing.Callable[[str, Any], Any]]:
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=ROOT
     )
     assert server.stdin is not None and server.stdout is not None
+    answers: queue.Queue[Any] = queue.Queue()
+    stdout = server.stdout
+
+    def read() -> None:
+        for line in stdout:
+            if line.startswith("ANSWER "):
+                answers.put(json.loads(line.removeprefix("ANSWER ")))
+        answers.put(None)  # the server ended
+
+    threading.Thread(target=read, daemon=True).start()
+    numbers = itertools.count()
 
     def ask(function: str, request: Any) -> Any:
-        server.stdin.write(json.dumps([function, request]) + "\n")
+        number = next(numbers)
+        server.stdin.write(json.dumps([number, function, request]) + "\n")
         server.stdin.flush()
-        for line in server.stdout:
-            if line.startswith("ANSWER "):
-                return json.loads(line.removeprefix("ANSWER "))
-        raise AssertionError(f"the first-request process ended: {server.wait(timeout=10)}")
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                answer = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no answer to {function} {request} within 120 s") from None
+            if answer is None:
+                raise AssertionError(f"the first-request process ended: {server.wait(timeout=10)}")
+            if answer[0] == number:  # an earlier request's late answer is not this one's
+                return answer[1]
 
     try:
         yield ask
     finally:
         server.stdin.close()
-        server.wait(timeout=60)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 @pytest.mark.parametrize(
