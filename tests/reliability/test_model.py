@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -168,9 +169,10 @@ class QueueAgainstReference(RuleBasedStateMachine):
         self.earlier_turns = itertools.count()
         self.copy_behind_at: int | None = None
         # A process that read the settings just before the last change of the shard count: it sends by them
-        # until its cache (kept by the wall clock) catches up, while the others (`sub`) follow the change (its
-        # model clock often runs past the time FIFO groups are placed by the new count meanwhile).
+        # until the settings cache's time has passed on the model's clock (`behind_until`), while the others
+        # (`sub`) follow the change.
         self.behind: SubQueue | None = None
+        self.behind_until = 0
         self.sends = itertools.count()
 
     def _create(self) -> None:
@@ -274,7 +276,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
         # Every third send by the process behind, if there is one: chosen without a draw of its own, so that the
         # derandomized examples draw every other step as before.
         dedup_id = dedup_id if count == 1 else None
-        if self.behind is not None and next(self.sends) % 3 == 2:
+        if self.behind is not None and self.now() < self.behind_until and next(self.sends) % 3 == 2:
             self._send_behind(count, group, delay, dedup_id)
         else:
             self._send(count, group, delay, dedup_id)
@@ -550,8 +552,12 @@ class QueueAgainstReference(RuleBasedStateMachine):
             return
         shards = RESHARDS[self.reshards % len(RESHARDS)]
         behind = QueueClient(TABLE, dynamodb=self.client.dynamodb, clock=self.clock)
-        behind.get_queue(self.name)
+        # Its cache keeps the settings as long as the model says (the registry times its cache by the wall clock,
+        # which a run crosses in its own time: a replay would take other paths), until a mark of a group's move
+        # makes it read them again.
+        behind._ctx.registry._cache[self.name] = (math.inf, behind.get_queue(self.name))
         self.behind = behind.queue(self.name, "tenant")
+        self.behind_until = self.now() + int(limits.SETTINGS_CACHE_SECONDS * 1000)
         if self.reshards % 2 == 0:
             # By itself: the automatic decision (a queue created without `shards` has one), fenced as a change by
             # hand is; a queue made fixed by an earlier change goes back to automatic first, keeping its count.
