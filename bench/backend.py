@@ -116,12 +116,13 @@ def moto_backend() -> Iterator[Backend]:
     import moto
     from moto import mock_aws
 
-    from dq.embedded_dynamodb import fast_queries, fast_transactions, serialize_moto_requests
+    from dq.embedded_dynamodb import fast_queries, fast_serialization, fast_transactions, serialize_moto_requests
 
     _fake_credentials()
     serialize_moto_requests()
     fast_queries()
     fast_transactions()
+    fast_serialization()  # the same answers, byte for byte (tests/integration/test_patched_moto.py), built faster
     faster_key_ordering()
     with mock_aws():
         client = new_client()
