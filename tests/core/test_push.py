@@ -528,6 +528,27 @@ def test_a_settings_read_throttled_after_an_invocation_abandons_no_claim(
     assert stats.in_flight == 1 - report.released and stats.visible + stats.delayed + stats.in_flight == 1
 
 
+def _run_with_slow_calls(
+    client: QueueClient, queue: Any, ids: dict[str, str], clock: Any, dynamodb: Any, slow_calls: Any, sleep: Any
+) -> tuple[DispatchReport, list[float]]:
+    """A dispatcher run (a 30 s timeout, a visibility of 75 s, a 15 s window) with `slow_calls` hooked before every
+    DynamoDB call; with how long each message handed over was still held by its claim when its invocation began."""
+    left: list[float] = []
+
+    def consumer(event: dict, context) -> None:
+        for handed in event["Records"]:
+            held = queue.get(ids[handed["body"]])
+            left.append((held.visible_at or 0) / 1000 - clock.now)
+
+    settings = {"batch_size": 10, "timeout_seconds": 30, "visibility_timeout": 75, "max_batching_window_seconds": 15}
+    dynamodb.meta.events.register("before-call.dynamodb", slow_calls, unique_id="slow-calls")
+    try:
+        report = dispatcher(client, consumer, sleep=sleep, **settings).run(lambda: 900.0)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", unique_id="slow-calls")
+    return report, left
+
+
 def test_claims_judged_long_enough_before_slow_extensions_are_judged_again_after_them(
     client: QueueClient, clock, dynamodb
 ) -> None:
@@ -553,22 +574,10 @@ def test_claims_judged_long_enough_before_slow_extensions_are_judged_again_after
         if model.name == "UpdateItem" and "changed = :tok" in expression and "released_by" not in expression:
             clock.advance(15)  # a change of visibility: the extension of a short claim
 
-    short_when_invoked: list[tuple[str, float]] = []
-
-    def consumer(event: dict, context) -> None:
-        for handed in event["Records"]:
-            held = queue.get(ids[handed["body"]])
-            short_when_invoked.append((handed["body"], (held.visible_at or 0) / 1000 - clock.now))
-
-    settings = {"batch_size": 10, "timeout_seconds": 30, "visibility_timeout": 75, "max_batching_window_seconds": 15}
-    dynamodb.meta.events.register("before-call.dynamodb", slow_extensions, unique_id="slow-extensions")
-    try:
-        report = dispatcher(client, consumer, sleep=sleep, **settings).run(lambda: 900.0)
-    finally:
-        dynamodb.meta.events.unregister("before-call.dynamodb", unique_id="slow-extensions")
+    report, left_when_invoked = _run_with_slow_calls(client, queue, ids, clock, dynamodb, slow_extensions, sleep)
     assert sent and report.invocations >= 1
     covered = 30 + CLAIM_MARGIN_SECONDS
-    assert all(left >= covered - 1 for _, left in short_when_invoked), short_when_invoked
+    assert all(left >= covered - 1 for left in left_when_invoked), left_when_invoked
 
 
 def test_claims_long_enough_before_a_slow_give_back_are_judged_again_before_the_invocation(
@@ -597,19 +606,9 @@ def test_claims_long_enough_before_a_slow_give_back_are_judged_again_before_the_
         elif "changed = :tok" in expression:
             clock.advance(26)  # extending m1's claim
 
-    left_when_invoked: list[tuple[str, float]] = []
-
-    def consumer(event: dict, context) -> None:
-        for handed in event["Records"]:
-            held = queue.get(ids[handed["body"]])
-            left_when_invoked.append((handed["body"], (held.visible_at or 0) / 1000 - clock.now))
-
-    settings = {"batch_size": 10, "timeout_seconds": 30, "visibility_timeout": 75, "max_batching_window_seconds": 15}
-    dynamodb.meta.events.register("before-call.dynamodb", slow_calls_on_m1, unique_id="slow-m1")
-    try:
-        report = dispatcher(client, consumer, sleep=lambda seconds: clock.advance(26), **settings).run(lambda: 900.0)
-    finally:
-        dynamodb.meta.events.unregister("before-call.dynamodb", unique_id="slow-m1")
+    report, left_when_invoked = _run_with_slow_calls(
+        client, queue, ids, clock, dynamodb, slow_calls_on_m1, lambda seconds: clock.advance(26)
+    )
     assert not slow and report.returned >= 1
     covered = 30 + CLAIM_MARGIN_SECONDS
-    assert all(left >= covered - 1 for _, left in left_when_invoked), left_when_invoked
+    assert all(left >= covered - 1 for left in left_when_invoked), left_when_invoked
