@@ -353,60 +353,6 @@ def test_a_group_moved_from_an_idle_place_whose_time_was_up_is_never_started_aga
     assert len(_group_items(dynamodb, "idle.fifo")) == 0
 
 
-def _group_item_keys(dynamodb, queue: str, group: str) -> list[dict]:
-    """The keys of the group's items at every place (marks of its moves included)."""
-    items = dynamodb.scan(TableName=TABLE)["Items"]
-    return [
-        {"pk": item["pk"], "sk": item["sk"]}
-        for item in items
-        if item["pk"]["S"].startswith(f"F#{queue}#") and item["sk"]["S"] == group and "last_seq" in item
-    ]
-
-
-def test_a_group_whose_new_place_expired_is_started_again_at_its_old_place_once_its_messages_are_gone(
-    client: QueueClient, clock: FakeClock, dynamodb
-) -> None:
-    """A group idle at its place past its item's time moves when the count goes 1 -> 2; the retention is then
-    lowered, the group sends and goes idle at its new place, whose item expires (a lifetime of the new, short
-    retention) and is deleted by DynamoDB's TTL. Every message and dedup window of the group is over. When the
-    count goes back to 1, the group's place is its old one, which holds only the move's mark: a send there must
-    start the group again, as it does at a place with an expired mark, not be refused for as long as the mark
-    lives (a lifetime of the long retention it was made with)."""
-    long_retention = limits.MAX_RETENTION_SECONDS
-    group = next(f"g{i}" for i in range(100) if keys.group_shard(f"g{i}", 2) == 1)
-    client.create_queue("back.fifo", shards=1, retention_seconds=long_retention)
-    jobs = client.queue("back.fifo", "c")
-    jobs.send("a", group_id=group)
-    [first] = jobs.receive()
-    jobs.delete(first.receipt_handle)
-    clock.advance(2 * long_retention + limits.MAX_DEDUP_WINDOW_SECONDS + 10)  # idle past its item's time
-
-    client.update_queue("back.fifo", shards=2)
-    clock.advance(120)  # past `placement_from`
-    mover = _process(clock).queue("back.fifo", "c")
-    mover.send("b", group_id=group)  # moves the group to shard 1, marks its place at shard 0
-    [second] = mover.receive()
-    mover.delete(second.receipt_handle)
-    client.update_queue("back.fifo", retention_seconds=limits.MIN_RETENTION_SECONDS)
-    clock.advance(30)
-    short = _process(clock).queue("back.fifo", "c")
-    short.send("c", group_id=group)  # the group item at shard 1 now lives a short lifetime
-    [third] = short.receive()
-    short.delete(third.receipt_handle)
-
-    clock.advance(2 * limits.MIN_RETENTION_SECONDS + limits.MAX_DEDUP_WINDOW_SECONDS + 60)
-    client.sweep()  # the queue's layouts settle
-    new_places = [key for key in _group_item_keys(dynamodb, "back.fifo", group) if key["pk"]["S"].endswith("#1")]
-    assert len(new_places) == 1
-    dynamodb.delete_item(TableName=TABLE, Key=new_places[0])  # DynamoDB's TTL: the item's time was up
-
-    client.update_queue("back.fifo", shards=1)
-    clock.advance(120)
-    later = _process(clock).queue("back.fifo", "c")
-    later.send("d", group_id=group)  # the old place holds only the mark: taken over
-    assert [message.body for message in later.receive()] == ["d"]
-
-
 # Dedup inside one batch.
 @pytest.mark.parametrize("content_based", [False, True])
 def test_a_fifo_batch_naming_one_dedup_id_twice_stores_the_first_and_reports_the_second_as_a_duplicate(

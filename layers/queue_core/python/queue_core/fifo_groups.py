@@ -10,7 +10,7 @@ a removal once (`gone`, a set of sequences), so that each is safe when DynamoDB 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from . import keys, limits
 from .engine import EngineBase
@@ -81,18 +81,6 @@ class FifoGroups(EngineBase):
         """Until when a group item written now lives (epoch seconds): its messages' retention, once more in the
         DLQ, and a dedup window."""
         return now // 1000 + 2 * self.settings.retention_seconds + limits.MAX_DEDUP_WINDOW_SECONDS
-
-    def _taken_over(self, placement: Placement, mark: Item, group: str, now: int) -> Placement:
-        """Where a send goes after a `moved` mark refused it at `placement`'s place, by the settings read again.
-        When that is the very mark, and nothing of the group lives at any other place these settings know, the
-        group's item at the place it moved to is gone: its time was up and TTL removed it (a retention lowered
-        after the move leaves the mark living longer than the group). The mark is then taken over as the group's
-        item, moving in from its sequence, instead of refusing every send for as long as the mark lives."""
-        self.settings = self.ctx.registry.get(self.queue, fresh=True)
-        placed = self._placement(group, now)
-        if placed.key == placement.key and placed.current and not placed.moves and placed.known_last_seq is None:
-            return replace(placed, base=int(mark.get("last_seq", 0)), moving_in=True)
-        return placed
 
     def group_items(self, shard: int, max_items: int | None = None) -> Iterable[Item]:
         return self.ctx.store.query_all(self._group_pk(shard), consistent=True, max_items=max_items)
@@ -168,8 +156,6 @@ class Placement:
     moves: list[Write] = field(default_factory=list)
     # The group's last sequence as read at an old place it is active at (the fence's first guess).
     known_last_seq: int | None = None
-    # The group moves in over a `moved` item at `key` without moving from anywhere (`FifoGroups._taken_over`).
-    moving_in: bool = False
 
 
 def holds_group(group_item: Item | None, token: str) -> bool:

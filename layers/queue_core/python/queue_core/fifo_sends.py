@@ -83,11 +83,9 @@ class FifoSends(FifoGroups):
                 if code == "ConditionalCheckFailed" and old and old.get("moved"):
                     # The group left this place: this sender stalled past the change of placement, or its
                     # settings are behind a change of `shards`. Place it again as of now, by fresh settings.
+                    self.settings = self.ctx.registry.get(self.queue, fresh=True)
                     now = max(now, self.ctx.now_ms())
-                    placement = self._taken_over(placement, old, group, now)
-                    expected = None if placement.moves or placement.moving_in else placement.known_last_seq
-                    continue
-                if moved_meanwhile:
+                if (code == "ConditionalCheckFailed" and old and old.get("moved")) or moved_meanwhile:
                     placement = self._placement(group, now)
                     expected = None if placement.moves else placement.known_last_seq
                     continue
@@ -154,7 +152,7 @@ class FifoSends(FifoGroups):
             count=len(entries),
             last_seq=last,
             fence=expected,
-            moving_in=placement.moving_in or bool(placement.moves),
+            moving_in=bool(placement.moves),
             first_visible=entries[0].visible_from(now),
             now=now,
             expires_at=self._group_expires_at(now),
