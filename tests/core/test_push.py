@@ -612,3 +612,46 @@ def test_claims_long_enough_before_a_slow_give_back_are_judged_again_before_the_
     assert not slow and report.returned >= 1
     covered = 30 + CLAIM_MARGIN_SECONDS
     assert all(left >= covered - 1 for left in left_when_invoked), left_when_invoked
+
+
+def test_a_fifo_claim_given_back_short_before_the_invocation_takes_its_groups_later_claims_back_with_it(
+    client: QueueClient, clock, dynamodb
+) -> None:
+    """m1 and m2 of one group are claimed together, the receive's answer 15 s late; every extension of m1 takes 26 s
+    (m2's are at once). After the rounds of extensions m1's claim is short of the timeout and the margin while
+    m2's covers it: m1 goes back, and m2 must go back with it, not be handed over alone (it would be consumed
+    before m1, which the group offers again afterwards)."""
+    client.create_queue("orders.fifo")
+    queue = client.queue("orders.fifo", "tenant-a")
+    m1 = queue.send("m1", group_id="g").message_id.split(".", 1)[1]
+    queue.send("m2", group_id="g")
+    handed: list[str] = []
+    late = [True]
+
+    def consumer(event: dict, context) -> None:
+        handed.extend(record["body"] for record in event["Records"])
+
+    def late_answer(params: dict[str, Any], **_: Any) -> None:
+        """The read of the group's messages, the receive's last step: its answer comes 15 s late, once."""
+        values = params.get("ExpressionAttributeValues", {})
+        if late and any(str(value.get("S", "")).startswith("G#orders.fifo#") for value in values.values()):
+            late.clear()
+            clock.advance(15)
+
+    def slow_m1_extension(model: Any, params: dict[str, Any], **_: Any) -> None:
+        items = request_body(params).get("TransactItems", [])
+        checks = [item["ConditionCheck"] for item in items if "ConditionCheck" in item]
+        if not handed and any(check["Key"]["sk"]["S"] == m1 for check in checks) and any("Update" in i for i in items):
+            clock.advance(26)  # extending m1's claim (its group's lock, on the condition that m1 is still held)
+
+    events = dynamodb.meta.events
+    events.register("provide-client-params.dynamodb.Query", late_answer, unique_id="late-answer")
+    events.register("before-call.dynamodb.TransactWriteItems", slow_m1_extension, unique_id="slow-m1")
+    try:
+        dispatcher(client, consumer, queue="orders.fifo", batch_size=10, timeout_seconds=30, visibility_timeout=60).run(
+            lambda: 900.0
+        )
+    finally:
+        events.unregister("provide-client-params.dynamodb.Query", unique_id="late-answer")
+        events.unregister("before-call.dynamodb.TransactWriteItems", unique_id="slow-m1")
+    assert not late and handed == ["m1", "m2"], handed

@@ -299,12 +299,15 @@ class Dispatcher:
             # What the rounds of extensions could not bring to cover the invocation goes back, never handed over
             # with a claim that may run out while the consumer holds it; judged again after each give-back (a call
             # a claim, seconds when throttled), so that every claim handed over covers the invocation from its
-            # start, not from before the give-backs.
-            while short := {
-                c.message.message_id for c in kept if c.until < self._client.now_ms() + int(covered * 1000)
-            }:
-                self._return_unseen([claim for claim in kept if claim.message.message_id in short], report)
-                kept = [claim for claim in kept if claim.message.message_id not in short]
+            # start, not from before the give-backs. A FIFO group's claims go back together: a later message of
+            # the group handed over alone would be consumed before the earlier one given back.
+            while short := [c for c in kept if c.until < self._client.now_ms() + int(covered * 1000)]:
+                groups = {claim.message.group_id for claim in short if claim.message.group_id is not None}
+                ids = {claim.message.message_id for claim in short}
+                going = [claim for claim in kept if claim.message.message_id in ids or claim.message.group_id in groups]
+                self._return_unseen(going, report)
+                gone = {claim.message.message_id for claim in going}
+                kept = [claim for claim in kept if claim.message.message_id not in gone]
             held = {claim.message.message_id: claim for claim in kept}
             sending = [held.pop(m.message_id) for m in part if m.message_id in held]
             if not sending:
