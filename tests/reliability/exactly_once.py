@@ -81,6 +81,8 @@ class Figures:
     commit_retries: int = 0
     stale_acks: int = 0
     throttled_commits: int = 0
+    # Transactional deletes whose building was throttled (it reads the group): the message comes back later.
+    builds_throttled: int = 0
     violations: list[str] = field(default_factory=list)
     faults: Counter = field(default_factory=Counter)
 
@@ -96,6 +98,7 @@ class Figures:
             "slow_consumers": self.slow,
             "commits": self.committed,
             "commits_retried_with_their_token": self.commit_retries,
+            "delete_builds_throttled": self.builds_throttled,
             "send_retries": self.send_retries,
             "faults": dict(self.faults),
             "violations": len(self.violations),
