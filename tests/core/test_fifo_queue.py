@@ -6,9 +6,10 @@ import threading
 from collections import defaultdict
 
 import pytest
-from queue_core import QueueClient, ValidationError
+from queue_core import QueueClient, ReceiptHandleStale, ValidationError
 
 from tests.conftest import FakeClock
+from tests.core.answers import LostAnswer, attached
 
 
 @pytest.fixture
@@ -214,3 +215,40 @@ def test_purge_empties_every_group(jobs) -> None:
     assert jobs.receive(max_messages=10) == []
     jobs.send("after", group_id="g0")
     assert [m.body for m in jobs.receive()] == ["after"]
+
+
+def test_a_release_of_a_claim_of_one_message_after_the_sweep_ended_it_is_stale(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A claim of one message ran out and the sweep ended it (the group freed, nobody received it since): the
+    holder's late release is stale, as it is for a claim of several messages and as a change of visibility by the
+    same handle is. Answered as a give-back instead, it says the message comes back after its delay, while the
+    group, freed by the sweep, hands it out at the next receive."""
+    client.create_queue("late.fifo", fifo=True, visibility_timeout=10)
+    sub = client.queue("late.fifo", "t")
+    for body in ("m1", "m2"):
+        sub.send(body, group_id="g")
+    (first,) = sub.receive(max_messages=1)
+    clock.advance(31)
+    client.sweep()
+    with pytest.raises(ReceiptHandleStale):
+        sub.release(first.receipt_handle, delay_seconds=20)
+    assert [message.body for message in sub.receive(max_messages=10)] == ["m1", "m2"]
+
+
+def test_a_release_whose_answer_was_lost_holds_the_group_for_its_delay(
+    client: QueueClient, dynamodb: object, clock: FakeClock
+) -> None:
+    """The give-back and the unlock are one transaction: the SDK's repeat of it after a lost answer is the same
+    release (success), and the group waits for the delay asked, then hands the message out again."""
+    client.create_queue("lost.fifo", fifo=True, visibility_timeout=30)
+    sub = client.queue("lost.fifo", "t")
+    sub.send("m1", group_id="g")
+    (held,) = sub.receive()
+    with attached(dynamodb, LostAnswer("TransactWriteItems")) as lost:
+        sub.release(held.receipt_handle, delay_seconds=20)
+    assert lost.lost == 1
+    assert sub.receive() == []
+    clock.advance(21)
+    (again,) = sub.receive()
+    assert (again.body, again.receive_count) == ("m1", 2)

@@ -12,6 +12,7 @@ from queue_core import Consumer, MessageTooLarge, QueueClient, ReceiptHandleStal
 
 from tests.conftest import TABLE, FakeClock
 from tests.core.answers import Interleave, LostAnswer, attached, expression_has
+from tests.reliability.truth import TableTruth
 
 RETENTION = limits.MAX_RETENTION_SECONDS
 
@@ -108,7 +109,10 @@ def test_a_lost_answer_on_a_release_is_not_a_stale_handle(client: QueueClient, d
     jobs = client.queue(name, "c")
     jobs.send("m", group_id="g" if name.endswith(".fifo") else None)
     [message] = jobs.receive()
-    with attached(dynamodb, LostAnswer("UpdateItem", expression_has("released_by"))) as lost:
+    # a FIFO release gives back and unlocks in one transaction, its only one
+    fifo = name.endswith(".fifo")
+    lose = LostAnswer("TransactWriteItems") if fifo else LostAnswer("UpdateItem", expression_has("released_by"))
+    with attached(dynamodb, lose) as lost:
         jobs.release(message.receipt_handle, delay_seconds=0)
     assert lost.lost == 1
     assert [again.body for again in jobs.receive()] == ["m"]
@@ -351,6 +355,57 @@ def test_a_group_moved_from_an_idle_place_whose_time_was_up_is_never_started_aga
         assert message.body == body
         fresh.delete(message.receipt_handle)
     assert len(_group_items(dynamodb, "idle.fifo")) == 0
+
+
+def test_a_lowered_retention_never_lets_a_group_item_expire_under_a_message_sent_before(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """A message is sent under a long retention, the retention is lowered, and the next send to the group writes
+    its item's time. Were that time from the new retention alone, TTL would delete the group item while the first
+    message still lives: the group, out of the index, would never hand it out, and a send would start the group
+    again at sequence 1, under the first message's key."""
+    client.create_queue("kept.fifo", retention_seconds=4 * 86_400)
+    jobs = client.queue("kept.fifo", "c")
+    jobs.send("m1", group_id="g")
+    client.update_queue("kept.fifo", retention_seconds=3_600)
+    jobs = client.queue("kept.fifo", "c")
+    jobs.send("m2", group_id="g")
+    clock.advance(2 * 3_600 + limits.MAX_DEDUP_WINDOW_SECONDS + 60)
+    TableTruth(TABLE).expire(int(clock() * 1000))  # what DynamoDB's TTL would have deleted by now
+    assert int(jobs.send("m3", group_id="g").sequence) == 3
+    delivered = []
+    while got := jobs.receive():
+        delivered += [message.body for message in got]
+        jobs.delete(got[0].receipt_handle)
+    assert delivered == ["m1", "m3"]  # m2's own retention (an hour) is over
+
+
+@pytest.mark.parametrize("name", ["kept", "kept.fifo"])
+def test_a_raised_fifo_retention_applies_to_messages_sent_once_every_cache_has_it_and_a_lowered_one_at_once(
+    client: QueueClient, clock: FakeClock, name: str
+) -> None:
+    """Raised, a FIFO queue's waits until every process's cached settings have it (a process still holding the
+    lower one would write a group item's time shorter than a message's); a standard queue's applies at once, as a
+    lowered one does. A FIFO queue's delay raised with it waits too, so that no message expires before it can be
+    delivered."""
+    fifo = name.endswith(".fifo")
+    group = "g" if fifo else None
+    client.create_queue(name, retention_seconds=120)
+    client.update_queue(name, retention_seconds=86_400, delay_seconds=600)
+    jobs = client.queue(name, "c")
+
+    def lives(body: str) -> tuple[float, int]:
+        sent = jobs.send(body, group_id=group, dedup_id=body if group else None)
+        message = jobs.get(sent.message_id)
+        assert message.visible_at is not None
+        return message.expires_at / 1000 - clock(), message.visible_at / 1000 - clock()
+
+    at_once = (120, 120 - limits.MIN_DELIVERY_WINDOW_SECONDS) if fifo else (86_400, 600)
+    assert lives("at-once") == pytest.approx(at_once, abs=1)
+    clock.advance(60)
+    assert lives("a-minute-later") == pytest.approx((86_400, 600), abs=1)
+    client.update_queue(name, retention_seconds=3_600)
+    assert lives("lowered")[0] == pytest.approx(3_600, abs=1)
 
 
 # Dedup inside one batch.

@@ -655,3 +655,21 @@ def test_a_fifo_claim_given_back_short_before_the_invocation_takes_its_groups_la
         events.unregister("provide-client-params.dynamodb.Query", unique_id="late-answer")
         events.unregister("before-call.dynamodb.TransactWriteItems", unique_id="slow-m1")
     assert not late and handed == ["m1", "m2"], handed
+
+
+def test_releases_that_fail_after_a_delivery_are_counted_unsettled_and_come_back(
+    client: QueueClient, clock, instant_backoff: None
+) -> None:
+    """A failed message whose release fails (DynamoDB throttling it past the SDK's retries) is neither released
+    nor lost: the run says so (`unsettled`), and the message comes back once its claim runs out."""
+    client.create_queue("orders", max_receive_count=5, visibility_timeout=30)
+    queue = client.queue("orders", "tenant-a")
+    queue.send_batch([{"body": "flaky-1"}, {"body": "flaky-2"}])
+    releases = Refused("UpdateItem", expression_has("released_by"), "ThrottlingException", "Rate exceeded")
+    with refused(client.dynamodb, releases):
+        report = run(dispatcher(client))
+    assert releases.refused > 0
+    assert (report.failed, report.released, report.unsettled) == (2, 0, 2)
+    assert queue.stats().in_flight == 2
+    clock.advance(1_000)  # past any claim the dispatcher made
+    assert queue.stats().visible == 2

@@ -504,7 +504,8 @@ def test_a_release_answered_by_its_retry_is_no_stale_receipt_handle(
 ) -> None:
     sent = _send(sub_queue, "m")
     [message] = sub_queue.receive()
-    injector = _retried(faults, client, "UpdateItem")
+    # a FIFO release gives back and unlocks in one transaction
+    injector = _retried(faults, client, "TransactWriteItems" if sub_queue.settings.fifo else "UpdateItem")
 
     sub_queue.release(message.receipt_handle, delay_seconds=0)
 

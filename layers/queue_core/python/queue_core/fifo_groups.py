@@ -79,8 +79,11 @@ class FifoGroups(EngineBase):
 
     def _group_expires_at(self, now: int) -> int:
         """Until when a group item written now lives (epoch seconds): its messages' retention, once more in the
-        DLQ, and a dedup window."""
-        return now // 1000 + 2 * self.settings.retention_seconds + limits.MAX_DEDUP_WINDOW_SECONDS
+        DLQ, and a dedup window; never less than items stored under an earlier, longer retention may live (a send
+        after the retention was lowered would otherwise shorten the item's time below a message's, and the item,
+        expired, would no longer fence the group's sequence nor keep its layout)."""
+        lifetime = now // 1000 + 2 * self.settings.retention_seconds + limits.MAX_DEDUP_WINDOW_SECONDS
+        return max(lifetime, -(-self.settings.items_live_until // 1000))
 
     def group_items(self, shard: int, max_items: int | None = None) -> Iterable[Item]:
         return self.ctx.store.query_all(self._group_pk(shard), consistent=True, max_items=max_items)
@@ -99,12 +102,13 @@ class FifoGroups(EngineBase):
         empty_at: str = "",
         removed: int = 0,
         counted_once: str | None = None,
+        redelivered: str | None = None,
     ) -> bool:
         """Unlocks a group: out of the index when it is known to be empty (no send since `empty_at`), else
         available again at `available_at`. `removed` messages leave its count (`counted_once`: see
-        `group_writes.ack`). False when the lock had passed to another claim (nothing written). The unlock leaves
-        its token in `unlocked_by`, so a repeat of it (an answer lost, the SDK's retry) is known for done and never
-        counted twice."""
+        `group_writes.ack`; `redelivered`: see `group_writes.unlock`). False when the lock had
+        passed to another claim (nothing written). The unlock leaves its token in `unlocked_by`, so a repeat of it
+        (an answer lost, the SDK's retry) is known for done and never counted twice."""
         if empty_at:
             try:
                 self.ctx.store.write(group_writes.unlock_empty(key, token, int(empty_at)))
@@ -113,7 +117,7 @@ class FifoGroups(EngineBase):
                 if failed.item is None or failed.item.get("tok") != token:
                     return unlocked_by(failed.item, token)
         try:
-            self.ctx.store.write(group_writes.unlock(key, token, available_at, removed, counted_once))
+            self.ctx.store.write(group_writes.unlock(key, token, available_at, removed, counted_once, redelivered))
         except ConditionFailed as failed:
             if counted_once and holds_group(failed.item, token) and counted_once in failed.item.get("gone", set()):
                 # The removal was counted already, by the call that made it: unlock without counting.
@@ -124,11 +128,11 @@ class FifoGroups(EngineBase):
         self.announce([(0, available_at, keys.shard_of(key["pk"]))])
         return True
 
-    def _count_removed(self, group_key: dict[str, str], sequence: str) -> bool:
+    def _count_removed(self, group_key: dict[str, str], sequence: str, unless_a_holder_did: bool = False) -> bool:
         """Takes a message out of the group's count once, however often it is said, by whichever path (`gone` is
-        a set, emptied when the group is empty)."""
+        a set, emptied when the group is empty; `unless_a_holder_did`: see `group_writes.count_removed`)."""
         try:
-            self.ctx.store.write(group_writes.count_removed(group_key, sequence))
+            self.ctx.store.write(group_writes.count_removed(group_key, sequence, unless_a_holder_did))
         except ConditionFailed as failed:
             return group_writes.counted(failed.item, sequence)
         return True

@@ -150,7 +150,11 @@ class FifoHeads(FifoGroups):
             )
             try:
                 self.ctx.store.transact_writes(
-                    [leaving_for_dlq(key, current), writes.store_new(dlq), group_writes.dead_lettered(group_key, token)]
+                    [
+                        leaving_for_dlq(key, current),
+                        writes.store_new(dlq),
+                        group_writes.dead_lettered(group_key, token, item["sk"]),
+                    ]
                 )
             except TransactionCancelled as cancelled:
                 current = read_again(cancelled)

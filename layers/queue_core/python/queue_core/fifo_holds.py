@@ -70,14 +70,15 @@ class FifoHolds(FifoGroups):
         unlocks the group as well (`last_ack`; else see `delete_committed`)."""
         ref = MessageRef.parse(receipt.message_id)
         key = self._group_key(ref.group or "", receipt.group_shard)
+        again = receipt.receive_count > 1  # received before this claim: an earlier handle of it may be out
         if receipt.held > 1:
             group = self._last_ack(key, receipt, ref.sequence, now) or group_writes.ack(
-                key, receipt.token, ref.sequence, 1, None, not_last_of=receipt.held
+                key, receipt.token, ref.sequence, 1, None, not_last_of=receipt.held, redelivered=again
             )
         elif receipt.last_seq and group_may_be_empty:
             group = group_writes.unlock_empty(key, receipt.token, int(receipt.last_seq))
         else:
-            group = group_writes.unlock(key, receipt.token, now, 1)
+            group = group_writes.unlock(key, receipt.token, now, 1, redelivered=ref.sequence if again else None)
         live = ref.live_key(self.space)
         kept = archive_writes(self.ctx, self.space, self.settings, live, receipt, now)
         return [writes.fenced_delete(live, receipt.token), group, *kept]
@@ -93,7 +94,9 @@ class FifoHolds(FifoGroups):
         if sequence in acked or len(acked) < receipt.held - 1:
             return None
         at = max(now, int(group.get("retry_at", 0)))
-        return group_writes.ack_last(key, receipt.token, sequence, receipt.held - 1, at)
+        return group_writes.ack_last(
+            key, receipt.token, sequence, receipt.held - 1, at, redelivered=receipt.receive_count > 1
+        )
 
     def delete_committed(self, receipt: Receipt, now: int, group_may_be_empty: bool = True) -> None:
         """With several messages held, the ack that completes the done set unlocked the group in its transaction
@@ -133,10 +136,13 @@ class FifoHolds(FifoGroups):
             if parked and slot is not None:
                 self._note_parked(key, receipt.token, slot)
             return available_at
-        self._give_back(
-            lambda why_slot: writes.give_back(key, receipt.token, release_id, why_slot), slot, release_id, receipt.token
-        )
-        self._ack(receipt, ref, available_at, removed=0)
+        try:
+            self._release_alone(receipt, ref, writes.give_back(key, receipt.token, release_id, slot), available_at)
+        except MessageTooLarge:
+            if slot is None:
+                raise
+            give_back = writes.give_back(key, receipt.token, release_id, dropped(slot))
+            self._release_alone(receipt, ref, give_back, available_at)
         return available_at
 
     def note(self, receipt: Receipt, why: dict[str, Any]) -> None:
@@ -207,6 +213,30 @@ class FifoHolds(FifoGroups):
             return False
         raise Throttled("the claim's other messages kept changing: try again")
 
+    def _release_alone(self, receipt: Receipt, ref: MessageRef, give_back: Write, available_at: int) -> None:
+        """The only message a claim holds is given back: the message's write and the group's unlock in one
+        transaction. Written one after the other, a handle whose claim no longer holds the group (its lock ran out
+        and the sweep or a later claim took the group, while nobody received the message again) gave its message
+        back and answered success, though the unlock found nothing to do: the group, freed, hands the message
+        out at once instead of after the delay the caller was told. A repeat (the SDK's, after a lost answer:
+        the transaction is sent again with its token) finds the message given back by this very call
+        (`released_by`): the transaction committed, both writes."""
+        key = self._group_key(ref.group or "", receipt.group_shard)
+        unlock = group_writes.unlock(key, receipt.token, available_at, 0)
+        try:
+            self.ctx.store.transact_writes([give_back, unlock])
+        except TransactionCancelled as cancelled:
+            (message_code, old_message), _ = cancelled.reasons
+            if message_code == _TOO_LARGE or (message_code != "None" and no_room(old_message, receipt.token)):
+                raise MessageTooLarge("the message and its reason are too large to store") from None
+            if message_code not in _PASSED and old_message is None:
+                raise MessageNotFound("the message no longer exists (deleted or expired)") from None
+            if old_message is None or old_message.get("released_by") != give_back.values[":rel"]:
+                raise ReceiptHandleStale(
+                    "the receipt handle's claim ended: its visibility ran out, or the message was received again"
+                ) from None
+        self.announce([(0, available_at, keys.shard_of(key["pk"]))])
+
     def _repeated(self, cancelled: TransactionCancelled, receipt: Receipt, ref: MessageRef, message: Write) -> bool:
         """Why a settle's transaction was refused: its message's own state, or a claim that no longer holds the
         group (raised); the ack done before (True: a repeat, or a message parked before, or a park repeated once
@@ -270,16 +300,22 @@ class FifoHolds(FifoGroups):
         `gone` (`counted_once`), never both; after the lock passed on, it counts nothing, unless the SDK sent the
         delete more than once (`maybe_own`): its first attempt, whose answer was lost, is then most likely what
         removed the message, and nobody else counted it. It counts through `gone`, so once with any removal
-        counted there (another late delete, an expiry); a removal counted by its holder's unlock at the same
-        moment as this repeat would be counted twice (stats one short until the group empties)."""
+        counted there (another late delete, an expiry), and not when the removal a holder made last was this
+        message by a holder's record (a later claim received it and counted it: see `group_writes.count_removed`)."""
         key = self._group_key(ref.group or "", receipt.group_shard)
         counted_once = ref.sequence if removed and not late_count else None
         if receipt.held <= 1:
             finished = self.finish_group(
-                key, receipt.token, available_at, receipt.last_seq if removed else "", removed, counted_once
+                key,
+                receipt.token,
+                available_at,
+                receipt.last_seq if removed else "",
+                removed,
+                counted_once,
+                ref.sequence if removed and receipt.receive_count > 1 else None,
             )
             if not finished and removed and (late_count or maybe_own):
-                self._count_removed(key, ref.sequence)
+                self._count_removed(key, ref.sequence, unless_a_holder_did=not late_count)
             return
         # `retry_at` keeps the latest time any held message was given back for, so the group waits for it: the
         # ack sets it unless a later one is there, then acks without it.
@@ -289,14 +325,22 @@ class FifoHolds(FifoGroups):
             retry_at, counting = attempts.pop(0)
             once = counting > 0 and counted_once is not None
             try:
-                write = group_writes.ack(key, receipt.token, ref.sequence, counting, retry_at, counted_once=once)
+                write = group_writes.ack(
+                    key,
+                    receipt.token,
+                    ref.sequence,
+                    counting,
+                    retry_at,
+                    counted_once=once,
+                    redelivered=receipt.receive_count > 1,
+                )
                 group = self.ctx.store.write(write)
                 break
             except ConditionFailed as failed:
                 old = failed.item
                 if not holds_group(old, receipt.token):
                     if removed and (late_count or maybe_own):
-                        self._count_removed(key, ref.sequence)
+                        self._count_removed(key, ref.sequence, unless_a_holder_did=not late_count)
                     return
                 assert old is not None
                 if ref.sequence in old.get("acked", set()):

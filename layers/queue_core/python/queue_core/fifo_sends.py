@@ -144,7 +144,7 @@ class FifoSends(FifoGroups):
         self, group: str, entries: list[Entry], expected: int | None, now: int, placement: Placement
     ) -> tuple[list[Write], list[tuple[Entry, MessageRef, Item]]]:
         """The group update (its condition fences the sequence) and a put per message, with dedup items."""
-        retention = self.settings.retention_seconds
+        retention = self.settings.message_retention(now)
         last = placement.base if expected is None else expected
         group_update = group_writes.append(
             placement.key,

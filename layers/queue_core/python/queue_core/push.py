@@ -166,6 +166,9 @@ class DispatchReport:
     # Claims that could not be extended (the message was received again since, or is gone): not this run's to
     # hand over or to settle any more.
     claims_lost: int = 0
+    # Claims whose settle failed (a delete after a delivery, a release after a failure, a give-back of a message
+    # no invocation got): each comes back when its claim runs out, counted as an attempt. Logged one by one too.
+    unsettled: int = 0
     oldest_age_ms: int | None = None
     skipped: bool = False
 
@@ -382,6 +385,7 @@ class Dispatcher:
             report.delivered += len(result.successful)
             for failure in result.failed:
                 logger.warning("delete after delivery failed: %s", failure.get("message"))
+            report.unsettled += len(result.failed)
         for claim in failed:
             message = claim.message
             report.failed += 1
@@ -391,6 +395,7 @@ class Dispatcher:
                 self.sub_queue.release(message.receipt_handle, 0 if last else None, claim.why)
             except QueueError as error:
                 logger.warning("release after a failed delivery failed: %s", error.message)
+                report.unsettled += 1
                 continue
             report.released += 1
             report.moved_to_dlq += last
@@ -415,6 +420,7 @@ class Dispatcher:
                 self.sub_queue.return_unseen(claim.message.receipt_handle)
             except QueueError as error:
                 logger.warning("giving back %s failed: %s", claim.message.message_id, error.message)
+                report.unsettled += 1
                 continue
             report.returned += 1
 

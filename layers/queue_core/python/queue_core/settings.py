@@ -61,6 +61,15 @@ class QueueSettings:
     placed_by: tuple[tuple[int, int], ...] = field(default=(), compare=False)
     # When `shards` last changed (ms), by hand or by itself: automatic changes wait a while after it.
     shards_changed_at: int = field(default=0, compare=False)
+    # Until when (ms) items stored under an earlier, longer retention may live: a FIFO group item written now
+    # lives at least as long, so a lowered retention never lets it expire under a message sent before.
+    items_live_until: int = field(default=0, compare=False)
+    # A FIFO queue's raised retention applies to messages sent from `retention_from` (ms) on, once every process's
+    # cached settings have it (as for `placement_from`); until then they keep `earlier_retention`. A process whose
+    # cache still holds the lower one writes a group item's time from it: a message sent meanwhile for longer by
+    # another process would outlive its group item.
+    retention_from: int = field(default=0, compare=False)
+    earlier_retention: int = field(default=0, compare=False)
     # Where the queue's dead letters are read besides its own DLQ: another queue of the same kind that names this
     # one among its dead-letter sources ("": none). The dead letters stay in this queue's own DLQ partitions (the
     # REST DLQ routes see them as ever); the target's SQS receive reads them there. Kept for the SQS protocol.
@@ -135,6 +144,11 @@ class QueueSettings:
         """Receivers, peek, stats and purge visit this many shards: every layout messages may still live under."""
         return max([self.shards, *(shards for shards, _ in self.shard_history)])
 
+    def message_retention(self, now_ms: int) -> int:
+        """The retention of a message sent at `now_ms` (see `retention_from`; a standard queue has no group item
+        to outlive, and takes a change at once)."""
+        return self.earlier_retention if self.fifo and now_ms < self.retention_from else self.retention_seconds
+
     def placement_shards(self, now_ms: int) -> int:
         """The shard count FIFO groups are placed by: each count from when every process has the settings that
         made it (`placement_from` for the current one, `placed_by` for those before), the previous one until then."""
@@ -204,6 +218,14 @@ class QueueSettings:
         history, placement_from, placed_by = self.live_history(now_ms), self.placement_from, self.placed_by
         changed_at = self.shards_changed_at
         lifetime = self._lifetime_ms(max(self.retention_seconds, fresh.retention_seconds))
+        lives_until = self.items_live_until
+        if fresh.retention_seconds < self.retention_seconds:
+            lives_until = max(lives_until, now_ms + lifetime)
+        retention_from, earlier_retention = self.retention_from, self.earlier_retention
+        if fresh.retention_seconds > self.message_retention(now_ms):
+            retention_from, earlier_retention = now_ms + 2 * cache_ms + 20_000, self.message_retention(now_ms)
+        elif fresh.retention_seconds != self.retention_seconds:
+            retention_from, earlier_retention = 0, 0
         if fresh.retention_seconds > self.retention_seconds:
             history = tuple((shards, max(until, now_ms + lifetime)) for shards, until in history)
         if fresh.shards != self.shards:
@@ -224,6 +246,9 @@ class QueueSettings:
             placement_from=placement_from,
             placed_by=placed_by,
             shards_changed_at=changed_at,
+            items_live_until=lives_until,
+            retention_from=retention_from,
+            earlier_retention=earlier_retention,
             created=False,
             modified_at=now_ms,
             tags=self.tags,
@@ -315,7 +340,9 @@ class QueueSettings:
         data = asdict(self)
         # Internal, or kept for the SQS protocol's attributes and tags (which it reads from the settings).
         internals = ("generation", "version", "created", "shard_history", "placement_from", "modified_at", "tags")
-        for internal in (*internals, "placed_by", "shards_changed_at"):
+        for internal in (*internals, "placed_by", "shards_changed_at", "items_live_until"):
+            data.pop(internal)
+        for internal in ("retention_from", "earlier_retention"):
             data.pop(internal)
         for internal in ("markers_from", "markers_built"):
             data.pop(internal)
@@ -361,6 +388,9 @@ class QueueSettings:
             placement_from=int(item.get("placement_from", 0)),
             placed_by=tuple((int(shards), int(since)) for shards, since in item.get("placed_by", [])),
             shards_changed_at=int(item.get("shards_changed_at", 0)),
+            items_live_until=int(item.get("items_live_until", 0)),
+            retention_from=int(item.get("retention_from", 0)),
+            earlier_retention=int(item.get("earlier_retention", 0)),
             dead_letter_target=str(item.get("dead_letter_target", "")),
             redrive_permission=str(item.get("redrive_permission", "")),
             redrive_sources=tuple(str(name) for name in item.get("redrive_sources", [])),

@@ -37,7 +37,7 @@ class StandardSends(StandardSpace):
             entry,
             now,
             visible_at,
-            expires_s(now, self.settings.retention_seconds),
+            expires_s(now, self.settings.message_retention(now)),
             self.ctx.bodies,
         )
         item["gsi1pk"] = item["pk"]
@@ -140,7 +140,7 @@ class StandardSends(StandardSpace):
             visible_at=now,
             receive_count=0,
             **carried,
-            expires_at=expires_s(now, self.settings.retention_seconds),
+            expires_at=expires_s(now, self.settings.message_retention(now)),
             **reasons.kept(dlq_item),
         )
         live["gsi1pk"] = live["pk"]

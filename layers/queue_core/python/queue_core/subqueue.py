@@ -208,7 +208,7 @@ class SubQueue(SubQueueDeadLetters):
         group_id = validation.group_id(raw.get("group_id"), settings.fifo)
         validation.stored_size(attributes, group_id, dedup_id, attribute_types)
         priority = validation.priority(raw.get("priority"), settings.fifo)
-        retention = settings.retention_seconds
+        retention = settings.message_retention(self._now())
         deliver_at = raw.get("deliver_at")
         if deliver_at is not None and delay is not None:
             raise ValidationError("give delay_seconds or deliver_at, not both")
@@ -217,7 +217,10 @@ class SubQueue(SubQueueDeadLetters):
             body=body,
             attributes=attributes,
             attribute_types=attribute_types,
-            delay_seconds=settings.delay_seconds if delay is None else validation.delay(delay, retention),
+            # The queue's delay, raised with its retention, waits for the retention too (see `retention_from`).
+            delay_seconds=min(settings.delay_seconds, validation.latest_delay_seconds(retention))
+            if delay is None
+            else validation.delay(delay, retention),
             group_id=group_id,
             dedup_id=dedup_id,
             priority=priority,

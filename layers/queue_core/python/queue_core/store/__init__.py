@@ -304,6 +304,12 @@ class Store:
         ]
         if any(code in _THROTTLES for code, _ in reasons):
             raise Throttled(_THROTTLING) from error
+        # DynamoDB cancels a transaction that would make an item too large with a reason of its own (moto refuses
+        # the whole request instead, as it does a single write): the same error as a single write's.
+        if any(
+            _ITEM_TOO_LARGE in reason.get("Message", "") for reason in error.response.get("CancellationReasons", [])
+        ):
+            raise MessageTooLarge("the message and its attributes are too large to store") from error
         if not any(code == "ConditionalCheckFailed" for code, _ in reasons):
             _raise_mapped(error)
         raise TransactionCancelled(reasons) from None

@@ -15,6 +15,15 @@ from .write import Key, Write, update
 # `gone` stays until the group is empty: a late removal counted after a claim or an unlock must still find it.
 # `stuck` goes with any unlock but `hold_stuck`'s: a claim got past it, or the group was emptied.
 _UNLOCK_CLEARS = "tok, acked, retry_at, stuck"
+# Where a holder records a message it took out of the count (deleted, or moved to the DLQ) that had been received
+# before its claim, so that an earlier claim's handle of it may still be out: attribute `rr{n}` holds the last such
+# sequence whose number is n modulo this many. A late delete that may have removed its message itself is checked
+# against its sequence's slot (`count_removed`); the slots are few and written over, so the record is bounded.
+_REDELIVERED_SLOTS = 16
+
+
+def _redelivered_slot(sequence: str) -> str:
+    return f"rr{int(sequence) % _REDELIVERED_SLOTS}"
 
 
 def append(
@@ -76,12 +85,24 @@ def lock(key: Key, token: str, until: int, now: int) -> Write:
     )
 
 
-def unlock(key: Key, token: str, available_at: int, removed: int, counted_once: str | None = None) -> Write:
-    """The claim ends: available again at `available_at`; `removed` messages leave the count. With
-    `counted_once` (the sequence removed), the removal also joins `gone` and the write fails if it is there
+def unlock(
+    key: Key,
+    token: str,
+    available_at: int,
+    removed: int,
+    counted_once: str | None = None,
+    redelivered: str | None = None,
+) -> Write:
+    """The claim ends: available again at `available_at`; `removed` messages leave the count (`redelivered`: the
+    one removed, when it had been received before this claim; recorded in its slot, see `_REDELIVERED_SLOTS`).
+    With `counted_once` (the sequence removed), the removal also joins `gone` and the write fails if it is there
     already (see `ack`)."""
-    expression = f"SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
+    sets = "available_at = :at, gsi1sk = :gsk, unlocked_by = :tok"
     values = {":at": available_at, ":gsk": keys.index_sk(available_at, key["sk"]), ":tok": token, ":dec": -removed}
+    if removed and redelivered is not None:
+        sets += f", {_redelivered_slot(redelivered)} = :rr"
+        values[":rr"] = redelivered
+    expression = f"SET {sets} ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
     expression, values, condition = _once(expression, values, "tok = :tok", counted_once)
     return update(key, expression, values, condition=condition)
 
@@ -105,8 +126,10 @@ def ack(
     retry_at: int | None,
     counted_once: bool = False,
     not_last_of: int | None = None,
+    redelivered: bool = False,
 ) -> Write:
     """One held message is done; with `retry_at`, only if no other held message was given back for later.
+    `redelivered`: a removed message had been received before this claim (recorded, see `_REDELIVERED_SLOTS`).
     `not_last_of` (the claim's held count): only if it does not complete the done set, which `ack_last` does
     (an ack in a transaction, that cannot see the set it completes).
 
@@ -118,11 +141,14 @@ def ack(
     busy group's every message."""
     values: dict[str, Any] = {":seqs": {sequence}, ":seq": sequence, ":dec": -removed, ":tok": token}
     condition = "tok = :tok AND NOT contains(acked, :seq)"
-    expression = "ADD acked :seqs, msg_count :dec"
+    sets = []
+    if removed and redelivered:
+        sets.append(f"{_redelivered_slot(sequence)} = :seq")
     if retry_at is not None:
-        expression += " SET retry_at = :at"
+        sets.append("retry_at = :at")
         condition += " AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
         values[":at"] = retry_at
+    expression = "ADD acked :seqs, msg_count :dec" + (f" SET {', '.join(sets)}" if sets else "")
     if not_last_of is not None:
         condition += " AND (attribute_not_exists(acked) OR size(acked) < :others)"
         values[":others"] = not_last_of - 1
@@ -130,7 +156,9 @@ def ack(
     return update(key, expression, values, condition=condition, returns="ALL_NEW")
 
 
-def ack_last(key: Key, token: str, sequence: str, others: int, available_at: int, removed: int = 1) -> Write:
+def ack_last(
+    key: Key, token: str, sequence: str, others: int, available_at: int, removed: int = 1, redelivered: bool = False
+) -> Write:
     """The last of a claim's held messages is done (`removed` 1: deleted; 0: given back): acked and the group
     unlocked in the same write (and so in the transaction of the message's own write), only if exactly the
     claim's `others` are done already and none of them was given back for later than `available_at`. An ack that
@@ -149,7 +177,10 @@ def ack_last(key: Key, token: str, sequence: str, others: int, available_at: int
         "tok = :tok AND attribute_exists(acked) AND size(acked) = :others AND NOT contains(acked, :seq) "
         "AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
     )
-    expression = f"SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
+    sets = "available_at = :at, gsi1sk = :gsk, unlocked_by = :tok"
+    if removed and redelivered:
+        sets += f", {_redelivered_slot(sequence)} = :seq"
+    expression = f"SET {sets} ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
     return update(key, expression, values, condition=condition)
 
 
@@ -201,14 +232,25 @@ def hold_again(key: Key, token: str, visible_at: int) -> Write:
     )
 
 
-def count_removed(key: Key, sequence: str) -> Write:
+def count_removed(key: Key, sequence: str, unless_a_holder_did: bool = False) -> Write:
     """A message left the group outside a claim; counted once however often this is written, and not at all
-    when the group was found empty since (its count set to 0 with every sequence up to `counted_to` in it)."""
+    when the group was found empty since (its count set to 0 with every sequence up to `counted_to` in it).
+
+    `unless_a_holder_did`: for a delete that found its message gone and may have removed it itself (its first
+    attempt's answer lost) after its claim ended. Not when a holder recorded this very message in its slot (see
+    `_REDELIVERED_SLOTS`): a later claim received it and counted it, deleting it or moving it to the DLQ (or this
+    handle's own earlier delete did, while its claim held the group). A holder's removal of another message
+    received more than once, whose number falls in the same slot, hides that (the count is then one short until
+    the group empties); the rule never refuses a removal this call made: nobody removes a message after it is
+    gone."""
     values = {":dec": -1, ":seqs": {sequence}, ":seq": sequence}
     condition = (
         "attribute_exists(pk) AND attribute_not_exists(moved) AND NOT contains(gone, :seq) "
         "AND (attribute_not_exists(counted_to) OR counted_to < :seq)"
     )
+    if unless_a_holder_did:
+        slot = _redelivered_slot(sequence)
+        condition += f" AND (attribute_not_exists({slot}) OR {slot} <> :seq)"
     return update(key, "ADD msg_count :dec, gone :seqs", values, condition=condition)
 
 
@@ -219,9 +261,10 @@ def counted(group_item: dict[str, Any] | None, sequence: str) -> bool:
     return sequence in group_item.get("gone", set()) or str(group_item.get("counted_to", "")) >= sequence
 
 
-def dead_lettered(key: Key, token: str) -> Write:
+def dead_lettered(key: Key, token: str, sequence: str) -> Write:
     """The holder's head went to the DLQ (in the transaction that moves it)."""
-    return update(key, "ADD msg_count :dec", {":dec": -1, ":tok": token}, condition="tok = :tok")
+    values = {":dec": -1, ":tok": token, ":rr": sequence}
+    return update(key, f"SET {_redelivered_slot(sequence)} = :rr ADD msg_count :dec", values, condition="tok = :tok")
 
 
 def empty(key: Key, last_seq: int) -> Write:

@@ -1,0 +1,180 @@
+"""FIFO settles at their edges: a stale delete whose answer was lost after a later claim removed more than one
+message, a release whose give-back DynamoDB refuses for the item's size inside a transaction, and a group item
+written by a process whose cached settings are from before the retention was raised."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from moto.core.botocore_stubber import MockRawResponse
+from queue_core import QueueClient
+
+from tests.conftest import TABLE, FakeClock
+from tests.core.answers import LostAnswer, attached
+
+
+def _process(clock: FakeClock) -> QueueClient:
+    """Another process on the same table: its own DynamoDB client, its own cached settings."""
+    return QueueClient(TABLE, dynamodb=boto3.client("dynamodb", region_name="us-east-1"), clock=clock)
+
+
+def _items(dynamodb: Any, prefix: str) -> list[dict[str, Any]]:
+    return [item for item in dynamodb.scan(TableName=TABLE)["Items"] if item["pk"]["S"].startswith(prefix)]
+
+
+def _in_the_group(jobs: Any) -> int:
+    stats = jobs.stats()
+    return stats.visible + stats.in_flight + stats.delayed
+
+
+# A stale delete whose answer was lost counts nothing a later holder counted.
+@pytest.mark.parametrize("later", ["one claim of two", "two claims of one"])
+def test_a_stale_delete_whose_answer_was_lost_after_later_holders_removed_two_messages_counts_nothing(
+    client: QueueClient, dynamodb: object, later: str
+) -> None:
+    """A claim gives its message back; later holders receive it and the message after it and delete both (one
+    claim of two messages, or two claims of one). The first claim's handle then deletes its message, the answer is
+    lost and the SDK sends the delete again: neither attempt removed anything (the message was gone), yet the
+    repeat counts a removal, because the holders' last removal was another message. `stats` then reports the
+    group's third message as gone while it waits to be received."""
+    client.create_queue("pairs.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("pairs.fifo", "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
+    (first,) = jobs.receive(max_messages=1)
+    jobs.release(first.receipt_handle, delay_seconds=0)
+    if later == "one claim of two":
+        taken = jobs.receive(max_messages=2)
+        assert [message.body for message in taken] == ["a", "b"]
+        for message in taken:
+            jobs.delete(message.receipt_handle)
+    else:
+        for body in ("a", "b"):
+            (message,) = jobs.receive(max_messages=1)
+            assert message.body == body
+            jobs.delete(message.receipt_handle)
+    assert _in_the_group(jobs) == 1
+    with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
+        jobs.delete(first.receipt_handle)
+    assert lost.lost == 1
+    assert _in_the_group(jobs) == 1
+    assert [message.body for message in jobs.receive(max_messages=10)] == ["c"]
+
+
+def test_a_stale_delete_whose_answer_was_lost_after_a_later_claim_moved_its_message_and_deleted_the_next(
+    client: QueueClient, dynamodb: object, clock: FakeClock
+) -> None:
+    """A later claim moves the first claim's message to the DLQ (its receive limit reached) and takes the next
+    one, which it deletes: the record of the move must outlive that delete, or the first claim's repeated stale
+    delete counts the moved message a second time."""
+    client.create_queue("moved2.fifo", fifo=True, visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue("moved2.fifo", "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
+    (first,) = jobs.receive(max_messages=1)
+    clock.advance(31)
+    (next_one,) = jobs.receive(max_messages=1)
+    assert next_one.body == "b"
+    assert [dead.message.body for dead in jobs.dlq_read()] == ["a"]
+    jobs.delete(next_one.receipt_handle)
+    assert _in_the_group(jobs) == 1
+    with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
+        jobs.delete(first.receipt_handle)
+    assert lost.lost == 1
+    assert _in_the_group(jobs) == 1
+
+
+# A reason that does not fit is dropped, whatever write carries it.
+class _TooLargeInATransaction:
+    """DynamoDB's answer to a transaction that would make an item larger than its limit: the transaction is
+    cancelled with the reason `ValidationError` for that item and `None` for the others (moto instead refuses
+    the whole request with a `ValidationException`, as it does for a single write)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.refused = 0
+
+    def before_call(self, params: dict[str, Any], **_: Any) -> Any:
+        body = params.get("body") or b"{}"
+        request = json.loads(body.decode() if isinstance(body, bytes) else body)
+        if self.text not in json.dumps(request):
+            return None
+        self.refused += 1
+        reasons = [{"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"}]
+        reasons += [{"Code": "None"}] * (len(request.get("TransactItems", [])) - 1)
+        parsed = {
+            "Error": {
+                "Code": "TransactionCanceledException",
+                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+                f"[{', '.join(reason['Code'] for reason in reasons)}]",
+            },
+            "CancellationReasons": reasons,
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+        return AWSResponse("https://dynamodb.us-east-1.amazonaws.com", 400, {}, MockRawResponse(b"")), parsed
+
+
+@contextmanager
+def _too_large_in_a_transaction(dynamodb: Any, text: str) -> Iterator[_TooLargeInATransaction]:
+    hook = _TooLargeInATransaction(text)
+    event = "before-call.dynamodb.TransactWriteItems"
+    dynamodb.meta.events.register(event, hook.before_call)
+    try:
+        yield hook
+    finally:
+        dynamodb.meta.events.unregister(event, hook.before_call)
+
+
+@pytest.mark.parametrize("held", [1, 2])
+def test_a_fifo_release_whose_reason_makes_the_item_too_large_drops_its_reasons(
+    client: QueueClient, dynamodb: Any, held: int
+) -> None:
+    """A FIFO release with a reason, of a message whose item has no room for it: DynamoDB cancels the release's
+    transaction (give-back and group) for the item's size. As with a release written alone, the reasons are
+    dropped and the message given back; it must not fail as an internal error, its message held on."""
+    client.create_queue("roomy.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("roomy.fifo", "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b")[:held]])
+    got = jobs.receive(max_messages=held)
+    assert len(got) == held
+    reason = "z" * 1500
+    with _too_large_in_a_transaction(dynamodb, reason) as hook:
+        jobs.release(got[0].receipt_handle, delay_seconds=0, reason=reason)
+    assert hook.refused == 1
+    assert jobs.get(got[0].message_id).reasons_dropped >= 1
+    for message in got[1:]:
+        jobs.delete(message.receipt_handle)
+    assert [message.body for message in jobs.receive()] == ["a"]
+
+
+# A group item never lives shorter than a message of its group.
+def test_a_send_with_settings_cached_from_before_a_raised_retention_never_shortens_the_group_item(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """The retention is raised; a process whose cached settings are from before (an hour) sends to a group right
+    after another sent to it under the new settings (four days). Its group item's time, written from the cached
+    retention alone, would be shorter than the first message's, were that message kept four days: TTL would delete
+    the item while the message lived, and the group would never hand it out. A raised retention applies to
+    messages sent once every process's cache has it (as SQS says an attribute's change takes up to a minute)."""
+    client.create_queue("raised.fifo", retention_seconds=3_600)
+    stale = _process(clock).queue("raised.fifo", "c")
+    assert stale.settings.retention_seconds == 3_600  # cached in that process
+    client.update_queue("raised.fifo", retention_seconds=4 * 86_400)
+    jobs = client.queue("raised.fifo", "c")
+    assert jobs.settings.retention_seconds == 4 * 86_400
+    jobs.send("m1", group_id="g")
+    stale.send("m2", group_id="g")
+    (group,) = _items(dynamodb, "F#raised.fifo#")
+    messages = _items(dynamodb, "G#raised.fifo#")
+    assert len(messages) == 2
+    assert all(int(group["expires_at"]["N"]) >= int(message["expires_at"]["N"]) for message in messages)
+    clock.advance(60)  # every process's cache has the raised retention
+    sent_at = clock()
+    jobs.send("m3", group_id="g")
+    (group,) = _items(dynamodb, "F#raised.fifo#")
+    longest = max(int(message["expires_at"]["N"]) for message in _items(dynamodb, "G#raised.fifo#"))
+    assert longest >= sent_at + 4 * 86_400 and int(group["expires_at"]["N"]) >= longest
