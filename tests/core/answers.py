@@ -172,3 +172,43 @@ def refused(dynamodb: Any, hook: Refused) -> Iterator[Refused]:
         yield hook
     finally:
         dynamodb.meta.events.unregister(event, hook._before_call)
+
+
+class TooLargeInATransaction:
+    """DynamoDB's answer to a transaction that would make an item larger than its limit: the transaction is
+    cancelled with the reason `ValidationError` for that item and `None` for the others (moto instead refuses
+    the whole request with a `ValidationException`, as it does for a single write)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.refused = 0
+
+    def before_call(self, params: dict[str, Any], **_: Any) -> Any:
+        body = params.get("body") or b"{}"
+        request = json.loads(body.decode() if isinstance(body, bytes) else body)
+        if self.text not in json.dumps(request):
+            return None
+        self.refused += 1
+        reasons = [{"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"}]
+        reasons += [{"Code": "None"}] * (len(request.get("TransactItems", [])) - 1)
+        parsed = {
+            "Error": {
+                "Code": "TransactionCanceledException",
+                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+                f"[{', '.join(reason['Code'] for reason in reasons)}]",
+            },
+            "CancellationReasons": reasons,
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+        return AWSResponse("https://dynamodb.us-east-1.amazonaws.com", 400, {}, MockRawResponse(b"")), parsed
+
+
+@contextmanager
+def too_large_in_a_transaction(dynamodb: Any, text: str) -> Iterator[TooLargeInATransaction]:
+    hook = TooLargeInATransaction(text)
+    event = "before-call.dynamodb.TransactWriteItems"
+    dynamodb.meta.events.register(event, hook.before_call)
+    try:
+        yield hook
+    finally:
+        dynamodb.meta.events.unregister(event, hook.before_call)

@@ -4,19 +4,14 @@ written by a process whose cached settings are from before the retention was rai
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import boto3
 import pytest
-from botocore.awsrequest import AWSResponse
-from moto.core.botocore_stubber import MockRawResponse
 from queue_core import QueueClient
 
 from tests.conftest import TABLE, FakeClock
-from tests.core.answers import LostAnswer, attached
+from tests.core.answers import LostAnswer, attached, too_large_in_a_transaction
 
 
 def _process(clock: FakeClock) -> QueueClient:
@@ -90,46 +85,6 @@ def test_a_stale_delete_whose_answer_was_lost_after_a_later_claim_moved_its_mess
 
 
 # A reason that does not fit is dropped, whatever write carries it.
-class _TooLargeInATransaction:
-    """DynamoDB's answer to a transaction that would make an item larger than its limit: the transaction is
-    cancelled with the reason `ValidationError` for that item and `None` for the others (moto instead refuses
-    the whole request with a `ValidationException`, as it does for a single write)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.refused = 0
-
-    def before_call(self, params: dict[str, Any], **_: Any) -> Any:
-        body = params.get("body") or b"{}"
-        request = json.loads(body.decode() if isinstance(body, bytes) else body)
-        if self.text not in json.dumps(request):
-            return None
-        self.refused += 1
-        reasons = [{"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"}]
-        reasons += [{"Code": "None"}] * (len(request.get("TransactItems", [])) - 1)
-        parsed = {
-            "Error": {
-                "Code": "TransactionCanceledException",
-                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
-                f"[{', '.join(reason['Code'] for reason in reasons)}]",
-            },
-            "CancellationReasons": reasons,
-            "ResponseMetadata": {"HTTPStatusCode": 400},
-        }
-        return AWSResponse("https://dynamodb.us-east-1.amazonaws.com", 400, {}, MockRawResponse(b"")), parsed
-
-
-@contextmanager
-def _too_large_in_a_transaction(dynamodb: Any, text: str) -> Iterator[_TooLargeInATransaction]:
-    hook = _TooLargeInATransaction(text)
-    event = "before-call.dynamodb.TransactWriteItems"
-    dynamodb.meta.events.register(event, hook.before_call)
-    try:
-        yield hook
-    finally:
-        dynamodb.meta.events.unregister(event, hook.before_call)
-
-
 @pytest.mark.parametrize("held", [1, 2])
 def test_a_fifo_release_whose_reason_makes_the_item_too_large_drops_its_reasons(
     client: QueueClient, dynamodb: Any, held: int
@@ -143,7 +98,7 @@ def test_a_fifo_release_whose_reason_makes_the_item_too_large_drops_its_reasons(
     got = jobs.receive(max_messages=held)
     assert len(got) == held
     reason = "z" * 1500
-    with _too_large_in_a_transaction(dynamodb, reason) as hook:
+    with too_large_in_a_transaction(dynamodb, reason) as hook:
         jobs.release(got[0].receipt_handle, delay_seconds=0, reason=reason)
     assert hook.refused == 1
     assert jobs.get(got[0].message_id).reasons_dropped >= 1

@@ -102,11 +102,12 @@ class FifoGroups(EngineBase):
         empty_at: str = "",
         removed: int = 0,
         counted_once: str | None = None,
-        redelivered: str | None = None,
+        removed_seq: str | None = None,
+        redelivered: bool = False,
     ) -> bool:
         """Unlocks a group: out of the index when it is known to be empty (no send since `empty_at`), else
         available again at `available_at`. `removed` messages leave its count (`counted_once`: see
-        `group_writes.ack`; `redelivered`: see `group_writes.unlock`). False when the lock had
+        `group_writes.ack`; `removed_seq`, `redelivered`: see `group_writes.unlock`). False when the lock had
         passed to another claim (nothing written). The unlock leaves its token in `unlocked_by`, so a repeat of it
         (an answer lost, the SDK's retry) is known for done and never counted twice."""
         if empty_at:
@@ -117,7 +118,9 @@ class FifoGroups(EngineBase):
                 if failed.item is None or failed.item.get("tok") != token:
                     return unlocked_by(failed.item, token)
         try:
-            self.ctx.store.write(group_writes.unlock(key, token, available_at, removed, counted_once, redelivered))
+            self.ctx.store.write(
+                group_writes.unlock(key, token, available_at, removed, counted_once, removed_seq, redelivered)
+            )
         except ConditionFailed as failed:
             if counted_once and holds_group(failed.item, token) and counted_once in failed.item.get("gone", set()):
                 # The removal was counted already, by the call that made it: unlock without counting.

@@ -146,14 +146,14 @@ class FifoHeads(FifoGroups):
             if current is None or int(current["receive_count"]) != receive_count:
                 return False
             dlq = dead_letter(
-                current, ref.dlq_key(self.space), now, settings.retention_seconds, settings.max_receive_count
+                current, ref.dlq_key(self.space), now, settings.message_retention(now), settings.max_receive_count
             )
             try:
                 self.ctx.store.transact_writes(
                     [
                         leaving_for_dlq(key, current),
                         writes.store_new(dlq),
-                        group_writes.dead_lettered(group_key, token, item["sk"]),
+                        group_writes.dead_lettered(group_key, token, item["sk"], self._group_expires_at(now)),
                     ]
                 )
             except TransactionCancelled as cancelled:

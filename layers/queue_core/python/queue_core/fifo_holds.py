@@ -78,7 +78,7 @@ class FifoHolds(FifoGroups):
         elif receipt.last_seq and group_may_be_empty:
             group = group_writes.unlock_empty(key, receipt.token, int(receipt.last_seq))
         else:
-            group = group_writes.unlock(key, receipt.token, now, 1, redelivered=ref.sequence if again else None)
+            group = group_writes.unlock(key, receipt.token, now, 1, removed_seq=ref.sequence, redelivered=again)
         live = ref.live_key(self.space)
         kept = archive_writes(self.ctx, self.space, self.settings, live, receipt, now)
         return [writes.fenced_delete(live, receipt.token), group, *kept]
@@ -312,7 +312,8 @@ class FifoHolds(FifoGroups):
                 receipt.last_seq if removed else "",
                 removed,
                 counted_once,
-                ref.sequence if removed and receipt.receive_count > 1 else None,
+                ref.sequence if removed else None,
+                receipt.receive_count > 1,
             )
             if not finished and removed and (late_count or maybe_own):
                 self._count_removed(key, ref.sequence, unless_a_holder_did=not late_count)

@@ -221,10 +221,12 @@ class QueueSettings:
         lives_until = self.items_live_until
         if fresh.retention_seconds < self.retention_seconds:
             lives_until = max(lives_until, now_ms + lifetime)
+        # A raise waits for every cache, from the lowest retention a cache may hold; a wait already running goes
+        # on unchanged by other updates, and ends once the retention is no higher than what messages get now.
         retention_from, earlier_retention = self.retention_from, self.earlier_retention
-        if fresh.retention_seconds > self.message_retention(now_ms):
+        if fresh.retention_seconds > self.retention_seconds:
             retention_from, earlier_retention = now_ms + 2 * cache_ms + 20_000, self.message_retention(now_ms)
-        elif fresh.retention_seconds != self.retention_seconds:
+        elif fresh.retention_seconds <= self.message_retention(now_ms):
             retention_from, earlier_retention = 0, 0
         if fresh.retention_seconds > self.retention_seconds:
             history = tuple((shards, max(until, now_ms + lifetime)) for shards, until in history)

@@ -312,6 +312,11 @@ class StandardClaims(StandardSpace):
             except TransactionCancelled as cancelled:
                 current = read_again(cancelled)  # a late holder's release or note since the read: moved as it is
                 continue
+            except MessageTooLarge:
+                # The copy (the message, its attempts and why it moved) does not fit: it stays, past its limit,
+                # and is not delivered; the receive or sweep that met it goes on with the others.
+                logger.error("message %s cannot be moved to the DLQ: its copy is too large", ref.message_id)
+                return False
             return True
         return False
 

@@ -15,15 +15,17 @@ from .write import Key, Write, update
 # `gone` stays until the group is empty: a late removal counted after a claim or an unlock must still find it.
 # `stuck` goes with any unlock but `hold_stuck`'s: a claim got past it, or the group was emptied.
 _UNLOCK_CLEARS = "tok, acked, retry_at, stuck"
-# Where a holder records a message it took out of the count (deleted, or moved to the DLQ) that had been received
-# before its claim, so that an earlier claim's handle of it may still be out: attribute `rr{n}` holds the last such
-# sequence whose number is n modulo this many. A late delete that may have removed its message itself is checked
-# against its sequence's slot (`count_removed`); the slots are few and written over, so the record is bounded.
+# Where a holder records the message it took out of the count (deleted, or moved to the DLQ), for a late delete
+# that may have removed its message itself (`count_removed`): one that had been received before the holder's claim
+# (so an earlier claim's handle of it may still be out) in attribute `rr{n}`, the last such sequence's number that
+# is n modulo this many; one received once in `rl`, the last such. The slots are few, numbers and written over, so
+# the record stays small (a group item past 1 KB would double the write units of every send, receive and delete of
+# its group).
 _REDELIVERED_SLOTS = 16
 
 
-def _redelivered_slot(sequence: str) -> str:
-    return f"rr{int(sequence) % _REDELIVERED_SLOTS}"
+def _removal_slot(sequence: str, redelivered: bool) -> str:
+    return f"rr{int(sequence) % _REDELIVERED_SLOTS}" if redelivered else "rl"
 
 
 def append(
@@ -91,17 +93,18 @@ def unlock(
     available_at: int,
     removed: int,
     counted_once: str | None = None,
-    redelivered: str | None = None,
+    removed_seq: str | None = None,
+    redelivered: bool = False,
 ) -> Write:
-    """The claim ends: available again at `available_at`; `removed` messages leave the count (`redelivered`: the
-    one removed, when it had been received before this claim; recorded in its slot, see `_REDELIVERED_SLOTS`).
+    """The claim ends: available again at `available_at`; `removed` messages leave the count (`removed_seq`: the
+    one removed, recorded in its slot, see `_REDELIVERED_SLOTS`; `redelivered`: received before this claim).
     With `counted_once` (the sequence removed), the removal also joins `gone` and the write fails if it is there
     already (see `ack`)."""
     sets = "available_at = :at, gsi1sk = :gsk, unlocked_by = :tok"
     values = {":at": available_at, ":gsk": keys.index_sk(available_at, key["sk"]), ":tok": token, ":dec": -removed}
-    if removed and redelivered is not None:
-        sets += f", {_redelivered_slot(redelivered)} = :rr"
-        values[":rr"] = redelivered
+    if removed and removed_seq is not None:
+        sets += f", {_removal_slot(removed_seq, redelivered)} = :rr"
+        values[":rr"] = int(removed_seq)
     expression = f"SET {sets} ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
     expression, values, condition = _once(expression, values, "tok = :tok", counted_once)
     return update(key, expression, values, condition=condition)
@@ -129,7 +132,7 @@ def ack(
     redelivered: bool = False,
 ) -> Write:
     """One held message is done; with `retry_at`, only if no other held message was given back for later.
-    `redelivered`: a removed message had been received before this claim (recorded, see `_REDELIVERED_SLOTS`).
+    A removed message is recorded (`redelivered`: received before this claim; see `_REDELIVERED_SLOTS`).
     `not_last_of` (the claim's held count): only if it does not complete the done set, which `ack_last` does
     (an ack in a transaction, that cannot see the set it completes).
 
@@ -142,8 +145,9 @@ def ack(
     values: dict[str, Any] = {":seqs": {sequence}, ":seq": sequence, ":dec": -removed, ":tok": token}
     condition = "tok = :tok AND NOT contains(acked, :seq)"
     sets = []
-    if removed and redelivered:
-        sets.append(f"{_redelivered_slot(sequence)} = :seq")
+    if removed:
+        sets.append(f"{_removal_slot(sequence, redelivered)} = :rr")
+        values[":rr"] = int(sequence)
     if retry_at is not None:
         sets.append("retry_at = :at")
         condition += " AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
@@ -178,8 +182,9 @@ def ack_last(
         "AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
     )
     sets = "available_at = :at, gsi1sk = :gsk, unlocked_by = :tok"
-    if removed and redelivered:
-        sets += f", {_redelivered_slot(sequence)} = :seq"
+    if removed:
+        sets += f", {_removal_slot(sequence, redelivered)} = :rr"
+        values[":rr"] = int(sequence)
     expression = f"SET {sets} ADD msg_count :dec REMOVE {_UNLOCK_CLEARS}"
     return update(key, expression, values, condition=condition)
 
@@ -238,19 +243,19 @@ def count_removed(key: Key, sequence: str, unless_a_holder_did: bool = False) ->
 
     `unless_a_holder_did`: for a delete that found its message gone and may have removed it itself (its first
     attempt's answer lost) after its claim ended. Not when a holder recorded this very message in its slot (see
-    `_REDELIVERED_SLOTS`): a later claim received it and counted it, deleting it or moving it to the DLQ (or this
-    handle's own earlier delete did, while its claim held the group). A holder's removal of another message
-    received more than once, whose number falls in the same slot, hides that (the count is then one short until
-    the group empties); the rule never refuses a removal this call made: nobody removes a message after it is
-    gone."""
-    values = {":dec": -1, ":seqs": {sequence}, ":seq": sequence}
+    `_REDELIVERED_SLOTS`): a later claim received it and counted it, deleting it or moving it to the DLQ, or its
+    own holder's delete did, sent again by its caller once the group moved on. A holder's removal since of another
+    message whose number falls in the same slot hides that (the count is then one short until the group empties);
+    the rule never refuses a removal this call made: nobody removes a message after it is gone."""
+    values: dict[str, Any] = {":dec": -1, ":seqs": {sequence}, ":seq": sequence}
     condition = (
         "attribute_exists(pk) AND attribute_not_exists(moved) AND NOT contains(gone, :seq) "
         "AND (attribute_not_exists(counted_to) OR counted_to < :seq)"
     )
     if unless_a_holder_did:
-        slot = _redelivered_slot(sequence)
-        condition += f" AND (attribute_not_exists({slot}) OR {slot} <> :seq)"
+        for slot in (_removal_slot(sequence, True), _removal_slot(sequence, False)):
+            condition += f" AND (attribute_not_exists({slot}) OR {slot} <> :rr)"
+        values[":rr"] = int(sequence)
     return update(key, "ADD msg_count :dec, gone :seqs", values, condition=condition)
 
 
@@ -261,10 +266,13 @@ def counted(group_item: dict[str, Any] | None, sequence: str) -> bool:
     return sequence in group_item.get("gone", set()) or str(group_item.get("counted_to", "")) >= sequence
 
 
-def dead_lettered(key: Key, token: str, sequence: str) -> Write:
-    """The holder's head went to the DLQ (in the transaction that moves it)."""
-    values = {":dec": -1, ":tok": token, ":rr": sequence}
-    return update(key, f"SET {_redelivered_slot(sequence)} = :rr ADD msg_count :dec", values, condition="tok = :tok")
+def dead_lettered(key: Key, token: str, sequence: str, expires_at: int) -> Write:
+    """The holder's head went to the DLQ (in the transaction that moves it). The group item lives at least as
+    long as the copy (`expires_at`, as a send writes it): the copy's key is the group's and the sequence's, and a
+    group started again once its item expired would hand out that sequence again."""
+    values = {":dec": -1, ":tok": token, ":rr": int(sequence), ":gexp": expires_at}
+    expression = f"SET {_removal_slot(sequence, True)} = :rr, expires_at = :gexp ADD msg_count :dec"
+    return update(key, expression, values, condition="tok = :tok")
 
 
 def empty(key: Key, last_seq: int) -> Write:

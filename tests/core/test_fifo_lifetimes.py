@@ -1,0 +1,85 @@
+"""FIFO lifetimes across a change of retention: a DLQ copy keyed by its group and sequence must never outlive
+the group item that fences the group's sequence, or a group started again after that item expired reuses a
+sequence whose DLQ key is taken; and a raised retention applies once every process's cache has it
+(`retention_from`), a wait that an update of anything else meanwhile must not start again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from queue_core import QueueClient, limits
+from queue_core.settings import QueueSettings
+
+from tests.conftest import TABLE, FakeClock
+from tests.reliability.truth import TableTruth
+
+
+def _items(dynamodb: Any, prefix: str) -> list[dict[str, Any]]:
+    return [item for item in dynamodb.scan(TableName=TABLE)["Items"] if item["pk"]["S"].startswith(prefix)]
+
+
+def test_a_dlq_copy_made_after_a_raised_retention_never_outlives_its_group_item(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A message is sent under an hour's retention, the retention is raised to 14 days, and the message then
+    reaches its receive limit: its DLQ copy is kept 14 days from its move, while the group item, last written by
+    the send, lives two hours and a dedup window. Once TTL deletes the group item, the next send starts the group
+    again at sequence 1, and that message's move to the DLQ meets the first copy's key: it can be neither
+    delivered nor moved, and holds its group."""
+    client.create_queue("raised-dlq.fifo", retention_seconds=3_600, visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue("raised-dlq.fifo", "c")
+    jobs.send("m1", group_id="g")
+    client.update_queue("raised-dlq.fifo", retention_seconds=14 * 86_400)
+    clock.advance(60)  # every process's cache has the raised retention
+    jobs = client.queue("raised-dlq.fifo", "c")
+    assert [message.body for message in jobs.receive()] == ["m1"]
+    clock.advance(31)
+    assert jobs.receive() == []  # m1 past its receive limit: moved to the DLQ
+    assert [dead.message.body for dead in jobs.dlq_read()] == ["m1"]
+    groups = _items(dynamodb, "F#raised-dlq.fifo#")
+    copies = _items(dynamodb, "D#raised-dlq.fifo#")
+    longest_copy = max((int(item["expires_at"]["N"]) for item in copies), default=0)
+    # The invariant: the group item lives at least as long as any DLQ copy of its messages.
+    assert all(int(group["expires_at"]["N"]) >= longest_copy for group in groups), (groups, copies)
+
+
+def test_a_group_started_again_after_its_item_expired_moves_its_messages_to_the_dlq(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """The consequence of the copy outliving the group item: after TTL, a new message of the group, past its
+    receive limit, must still reach the DLQ (and the group go on)."""
+    client.create_queue("raised-dlq2.fifo", retention_seconds=3_600, visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue("raised-dlq2.fifo", "c")
+    jobs.send("m1", group_id="g")
+    client.update_queue("raised-dlq2.fifo", retention_seconds=14 * 86_400)
+    clock.advance(60)
+    jobs = client.queue("raised-dlq2.fifo", "c")
+    assert [message.body for message in jobs.receive()] == ["m1"]
+    clock.advance(31)
+    assert jobs.receive() == []
+    clock.advance(2 * 3_600 + limits.MAX_DEDUP_WINDOW_SECONDS + 60)
+    TableTruth(TABLE).expire(int(clock() * 1000))  # what DynamoDB's TTL would have deleted by now
+    jobs = client.queue("raised-dlq2.fifo", "c")
+    jobs.send("m2", group_id="g")
+    jobs.send("m3", group_id="g")
+    assert [message.body for message in jobs.receive()] == ["m2"]
+    clock.advance(31)
+    got = jobs.receive()
+    assert jobs.stats().stuck == 0  # m2 found its DLQ key taken by m1's copy: neither delivered nor moved
+    assert [message.body for message in got] == ["m3"]  # m2 moved to the DLQ, the group went on
+    assert sorted(dead.message.body for dead in jobs.dlq_read()) == ["m1", "m2"]
+
+
+_CACHE_MS = int(limits.SETTINGS_CACHE_SECONDS * 1000)
+
+
+def test_an_update_of_another_setting_during_the_wait_does_not_put_the_raised_retention_off() -> None:
+    """Raised at T (in force from T + 40 s); the visibility timeout changed at T + 30 s, the retention as it is.
+    Every process's cache had the raised retention by T + 40 s already; at T + 45 s a message still gets the old
+    one, and an update every half minute (a script, an automatic shard change) would keep it off for good."""
+    start = 1_000_000
+    settings = QueueSettings.validated("w.fifo", 0, fifo=True, retention_seconds=3_600)
+    raised = settings.updated(start, _CACHE_MS, retention_seconds=86_400)
+    assert raised.message_retention(start + 41_000) == 86_400
+    touched = raised.updated(start + 30_000, _CACHE_MS, visibility_timeout=60)
+    assert touched.message_retention(start + 45_000) == 86_400

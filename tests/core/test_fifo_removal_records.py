@@ -1,0 +1,63 @@
+"""A holder's removals recorded on the group item (`rr` slots, `rl`) through every path, counted once: a delete
+repeated after a lost answer while its claim holds the group, of one message or one of several, a transactional
+ack, and a holder's own delete sent again by its caller after the group moved on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from queue_core import QueueClient
+
+from tests.conftest import FakeClock
+from tests.core.answers import LostAnswer, attached
+
+
+def _in_the_group(jobs: Any) -> int:
+    stats = jobs.stats()
+    return stats.visible + stats.in_flight + stats.delayed
+
+
+@pytest.mark.parametrize("held", [1, 2])
+@pytest.mark.parametrize("how", ["lost answer", "transaction"])
+def test_a_redelivered_message_deleted_by_its_holder_is_counted_once(
+    client: QueueClient, dynamodb: Any, clock: FakeClock, held: int, how: str
+) -> None:
+    client.create_queue("again.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("again.fifo", "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
+    got = jobs.receive(max_messages=held)
+    clock.advance(31)
+    got = jobs.receive(max_messages=held)
+    assert [message.receive_count for message in got] == [2] * held
+    for message in got:
+        if how == "lost answer":
+            with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
+                jobs.delete(message.receipt_handle)
+            assert lost.lost == 1
+        else:
+            client.transact(list(jobs.delete_transact_items(message.receipt_handle)))
+    assert _in_the_group(jobs) == 3 - held
+    assert [message.body for message in jobs.receive(max_messages=10)] == ["a", "b", "c"][held:]
+
+
+def test_a_delete_repeated_by_its_caller_whose_answer_was_lost_after_the_group_moved_on_counts_nothing(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A holder deletes its message (received once) and the group is counted down; its caller, whose answer was
+    lost on the way back, sends the same delete again after another claim took the group, and that repeat's
+    answer is lost too (the SDK sends it twice). Nothing was removed by the repeat: it must count nothing, or
+    `stats` says the group is empty while its next message is held."""
+    client.create_queue("twice.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("twice.fifo", "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b")])
+    (first,) = jobs.receive(max_messages=1)
+    assert first.receive_count == 1
+    jobs.delete(first.receipt_handle)
+    (second,) = jobs.receive(max_messages=1)
+    assert second.body == "b"
+    assert _in_the_group(jobs) == 1
+    with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
+        jobs.delete(first.receipt_handle)
+    assert lost.lost == 1
+    assert _in_the_group(jobs) == 1
