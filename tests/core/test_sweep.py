@@ -11,7 +11,7 @@ from queue_core import QueueClient, limits
 from queue_core.models import SweepReport
 
 from tests.conftest import TABLE, FakeClock
-from tests.core.answers import Interleave, attached
+from tests.core.answers import Interleave, Refused, attached, refused
 from tests.dynamo_calls import CallCounter
 
 
@@ -294,3 +294,22 @@ def test_a_standard_sub_queues_depth_comes_from_the_sweeps_own_reads(
     assert len([pk for pk in partitions if pk.startswith("D#once#c#")]) == 1, partitions
     assert _depth_of(report, "once", "c") == queue.stats().to_dict()
     assert (queue.stats().visible, queue.stats().dlq) == (1, 1)
+
+
+def test_a_sub_queue_whose_sweep_fails_for_its_own_data_leaves_the_others_swept(
+    client: QueueClient, clock: FakeClock
+) -> None:
+    """DynamoDB refuses one sub-queue's DLQ read (not a throttle: an error the sweep cannot retry away). The pass
+    goes on with every other queue, counts the failure, and keeps the queue's old layouts (not swept whole)."""
+    client.create_queue("bad", visibility_timeout=30)
+    client.create_queue("other", retention_seconds=60)
+    client.queue("bad", "c").send("m")
+    other = client.queue("other", "c")
+    other.send("old")
+    clock.advance(61)  # "old" expired: the sweep deletes it
+    dlq_read = Refused("Query", lambda body: "D#bad#" in json.dumps(body), "ValidationException", "refused")
+    with refused(client.dynamodb, dlq_read):
+        report = client.sweep()
+    assert dlq_read.refused >= 1
+    assert report.failures >= 1
+    assert other.stats().visible == 0 and report.expired_deleted >= 1

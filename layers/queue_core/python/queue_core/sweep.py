@@ -151,6 +151,13 @@ class Sweeper:
                     except Throttled:
                         _failed(report, "/".join(position))
                         missed = True
+                    except QueueNotFound:
+                        raise
+                    except QueueError as error:
+                        # What one sub-queue holds must not stop the pass of every other, pass after pass.
+                        report.failures += 1
+                        logger.error("sweep of %s failed: %s", "/".join(position), error.message)
+                        missed = True
                     self._find_orphans(sub, report)
                     report.cursor = "/".join(position)
             except QueueNotFound:
