@@ -300,8 +300,8 @@ class FifoHolds(FifoGroups):
         `gone` (`counted_once`), never both; after the lock passed on, it counts nothing, unless the SDK sent the
         delete more than once (`maybe_own`): its first attempt, whose answer was lost, is then most likely what
         removed the message, and nobody else counted it. It counts through `gone`, so once with any removal
-        counted there (another late delete, an expiry), and not when the removal a holder made last was this
-        message by a holder's record (a later claim received it and counted it: see `group_writes.count_removed`)."""
+        counted there (another late delete, an expiry), and not when a holder's record names this message (a later
+        claim received it and counted it, or this handle's own delete did: see `group_writes.count_removed`)."""
         key = self._group_key(ref.group or "", receipt.group_shard)
         counted_once = ref.sequence if removed and not late_count else None
         if receipt.held <= 1:
