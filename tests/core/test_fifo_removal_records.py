@@ -61,3 +61,47 @@ def test_a_delete_repeated_by_its_caller_whose_answer_was_lost_after_the_group_m
         jobs.delete(first.receipt_handle)
     assert lost.lost == 1
     assert _in_the_group(jobs) == 1
+
+
+def test_a_delete_repeated_by_its_caller_after_the_next_message_was_deleted_counts_nothing(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """As above, but the claim that took the group after the first delete deleted its own message (received once)
+    before the repeat came: that removal is recorded in the same single slot (`rl`) and writes over the first
+    one's record. The repeat, sent twice by the SDK, then takes "a" out of the count a second time: `stats` says
+    the group is empty while "c" waits in it. One `rl` per group is written over by every removal of a message
+    received once, so the record of a delete lasts only until the group's next delete."""
+    client.create_queue("twice.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("twice.fifo", "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
+    (first,) = jobs.receive(max_messages=1)
+    assert first.receive_count == 1
+    jobs.delete(first.receipt_handle)
+    (second,) = jobs.receive(max_messages=1)
+    assert (second.body, second.receive_count) == ("b", 1)
+    jobs.delete(second.receipt_handle)
+    assert _in_the_group(jobs) == 1
+    with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
+        jobs.delete(first.receipt_handle)
+    assert lost.lost == 1
+    assert _in_the_group(jobs) == 1
+
+
+def test_a_parked_message_deleted_by_a_delete_whose_answer_was_lost_is_counted(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """A holder of two messages gives one back at once (parked: acked, still deletable by its handle), then
+    deletes it; the delete's answer is lost and the SDK's retry finds the message gone. The first attempt removed
+    it, and nobody else counted it: the retry's ack finds the sequence in `acked` (from the park) and takes that
+    for its own ack applied before, so the removal is never counted and the group's count stays one too high."""
+    client.create_queue("parked.fifo", fifo=True, visibility_timeout=30)
+    jobs = client.queue("parked.fifo", "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
+    first, second = jobs.receive(max_messages=2)
+    jobs.change_visibility(first.receipt_handle, 0)
+    with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
+        jobs.delete(first.receipt_handle)
+    assert lost.lost == 1
+    jobs.delete(second.receipt_handle)
+    assert _in_the_group(jobs) == 1
+    assert [message.body for message in jobs.receive(max_messages=10)] == ["c"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from queue_core import QueueClient
+from queue_core import MessageTooLarge, QueueClient
 
 from tests.conftest import FakeClock
 from tests.core.answers import too_large_in_a_transaction
@@ -50,3 +50,14 @@ def test_a_sweep_that_meets_a_message_whose_dlq_copy_is_too_large_sweeps_the_res
         client.sweep()
     assert hook.refused >= 1
     assert other.stats().visible == 0
+
+
+def test_an_operator_move_of_a_message_whose_dlq_copy_is_too_large_says_so(client: QueueClient, dynamodb: Any) -> None:
+    """`move_to_dlq` by id of a visible message whose copy DynamoDB refuses for its size says so, not "the message
+    is in flight; move it when it is visible again" (the operator would wait and try again, for ever)."""
+    client.create_queue("big", visibility_timeout=30)
+    jobs = client.queue("big", "c")
+    sent = jobs.send("huge-one")
+    with too_large_in_a_transaction(dynamodb, "huge-one") as hook, pytest.raises(MessageTooLarge):
+        jobs.move_to_dlq(sent.message_id)
+    assert hook.refused == 1

@@ -345,7 +345,12 @@ class FifoHolds(FifoGroups):
                     return
                 assert old is not None
                 if ref.sequence in old.get("acked", set()):
-                    group = old  # applied before, its answer lost
+                    # Applied before, its answer lost; or acked by its holder's park, which counted nothing: a
+                    # delete that may have removed the message itself counts it then, unless a record says a
+                    # holder's removal did (this handle's earlier delete, or this ack's own first attempt).
+                    if removed and maybe_own:
+                        self._count_removed(key, ref.sequence, unless_a_holder_did=True)
+                    group = old
                     break
                 if once and ref.sequence in old.get("gone", set()):
                     attempts = [(retry_at, 0), (None, 0)]  # counted by the call that removed it

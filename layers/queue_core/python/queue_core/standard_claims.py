@@ -281,8 +281,11 @@ class StandardClaims(StandardSpace):
         old: Item | None = None,
         held: bool = False,
         why: str | None = None,
+        too_large_raises: bool = False,
     ) -> bool:
-        """Atomically: the message leaves the queue and enters the DLQ, or neither happens. Reads the message
+        """Atomically: the message leaves the queue and enters the DLQ, or neither happens. A copy too large to
+        store leaves the message where it is (False, logged), or raises `MessageTooLarge` (`too_large_raises`: an
+        operator's move, told why). Reads the message
         only when the caller does not have it (the index holds no body). A `held` message is the caller's own
         claim (`receive_count` is the claim's), moved while it is in flight, its attempt ended by `why`. The copy
         carries the message's attempts and why it moved (`reasons`): when the holder of its last attempt, whose
@@ -313,6 +316,8 @@ class StandardClaims(StandardSpace):
                 current = read_again(cancelled)  # a late holder's release or note since the read: moved as it is
                 continue
             except MessageTooLarge:
+                if too_large_raises:
+                    raise
                 # The copy (the message, its attempts and why it moved) does not fit: it stays, past its limit,
                 # and is not delivered; the receive or sweep that met it goes on with the others.
                 logger.error("message %s cannot be moved to the DLQ: its copy is too large", ref.message_id)
@@ -325,6 +330,8 @@ class StandardClaims(StandardSpace):
         item = self.ctx.store.get(key)
         if item is None or is_expired(item, now):
             raise MessageNotFound(f"message {ref.message_id!r} not found")
-        if not self._to_dlq(key, int(item["receive_count"]), now, item, why="moved by an operator"):
+        if not self._to_dlq(
+            key, int(item["receive_count"]), now, item, why="moved by an operator", too_large_raises=True
+        ):
             raise ValidationError("the message is in flight; move it when it is visible again")
         return True

@@ -18,14 +18,16 @@ _UNLOCK_CLEARS = "tok, acked, retry_at, stuck"
 # Where a holder records the message it took out of the count (deleted, or moved to the DLQ), for a late delete
 # that may have removed its message itself (`count_removed`): one that had been received before the holder's claim
 # (so an earlier claim's handle of it may still be out) in attribute `rr{n}`, the last such sequence's number that
-# is n modulo this many; one received once in `rl`, the last such. The slots are few, numbers and written over, so
-# the record stays small (a group item past 1 KB would double the write units of every send, receive and delete of
-# its group).
+# is n modulo `_REDELIVERED_SLOTS`; one received once in `rl{n}`, modulo `_ONCE_SLOTS` (its own holder's delete,
+# sent again by a caller, comes soon after). The slots are few, numbers and written over, so the record stays small
+# (a group item past 1 KB would double the write units of every send, receive and delete of its group).
 _REDELIVERED_SLOTS = 16
+_ONCE_SLOTS = 4
 
 
 def _removal_slot(sequence: str, redelivered: bool) -> str:
-    return f"rr{int(sequence) % _REDELIVERED_SLOTS}" if redelivered else "rl"
+    number = int(sequence)
+    return f"rr{number % _REDELIVERED_SLOTS}" if redelivered else f"rl{number % _ONCE_SLOTS}"
 
 
 def append(
