@@ -19,6 +19,7 @@ import hmac
 import json
 import mimetypes
 import secrets
+import signal
 import sys
 import threading
 import time
@@ -260,6 +261,9 @@ def serve(
 ) -> None:
     """Serves until Ctrl-C, after printing the URL (with its secret) once. `--open` hands the browser a private
     file that leads to the URL, never the URL itself: a command line is visible to every local user."""
+    # Python leaves Ctrl-C ignored when the process started with it ignored (a background job of a shell without
+    # job control, a test runner's worker): the console would then never stop on it, as `dq local` would not.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     console = ConsoleServer(target, port, metrics=metrics, no_metrics=no_metrics).start()
     sys.stdout.write(f"dq console: {target.name}\nOpen {console.url}\nCtrl-C stops.\n")
     if metrics is not None:

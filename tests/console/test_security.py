@@ -148,7 +148,10 @@ def test_dq_console_prints_its_url_and_targets_what_dq_targets() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "dq.cli", "--endpoint", "http://127.0.0.1:1", "console", "--port", str(port)]
-    process = subprocess.Popen([*command, "--api", NOWHERE], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    # Started with Ctrl-C ignored, as a background job of a CI shell starts it: it must stop on it all the same.
+    process = subprocess.Popen(
+        [*command, "--api", NOWHERE], cwd=REPO, stdout=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_ignored
+    )
     try:
         assert process.stdout is not None
         lines = [process.stdout.readline() for _ in range(2)]
@@ -258,3 +261,7 @@ def test_the_archive_and_replay_routes_refuse_bad_numbers_before_asking_the_api(
         raw = json.dumps({"replay_id": "r", "seconds": seconds}).encode()
         status, _, body = request(console, "POST", "/api/queues/q/clients/c/replays/run", headers, raw)
         assert status == 400 and b"seconds" in body, seconds
+
+
+def _ctrl_c_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
