@@ -85,11 +85,14 @@ class FifoHolds(FifoGroups):
 
     def _last_ack(self, key: dict[str, str], receipt: Receipt, sequence: str, now: int) -> Write | None:
         """The ack and the unlock in one write when this delete completes the claim's done set, as the group reads
-        now (one read; the transaction is built again if another ack or give-back changes it before the commit)."""
+        now (one read; the transaction is built again if another ack or give-back changes it before the commit). A
+        message its holder parked is acked already: its delete counts it instead (`count_parked`)."""
         group = self.ctx.store.get(key)
         if not holds_group(group, receipt.token):
             return None
         assert group is not None
+        if sequence in group.get("parked", set()):
+            return group_writes.count_parked(key, receipt.token, sequence)
         acked = set(group.get("acked", set()))
         if sequence in acked or len(acked) < receipt.held - 1:
             return None
@@ -200,7 +203,15 @@ class FifoHolds(FifoGroups):
             else:
                 later = int(group.get("retry_at", 0)) > available_at
                 retry_at = None if later else available_at
-                ack = group_writes.ack(key, receipt.token, ref.sequence, 0, retry_at, not_last_of=receipt.held)
+                ack = group_writes.ack(
+                    key,
+                    receipt.token,
+                    ref.sequence,
+                    0,
+                    retry_at,
+                    not_last_of=receipt.held,
+                    parked=message.update == writes.PARK,
+                )
                 unlocks_at = None
             try:
                 self.ctx.store.transact_writes([message, ack])
@@ -345,11 +356,12 @@ class FifoHolds(FifoGroups):
                     return
                 assert old is not None
                 if ref.sequence in old.get("acked", set()):
-                    # Applied before, its answer lost; or acked by its holder's park, which counted nothing: a
-                    # delete that may have removed the message itself counts it then, unless a record says a
-                    # holder's removal did (this handle's earlier delete, or this ack's own first attempt).
-                    if removed and maybe_own:
-                        self._count_removed(key, ref.sequence, unless_a_holder_did=True)
+                    # Applied before, its answer lost (counted then); or acked by its holder's park (`parked`),
+                    # which counted nothing: a delete that may have removed the message itself counts it then,
+                    # through `gone`, so once with the delete that removed it. Not by the removal records: the
+                    # claim's later deletes write over them (a slot is the sequence modulo a few).
+                    if removed and maybe_own and ref.sequence in old.get("parked", set()):
+                        self._count_removed(key, ref.sequence)
                     group = old
                     break
                 if once and ref.sequence in old.get("gone", set()):

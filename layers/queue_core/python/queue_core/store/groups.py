@@ -14,7 +14,7 @@ from .write import Key, Write, update
 
 # `gone` stays until the group is empty: a late removal counted after a claim or an unlock must still find it.
 # `stuck` goes with any unlock but `hold_stuck`'s: a claim got past it, or the group was emptied.
-_UNLOCK_CLEARS = "tok, acked, retry_at, stuck"
+_UNLOCK_CLEARS = "tok, acked, parked, retry_at, stuck"
 # Where a holder records the message it took out of the count (deleted, or moved to the DLQ), for a late delete
 # that may have removed its message itself (`count_removed`): one that had been received before the holder's claim
 # (so an earlier claim's handle of it may still be out) in attribute `rr{n}`, the last such sequence's number that
@@ -82,7 +82,7 @@ def move_away(key: Key, last_seq: int, expires_at: int) -> Write:
 
 def lock(key: Key, token: str, until: int, now: int) -> Write:
     """An available group is locked by a claim until `until`."""
-    expression = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked, changed"
+    expression = "SET available_at = :until, gsi1sk = :gsk, tok = :tok REMOVE retry_at, acked, parked, changed"
     values = {":until": until, ":gsk": keys.index_sk(until, key["sk"]), ":tok": token, ":now": now}
     return update(
         key, expression, values, condition="available_at <= :now AND attribute_exists(gsi1sk)", returns="ALL_NEW"
@@ -132,9 +132,12 @@ def ack(
     counted_once: bool = False,
     not_last_of: int | None = None,
     redelivered: bool = False,
+    parked: bool = False,
 ) -> Write:
     """One held message is done; with `retry_at`, only if no other held message was given back for later.
-    A removed message is recorded (`redelivered`: received before this claim; see `_REDELIVERED_SLOTS`).
+    A removed message is recorded (`redelivered`: received before this claim; see `_REDELIVERED_SLOTS`). A
+    `parked` one (given back by its holder, still deletable by its handle) joins `parked` too, which the claim's
+    end clears with `acked`: its delete, which the ack no longer counts, knows it from the claim's own removals.
     `not_last_of` (the claim's held count): only if it does not complete the done set, which `ack_last` does
     (an ack in a transaction, that cannot see the set it completes).
 
@@ -154,7 +157,8 @@ def ack(
         sets.append("retry_at = :at")
         condition += " AND (attribute_not_exists(retry_at) OR retry_at <= :at)"
         values[":at"] = retry_at
-    expression = "ADD acked :seqs, msg_count :dec" + (f" SET {', '.join(sets)}" if sets else "")
+    adds = "ADD acked :seqs, parked :seqs, msg_count :dec" if parked else "ADD acked :seqs, msg_count :dec"
+    expression = adds + (f" SET {', '.join(sets)}" if sets else "")
     if not_last_of is not None:
         condition += " AND (attribute_not_exists(acked) OR size(acked) < :others)"
         values[":others"] = not_last_of - 1
@@ -191,6 +195,14 @@ def ack_last(
     return update(key, expression, values, condition=condition)
 
 
+def count_parked(key: Key, token: str, sequence: str) -> Write:
+    """A message its holder parked (acked then, counting nothing) is deleted by its handle in a transaction, while
+    the claim still holds the group: counted now, through `gone`, as a plain delete of it counts it."""
+    values = {":dec": -1, ":seqs": {sequence}, ":seq": sequence, ":tok": token}
+    condition = "tok = :tok AND contains(parked, :seq) AND NOT contains(gone, :seq)"
+    return update(key, "ADD msg_count :dec, gone :seqs", values, condition=condition)
+
+
 def _once(
     expression: str, values: dict[str, Any], condition: str, sequence: str | None
 ) -> tuple[str, dict[str, Any], str]:
@@ -205,7 +217,9 @@ def _once(
 def hold_stuck(key: Key, token: str, sequence: str, retry_at: int) -> Write:
     """The claim ends at a head that can be neither delivered nor moved to the DLQ: the group stays behind it,
     available again at `retry_at` (for another try), and says which message holds it (`stuck`)."""
-    expression = "SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok, stuck = :seq REMOVE tok, acked, retry_at"
+    expression = (
+        "SET available_at = :at, gsi1sk = :gsk, unlocked_by = :tok, stuck = :seq REMOVE tok, acked, parked, retry_at"
+    )
     values = {":at": retry_at, ":gsk": keys.index_sk(retry_at, key["sk"]), ":tok": token, ":seq": sequence}
     return update(key, expression, values, condition="tok = :tok")
 
