@@ -1,6 +1,6 @@
 """Deletes of one of several held messages, repeated by their caller and the SDK, and of parked messages (plain,
-repeated, racing the claim's unlock, in the caller's transaction): each removal counted once. The record of a
-delete (`rl{n}`) must outlast the claim's other removals, or a repeat counts the message again."""
+repeated, racing the claim's unlock, in the caller's transaction): each removal counted once. A repeat within
+the claim must not rely on the removal records (`rl{n}`), which the claim's other removals write over."""
 
 from __future__ import annotations
 
