@@ -28,8 +28,6 @@ logger = logging.getLogger("queue_core")
 _PASSED: Final = ("None", "")
 # Reads and tries of a settle whose group keeps changing under it (the claim's other messages settled meanwhile).
 _SETTLE_TRIES: Final = 5
-# A transaction's code for an action whose item would pass DynamoDB's size limit.
-_TOO_LARGE: Final = "ValidationError"
 
 
 class FifoHolds(FifoGroups):
@@ -238,7 +236,7 @@ class FifoHolds(FifoGroups):
             self.ctx.store.transact_writes([give_back, unlock])
         except TransactionCancelled as cancelled:
             (message_code, old_message), _ = cancelled.reasons
-            if message_code == _TOO_LARGE or (message_code != "None" and no_room(old_message, receipt.token)):
+            if message_code != "None" and no_room(old_message, receipt.token):
                 raise MessageTooLarge("the message and its reason are too large to store") from None
             if message_code not in _PASSED and old_message is None:
                 raise MessageNotFound("the message no longer exists (deleted or expired)") from None
@@ -253,7 +251,7 @@ class FifoHolds(FifoGroups):
         group (raised); the ack done before (True: a repeat, or a message parked before, or a park repeated once
         the claim had ended); or else the group changed since it was read (False: read it again)."""
         (message_code, old_message), (_, group) = cancelled.reasons
-        if message_code == _TOO_LARGE or (message_code != "None" and no_room(old_message, receipt.token)):
+        if message_code != "None" and no_room(old_message, receipt.token):
             raise MessageTooLarge("the message and its reason are too large to store") from None
         if message_code not in _PASSED:
             if old_message is None:
