@@ -1,15 +1,18 @@
 """A move to the DLQ that DynamoDB cancels for an item's size (`MessageTooLarge` from a transaction since the
-cancellation reason is read): whoever meets it must not fail for everything else it was doing."""
+cancellation reason is read): whoever meets it must not fail for everything else it was doing. Such a message is
+held out of sight and reported as stuck, tried again every `STUCK_RETRY_SECONDS` (a FIFO head holds its group
+that long), until it is cancelled or expires."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from queue_core import MessageTooLarge, QueueClient
+from queue_core import MessageTooLarge, QueueClient, limits
+from queue_core.models import QueueStats
 
 from tests.conftest import FakeClock
-from tests.core.answers import too_large_in_a_transaction
+from tests.core.answers import Interleave, LostAnswer, attached, expression_has, too_large_in_a_transaction
 
 
 @pytest.mark.parametrize("name", ["big", "big.fifo"])
@@ -61,3 +64,82 @@ def test_an_operator_move_of_a_message_whose_dlq_copy_is_too_large_says_so(clien
     with too_large_in_a_transaction(dynamodb, "huge-one") as hook, pytest.raises(MessageTooLarge):
         jobs.move_to_dlq(sent.message_id)
     assert hook.refused == 1
+
+
+def _past_their_limit(client: QueueClient, clock: FakeClock, count: int) -> Any:
+    """`count` standard messages past their receive limit (received once, `max_receive_count` 1, visible again)
+    ahead of "small", received never."""
+    client.create_queue("big", visibility_timeout=30, max_receive_count=1)
+    jobs = client.queue("big", "c")
+    for n in range(count):
+        jobs.send(f"huge-{n}")
+    assert len(jobs.receive(max_messages=10)) == count
+    clock.advance(31)
+    jobs.send("small")
+    return jobs
+
+
+def test_standard_messages_whose_dlq_copy_is_too_large_leave_the_front_of_the_shard(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """Three of them ahead of "small": a receive of one message reads one entry a round for three rounds and meets
+    only them. Left visible, they hid "small" from every receive until they expired; held out of sight, the next
+    receive hands it out."""
+    jobs = _past_their_limit(client, clock, 3)
+    with too_large_in_a_transaction(dynamodb, "huge-") as hook:
+        first = jobs.receive(max_messages=1)
+        second = jobs.receive(max_messages=1)
+    assert hook.refused == 3
+    assert [message.body for message in first + second] == ["small"]
+
+
+def test_a_standard_message_whose_dlq_copy_is_too_large_is_tried_again_after_a_while_and_reported_stuck(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """One refused transaction, not one at every receive that meets it; counted in `stats` (delayed, and stuck)
+    and by the sweep, as a stuck FIFO head is; tried again `STUCK_RETRY_SECONDS` later, and moved once the copy
+    fits."""
+    jobs = _past_their_limit(client, clock, 1)
+    with too_large_in_a_transaction(dynamodb, "huge-") as hook:
+        assert [message.body for message in jobs.receive(max_messages=10)] == ["small"]
+        clock.advance(31)  # "small" is visible again: it goes on being received
+        for _ in range(3):
+            jobs.receive(max_messages=10)
+        swept = client.sweep()
+    assert hook.refused == 1
+    assert jobs.stats().stuck == 1
+    assert jobs.stats().delayed == 1
+    assert [depth.get("stuck") for depth in swept.depths if depth["queue"] == "big"] == [1]
+    clock.advance(limits.STUCK_RETRY_SECONDS + 1)
+    with too_large_in_a_transaction(dynamodb, "huge-") as hook:
+        jobs.receive(max_messages=10)
+    assert hook.refused == 1
+    assert jobs.stats().stuck == 1
+    clock.advance(limits.STUCK_RETRY_SECONDS + 1)
+    jobs.receive(max_messages=10)  # the copy fits now: moved ("small", past its limit too, went before)
+    assert jobs.stats().stuck == 0
+    assert sorted(letter.message.body for letter in jobs.dlq_receive(10)) == ["huge-0", "small"]
+
+
+def test_a_hold_whose_answer_was_lost_is_taken_for_done_and_one_cancelled_meanwhile_is_left_alone(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """The SDK repeats a hold whose answer was lost: its condition fails on the hold itself, which the mover takes
+    for its own (the message is stuck, the receive answers the rest). An operator who cancels the message between
+    the move's refusal and the hold leaves the hold nothing to hold: nothing is raised, nothing comes back."""
+    jobs = _past_their_limit(client, clock, 1)
+    lost = LostAnswer("UpdateItem", expression_has("in_flight = :zero"))
+    with too_large_in_a_transaction(dynamodb, "huge-"), attached(dynamodb, lost):
+        assert [message.body for message in jobs.receive(max_messages=10)] == ["small"]
+    assert lost.lost == 1
+    assert jobs.stats().stuck == 1
+
+    other = client.queue("big", "d")
+    huge = other.send("huge-x")
+    assert len(other.receive(max_messages=10)) == 1
+    clock.advance(31)
+    cancel = Interleave("UpdateItem", lambda: other.cancel(huge.message_id), expression_has("in_flight = :zero"))
+    with too_large_in_a_transaction(dynamodb, "huge-"), attached(dynamodb, cancel):
+        assert other.receive(max_messages=10) == []
+    assert cancel.done
+    assert other.stats() == QueueStats()

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-from . import keys
+from . import keys, limits
 from .errors import MessageBodyMissing, MessageNotFound, QueueError, Throttled, ValidationError
 from .fifo_groups import FifoGroups, unlocked_by
 from .keys import MessageRef
@@ -23,7 +23,7 @@ from .store import messages as writes
 
 logger = logging.getLogger("queue_core")
 # How long a group waits behind a head that can be neither delivered nor moved to the DLQ before a claim tries again.
-STUCK_RETRY_SECONDS: Final = 300
+STUCK_RETRY_SECONDS: Final = limits.STUCK_RETRY_SECONDS
 
 
 class FifoHeads(FifoGroups):

@@ -90,6 +90,10 @@ DAY_SECONDS: Final = 86_400
 OBJECT_LIFETIME_SECONDS: Final = 2 * MAX_RETENTION_SECONDS + DAY_SECONDS
 MAX_DEDUP_WINDOW_SECONDS: Final = 86_400
 MAX_PEEK: Final = 100
+# How long a message that can be neither delivered nor moved to the DLQ (its copy too large) stays out of sight
+# before a receive or the sweep tries the move again: a FIFO head holds its group that long, a standard message
+# leaves the shard's front instead of costing every receive that meets it a refused transaction.
+STUCK_RETRY_SECONDS: Final = 300
 # The most messages one redrive (or one move of dead letters) counts out when asked for a number of them.
 MAX_REDRIVE: Final = 1_000_000
 # One browse call (`SubQueue.browse`) reads at most this many items in at most this many Queries, whatever its

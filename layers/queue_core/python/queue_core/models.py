@@ -125,8 +125,9 @@ class QueueStats(_Json):
     # Visible, in-flight and delayed counts of each priority that has messages ("0"-"9"); in `to_dict()` only
     # when a priority above 0 is among them, so a queue that uses none answers as it always did.
     by_priority: dict[str, dict[str, int]] = field(default_factory=dict)
-    # FIFO messages that can be neither delivered nor moved to the DLQ, each holding its group until an operator
-    # cancels it; in `to_dict()` only when there are any.
+    # Messages that can be neither delivered nor moved to the DLQ (their copy too large), out of sight and tried
+    # again now and then until cancelled or expired (a FIFO one holds its group; counted in `delayed` too); in
+    # `to_dict()` only when there are any.
     stuck: int = 0
 
     def to_dict(self) -> dict[str, Any]:

@@ -318,12 +318,34 @@ class StandardClaims(StandardSpace):
             except MessageTooLarge:
                 if too_large_raises:
                     raise
-                # The copy (the message, its attempts and why it moved) does not fit: it stays, past its limit,
-                # and is not delivered; the receive or sweep that met it goes on with the others.
-                logger.error("message %s cannot be moved to the DLQ: its copy is too large", ref.message_id)
+                if not held:
+                    self._hold_stuck(key, current, now)
                 return False
             return True
         return False
+
+    def _hold_stuck(self, key: dict[str, str], item: Item, now: int) -> None:
+        """A message past its receive limit whose DLQ copy (the message, its attempts and why it moved) DynamoDB
+        refuses for its size is neither delivered nor dropped: it leaves sight until `limits.STUCK_RETRY_SECONDS`
+        later, when a receive or the sweep tries the move again, and is reported (this log line, `stuck` in stats,
+        the sweeper's metric) until it is cancelled or expires. Left visible, every receive that met it read it and
+        sent the refused transaction again, and a few of them at a shard's front hid the messages behind them."""
+        ref = MessageRef.of_live(key)
+        logger.error(
+            "message %s of %s/%s cannot be moved to the DLQ, its copy is too large: it stays out of sight, tried "
+            "again every %d s, until it is cancelled or expires",
+            ref.message_id,
+            self.queue,
+            self.client,
+            limits.STUCK_RETRY_SECONDS,
+        )
+        retry_at = now + limits.STUCK_RETRY_SECONDS * 1000
+        try:
+            self.ctx.store.write(writes.hold_stuck(key, int(item["receive_count"]), now, retry_at, ref.priority))
+        except ConditionFailed as failed:
+            if failed.item is None or int(failed.item["visible_at"]) != retry_at:
+                return  # received, moved or cancelled since it was read: not this hold's
+        self.announce([(ref.priority, retry_at, ref.shard)])
 
     def move_to_dlq(self, ref: MessageRef, now: int) -> bool:
         key = ref.live_key(self.space)

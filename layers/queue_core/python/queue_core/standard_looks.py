@@ -83,12 +83,15 @@ class StandardLooks(StandardSpace):
         counts = {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0}
         by_priority: dict[str, dict[str, int]] = {}
         oldest: int | None = None
+        stuck = 0
         for entry in entries:
             if is_expired(entry, now) or (entry["pk"], entry["sk"]) in gone:
                 continue
             priority, visible_at_text, sequence = keys.message_index_parts(entry["gsi1sk"])
             state = VISIBLE if int(visible_at_text) <= now else IN_FLIGHT if entry.get("in_flight") else DELAYED
             counts[state] += 1
+            # Held out of sight because its DLQ copy is too large (`StandardClaims._hold_stuck`): delayed, and stuck.
+            stuck += state == DELAYED and entry.get("in_flight") == 0
             band = by_priority.setdefault(str(priority), {VISIBLE: 0, IN_FLIGHT: 0, DELAYED: 0})
             band[state] += 1
             sent = sequence_ms(sequence)
@@ -97,7 +100,9 @@ class StandardLooks(StandardSpace):
         if truncated:
             oldest = self._oldest_sent(shard, now)
         age = None if oldest is None else max(0, (now - oldest) // 1000)
-        return QueueStats(counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated, by_priority)
+        return QueueStats(
+            counts[VISIBLE], counts[IN_FLIGHT], counts[DELAYED], 0, age, truncated, by_priority, stuck=stuck
+        )
 
     def sweep(self, now: int, report: SweepReport) -> Swept:
         """Deletes expired messages and moves visible ones past the receive limit to the DLQ, from the index

@@ -191,6 +191,22 @@ def unseen(
     return update(key, expression, values, condition="tok = :tok AND receive_count = :rc")
 
 
+def hold_stuck(key: Key, receive_count: int, now: int, retry_at: int, priority: int = 0) -> Write:
+    """A visible standard message past its receive limit, whose DLQ copy DynamoDB refused for its size, goes out of
+    sight until `retry_at`; `in_flight` 0 says so in the index (no claim holds it: `stuck` in stats). Only while
+    its count is as read and it is visible: a receive, a move or this very hold since (repeated by the SDK after a
+    lost answer) leaves it as it is."""
+    values: dict[str, Any] = {
+        ":vis": retry_at,
+        ":gsk": keys.message_index_sk(retry_at, key["sk"], priority),
+        ":rc": receive_count,
+        ":now": now,
+        ":zero": 0,
+    }
+    condition = "receive_count = :rc AND visible_at <= :now"
+    return update(key, "SET visible_at = :vis, gsi1sk = :gsk, in_flight = :zero", values, condition=condition)
+
+
 def delete_expired(key: Key, now: int) -> Write:
     """Only while it is still past retention: a fresh item may have been put under the key since it was read."""
     return delete(key, condition="expires_at <= :nows", values={":nows": now // 1000})
