@@ -14,7 +14,6 @@ from typing import Annotated, Any, Final
 from urllib.parse import urlsplit
 
 import typer
-from queue_core.layout import CURRENT_LAYOUT
 from queue_core.limits import MAX_BATCH, MAX_REPLAY_RUN_SECONDS, MAX_WAIT_SECONDS
 from queue_core.version import __version__
 from rich.console import RenderableType
@@ -101,6 +100,8 @@ def _endpoint(value: str | None) -> str | None:
 def _print_version(value: bool) -> None:
     """`dq --version`: the release, and the table layout it writes (what `dq migrate` upgrades a table to)."""
     if value:
+        from queue_core.layout import CURRENT_LAYOUT  # the store and boto3: only for this answer
+
         typer.echo(f"dq {__version__} (table layout {CURRENT_LAYOUT})")
         raise typer.Exit()
 

@@ -1,37 +1,94 @@
-"""A message queue on Amazon DynamoDB: isolated sub-queues per client, FIFO groups, a DLQ, delay, dedup."""
+"""A message queue on Amazon DynamoDB: isolated sub-queues per client, FIFO groups, a DLQ, delay, dedup.
 
-from .client import QueueClient
-from .consumer import Consumer, ConsumerReport
-from .errors import (
-    DuplicateMessage,
-    InternalError,
-    MessageBodyMissing,
-    MessageNotFound,
-    MessageTooLarge,
-    QueueError,
-    QueueExists,
-    QueueNotFound,
-    ReceiptHandleStale,
-    TableLayoutMismatch,
-    Throttled,
-    TransactionConditionFailed,
-    ValidationError,
-)
-from .models import (
-    BatchResult,
-    BrowsedMessage,
-    BrowsePage,
-    Message,
-    QueueStats,
-    ReceivedMessage,
-    SendResult,
-    SweepReport,
-)
-from .queuewide import QueueWide
-from .settings import QueueSettings
-from .sqs_client import sqs_client
-from .subqueue import SubQueue
-from .transactions import TransactAck, TransactSend
+The names below are loaded on first use (PEP 562), so that a process that needs one small module of the package
+(`queue_core.limits`, say: the command line's constants) does not pay for boto3 and the whole core at import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import QueueClient
+    from .consumer import Consumer, ConsumerReport
+    from .errors import (
+        DuplicateMessage,
+        InternalError,
+        MessageBodyMissing,
+        MessageNotFound,
+        MessageTooLarge,
+        QueueError,
+        QueueExists,
+        QueueNotFound,
+        ReceiptHandleStale,
+        TableLayoutMismatch,
+        Throttled,
+        TransactionConditionFailed,
+        ValidationError,
+    )
+    from .models import (
+        BatchResult,
+        BrowsedMessage,
+        BrowsePage,
+        Message,
+        QueueStats,
+        ReceivedMessage,
+        SendResult,
+        SweepReport,
+    )
+    from .queuewide import QueueWide
+    from .settings import QueueSettings
+    from .sqs_client import sqs_client
+    from .subqueue import SubQueue
+    from .transactions import TransactAck, TransactSend
+
+_HOMES = {
+    "BatchResult": "models",
+    "BrowsePage": "models",
+    "BrowsedMessage": "models",
+    "Consumer": "consumer",
+    "ConsumerReport": "consumer",
+    "DuplicateMessage": "errors",
+    "InternalError": "errors",
+    "Message": "models",
+    "MessageBodyMissing": "errors",
+    "MessageNotFound": "errors",
+    "MessageTooLarge": "errors",
+    "QueueClient": "client",
+    "QueueError": "errors",
+    "QueueExists": "errors",
+    "QueueNotFound": "errors",
+    "QueueSettings": "settings",
+    "QueueStats": "models",
+    "QueueWide": "queuewide",
+    "ReceiptHandleStale": "errors",
+    "ReceivedMessage": "models",
+    "SendResult": "models",
+    "SubQueue": "subqueue",
+    "SweepReport": "models",
+    "TableLayoutMismatch": "errors",
+    "Throttled": "errors",
+    "TransactAck": "transactions",
+    "TransactSend": "transactions",
+    "TransactionConditionFailed": "errors",
+    "ValidationError": "errors",
+    "sqs_client": "sqs_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'queue_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
+
 
 __all__ = [
     "BatchResult",
