@@ -22,6 +22,7 @@ from tests.core.answers import (
     never_answered,
     refused,
 )
+from tests.dynamo_calls import CallCounter
 from tests.index_lag import IndexLag
 from tests.throttle_hooks import ThrottleAll, throttling
 
@@ -339,6 +340,28 @@ def test_a_message_whose_mark_was_never_written_is_found_after_a_sweep(
     sub = client.queue(name, "t")
     sub.send("unmarked", **({"group_id": "g"} if fifo else {}))
     client._ctx.store.delete_partition(sub.space.shard_marks_pk())
+    consumer = _other(client, dynamodb).queue(name, "t")
+    assert consumer.receive() == []
+    client.sweep()
+    assert [m.body for m in consumer.receive()] == ["unmarked"]
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_one_shard_sub_queue_is_swept_without_its_marks_and_the_pass_after_it_grows_puts_them(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: CallCounter, fifo: bool
+) -> None:
+    """Receives of a sub-queue of one shard read the shard, not the marks: its sweep reads no marks. Once the queue
+    has several shards, the next pass puts the mark of a message whose own could not be put."""
+    name = "small.fifo" if fifo else "small"
+    client.create_queue(name, fifo=fifo, shards=1)
+    sub = client.queue(name, "t")
+    sub.send("unmarked", **({"group_id": "g"} if fifo else {}))
+    client._ctx.store.delete_partition(sub.space.shard_marks_pk())
+    counter.reset()
+    client.sweep()
+    assert [values for values in counter.queries if values and values[0].startswith("K#")] == []
+    client.update_queue(name, shards=4)
+    clock.advance(3_600)  # every process has the new count, and a FIFO group may take its new place
     consumer = _other(client, dynamodb).queue(name, "t")
     assert consumer.receive() == []
     client.sweep()

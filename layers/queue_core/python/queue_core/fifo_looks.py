@@ -171,5 +171,5 @@ class FifoLooks(FifoGroups):
                     old_place_in_use = True
         if available:  # the backstop of the ready set (see `ready`)
             ready.announce(self.ctx, self.space, [(0, now)])
-        shard_marks.backstop(self.ctx, self.space, firsts)
+        shard_marks.backstop(self.ctx, self.space, firsts, self.settings.read_shards)
         return freed, old_place_in_use

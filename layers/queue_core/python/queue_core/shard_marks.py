@@ -28,8 +28,9 @@ time, and drops the marks it read. Why no message is left without a mark:
   something due keeps every mark.
 - A write whose mark could not be put (throttled three times, or the process killed between the two) is found by
   the sweep, which reads every shard's entries anyway and puts the mark of each shard that holds something and
-  has none (`backstop`): such a message waits at most one sweep pass. So do messages stored by a release that
-  wrote no marks, until the first pass after the upgrade.
+  has none (`backstop`): such a message waits at most one sweep pass (on a sub-queue of one shard, whose receives
+  need no mark, the first pass once it has several). So do messages stored by a release that wrote no marks,
+  until the first pass after the upgrade.
 
 A receive of a sub-queue of one shard reads that shard as before; marks are still put, so that a queue that
 grows finds them. Each process keeps the marks it read for `LIST_SECONDS`; a receive that finds nothing in the
@@ -573,10 +574,13 @@ def build(ctx: Context, engine: Holder, read_shards: int) -> int:
     return backstop(ctx, engine.space, firsts)
 
 
-def backstop(ctx: Context, space: Space, firsts: dict[tuple[int, int], int]) -> int:
+def backstop(ctx: Context, space: Space, firsts: dict[tuple[int, int], int], read_shards: int | None = None) -> int:
     """The sweep's part: for each `(priority, shard)` holding entries (its first entry's time), a mark at or
-    before that time unless one is there. One query of the marks when anything is held; returns how many put."""
-    if not firsts:
+    before that time unless one is there. One query of the marks when anything is held; returns how many put.
+    Nothing on a sub-queue of one shard (`read_shards` 1): its receives read its shard, not the marks, and the
+    sweep's first pass once it has several shards puts what is missing, so a message whose mark could not be put
+    waits one pass after the growth instead of one before it (a query saved on every small sub-queue's pass)."""
+    if not firsts or (read_shards is not None and read_shards <= 1):
         return 0
     now = ctx.now_ms()
     present: dict[tuple[int, int], int] = {}

@@ -144,7 +144,7 @@ class StandardLooks(StandardSpace):
                 live = live + self._shard_stats(shard, entries, now, frozenset(gone))
         # The backstop of the ready set: a marker for every priority with visible messages (one write unit each).
         ready.announce(self.ctx, self.space, due_pairs(visible, now))
-        shard_marks.backstop(self.ctx, self.space, firsts)
+        shard_marks.backstop(self.ctx, self.space, firsts, self.settings.read_shards)
         return Swept(False, live)
 
     def _oldest_sent(self, shard: int, now: int) -> int | None:
