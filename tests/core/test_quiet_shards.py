@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from queue_core import QueueClient, keys, shard_marks
+from queue_core import shards as shards_module
 
 from tests.core.test_shard_marks import PAST_TRUST, _other, _process_on
 
@@ -379,3 +380,95 @@ def test_a_steady_trusting_sender_is_not_a_round_of_the_emptied_shards_late_at_e
     assert not lost, f"not received in 10 receives or more: {sorted(lost)}"
     late = {body: receives for body, receives in waited.items() if receives > 10}
     assert not late, f"{len(late)} of {len(waited)} received a second or more late (receives waited): {waited}"
+
+
+@pytest.fixture
+def lists_always_old(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every receive finds the marks it read before too old to serve (`LIST_SECONDS`), as a consumer whose receives
+    come a second or more apart does (an HTTP poller, a consumer started per request)."""
+    monkeypatch.setattr(shard_marks, "LIST_SECONDS", 0.0)
+    monkeypatch.setattr(shards_module, "BANDS_SECONDS", 0.0)
+
+
+def _take(consumer: Any, most: int = 10) -> list[str]:
+    """One receive of up to `most`, each message deleted; their bodies."""
+    got = consumer.receive(max_messages=most)
+    if got:
+        consumer.delete_batch([m.receipt_handle for m in got])
+    return [m.body for m in got]
+
+
+def _marks_queries(counter: Any) -> int:
+    return len([values for values in counter.queries if values and values[0].startswith("K#")])
+
+
+def test_a_consumer_of_a_steady_sender_goes_to_its_shard_before_reading_the_marks(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any, lists_always_old: None
+) -> None:
+    """Receives a second or more apart each read the marks and then the sender's shard: 2 queries a message. The
+    shard the last two receives took from is visited first, the marks read only when it gives nothing or after
+    `WARM_RECEIVES` such receives in a row: at most 1.5 queries a message, and never a message missed."""
+    client.create_queue("warm", shards=SHARDS)
+    sender = _process_on(client, dynamodb, "warm", 5)
+    consumer = _other(client, dynamodb).queue("warm", "t")
+    for n in range(3):  # the consumer learns where the sender's messages come
+        sender.send(f"m{n}")
+        _take(consumer)
+        clock.advance(0.2)
+    counter.reset()
+    delivered = []
+    for n in range(3, 23):
+        sender.send(f"m{n}")
+        delivered += _take(consumer)
+        clock.advance(0.2)
+    assert delivered == [f"m{n}" for n in range(3, 23)]
+    assert counter.calls["Query"] / len(delivered) <= 1.5, counter.queries
+    assert _marks_queries(counter) >= len(delivered) // (shard_marks.WARM_RECEIVES + 1)
+    # The stream stops: the poll that finds the warm shard empty reads the marks and visits no shard it emptied.
+    marks = shard_marks._marks(consumer.engine().ctx, consumer.engine().space)
+    if marks.warm(0) is None:
+        sender.send("one more")
+        _take(consumer)
+        clock.advance(0.2)
+    assert marks.warm(0) is not None
+    counter.reset()
+    assert consumer.receive(max_messages=10) == []
+    assert counter.calls["Query"] <= 2, counter.queries
+
+
+def test_a_message_on_another_shard_waits_at_most_the_warm_receives(
+    client: QueueClient, dynamodb: Any, clock: Any, counter: Any, lists_always_old: None
+) -> None:
+    """While the warm shard keeps giving a message at each receive, a message sent to another shard comes within
+    `WARM_RECEIVES` receives more than it would with the marks read first; and once the streams stop, a poll that
+    finds nothing costs two queries at most."""
+    client.create_queue("fair", shards=SHARDS)
+    steady = _process_on(client, dynamodb, "fair", 2)
+    other = _process_on(client, dynamodb, "fair", 6)
+    consumer = _other(client, dynamodb).queue("fair", "t")
+    for n in range(4):
+        steady.send(f"s{n}")
+        _take(consumer)
+        clock.advance(0.2)
+    other.send("elsewhere")
+    rounds = 0
+    while True:
+        steady.send("more")
+        rounds += 1
+        if "elsewhere" in _take(consumer):
+            break
+        assert rounds <= shard_marks.WARM_RECEIVES + 1, "the other shard's message waited past the warm receives"
+        clock.advance(0.2)
+    # The streams stop. A poll that finds the warm shard empty reads the marks and visits no other shard its
+    # process emptied (shard 6 here), even when the warm shard was not emptied (receives of one message): an empty
+    # receive costs two queries at most.
+    marks = shard_marks._marks(consumer.engine().ctx, consumer.engine().space)
+    while _take(consumer):
+        clock.advance(0.2)
+    steady.send("last")
+    assert _take(consumer, 1) == ["last"]  # all it asked for: the shard is not taken for emptied
+    assert marks.warm(0) is not None
+    clock.advance(0.2)
+    counter.reset()
+    assert consumer.receive(max_messages=1) == []
+    assert counter.calls["Query"] <= 2, counter.queries

@@ -161,6 +161,7 @@ class Visits:
     conflicts: Callable[[], int] | None = None
     idle: list[tuple[int, int]] = field(default_factory=list)  # quiet shards found with nothing, when
     last_began: int | None = None  # when this process's receive before this one began
+    took: int | None = None  # the shard it took messages from last
 
     def lost(self) -> int:
         """Claims this sub-queue's receives lost so far (0 when not counted)."""

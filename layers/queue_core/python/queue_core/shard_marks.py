@@ -85,6 +85,11 @@ AHEAD_SECONDS: Final = MARK_SECONDS // 2
 STALE_VISITS: Final = 3
 # How long a process reuses the marks it read before reading them again.
 LIST_SECONDS: Final = 1.0
+# Receives in a row that may each visit the shard their process last took messages from before reading a list
+# older than `LIST_SECONDS` (`Marks.warm`): a consumer whose receives come a second or more apart paid the list and
+# a shard for each message of a steady sender (standard sends stay on a shard at low rates), 2 queries a message.
+# Messages that came to other shards, or to a priority first used, wait at most this many receives more.
+WARM_RECEIVES: Final = 3
 # A mark put that DynamoDB throttled is tried again after these pauses; then the sweep puts it.
 PUT_RETRY_PAUSES: Final = (0.05, 0.2)
 # The most marks a receive reads of one priority (every shard at the cap, with room for at marks).
@@ -125,6 +130,9 @@ class Marks:
         self._visiting: dict[tuple[int, int], int] = {}
         self.looks = ShardLooks()
         self._began: dict[int, int] = {}
+        # Per priority: (the shard its last receive that found messages took them from last, whether the receive
+        # before that one took from it too, the receives in a row since that took from it without a list).
+        self._warm: dict[int, tuple[int, bool, int]] = {}
 
     def way(self, priority: int, shards: list[int]) -> list[int]:
         """The order a receive visits `shards` in (a list in random order): those another receive of this process
@@ -144,6 +152,40 @@ class Marks:
                     self._taken.get((priority, shard), -1),
                 ),
             )
+
+    def warm(self, priority: int) -> list[Mark] | None:
+        """The marks, in its list however old, of the shard a receive of `priority` visits before reading the
+        list again: the shard this process's last two receives that found messages both took them from last,
+        unless `WARM_RECEIVES` receives in a row took from it without reading the list (then one reads it, and
+        visits the others first: `way`). None: the receive reads the list first."""
+        with self._lock:
+            return self._warm_marks(priority)
+
+    def _warm_marks(self, priority: int) -> list[Mark] | None:
+        shard, repeated, streak = self._warm.get(priority, (-1, False, 0))
+        if not repeated or streak >= WARM_RECEIVES or self._read_at is None:
+            return None
+        return [mark for mark in self._listed.get(priority, []) if mark.shard == shard] or None
+
+    def warm_priorities(self) -> list[int] | None:
+        """The priorities of the list however old, highest first, when a receive of the highest of them visits
+        its warm shard first (`warm`); None otherwise."""
+        with self._lock:
+            if self._read_at is None:
+                return None
+            known = sorted({priority for priority, listed in self._listed.items() if listed} | {0}, reverse=True)
+            return known if self._warm_marks(known[0]) is not None else None
+
+    def note_ended(self, priority: int, took: int | None, warm: bool) -> None:
+        """A receive of `priority` ended, having taken messages from `took` last (None: none); `warm`: it visited
+        its warm shard without reading the list."""
+        with self._lock:
+            shard, _, streak = self._warm.get(priority, (-1, False, 0))
+            if took is None:
+                if warm:  # the warm shard had nothing: the next receive reads the list first
+                    self._warm[priority] = (shard, False, 0)
+                return
+            self._warm[priority] = (took, took == shard, streak + 1 if warm else 0)
 
     def began(self, priority: int, now: int) -> int | None:
         """When the last receive of `priority` by this process began to visit shards (None: none did); `now`
@@ -346,6 +388,8 @@ def priorities(ctx: Context, space: Space, since: float) -> list[int] | None:
     when DynamoDB throttles the marks: the caller falls back on its ready markers."""
     marks = _marks(ctx, space)
     known = marks.priorities(since)
+    if known is None:
+        known = marks.warm_priorities()  # its highest visits a shard first: the list is read only if that fails
     if known is None and _read_again(ctx, space, marks, 0) is not None:
         known = marks.priorities(since)
     return known
@@ -385,12 +429,19 @@ def visit(
     fresh = read is not None and since is not None and read[0] >= since
     if read is None and marks.throttled_since(since):
         return visit_every_shard(picker, want, receive_shard)
+    visited = Visits(hides=hides, conflicts=conflicts, last_began=marks.began(priority, ctx.now_ms()))
     if read is None:
+        warm = marks.warm(priority)
+        if warm is not None:
+            got = _visit(ctx, space, marks, priority, warm, want, receive_shard, look, visited, guesses=1)
+            if got:
+                return _ended(marks, priority, visited, got, warm=True)
+            marks.note_ended(priority, None, warm=True)
+            visited.quiet = 0  # so that a receive that finds nothing costs two queries at most, as before
         read = _read_again(ctx, space, marks, priority)
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         fresh = True
-    visited = Visits(hides=hides, conflicts=conflicts, last_began=marks.began(priority, ctx.now_ms()))
     guesses = None if fresh else STALE_VISITS
     got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited, guesses)
     if not got and not fresh:
@@ -400,9 +451,15 @@ def visit(
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited)
+    return _ended(marks, priority, visited, got, warm=False)
+
+
+def _ended(marks: Marks, priority: int, visited: Visits, got: list[Any], warm: bool) -> list[Any]:
+    """What a receive of `priority` that found `got` tells its process's later receives."""
     if visited.idle:
         marks.looks.idle(priority, visited.idle, found_elsewhere=bool(got))
     marks.looks.ended(priority, bool(got))
+    marks.note_ended(priority, visited.took if got else None, warm)
     return got
 
 
@@ -484,6 +541,7 @@ def _visit(
             continue
         if found:
             marks.note_taken(priority, shard, looked_at)
+            visited.took = shard
         if not saw_candidates or (visited.hides and found and len(found) < need and not lost):
             marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found))
             if not found and shard in quiet_set:
