@@ -147,7 +147,7 @@ def test_a_receive_a_second_after_the_last_reads_the_marks_and_the_shard_and_not
     client: QueueClient, dynamodb: Any, clock: Any, counter: Any
 ) -> None:
     """Its priorities come from the marks it reads anyway: the ready markers' query besides made it three queries
-    a message, and an idle poll two."""
+    a message, and an idle poll two. (Its warm shard, `Marks.warm`, makes it fewer: counted in test_quiet_shards.)"""
     client.create_queue("apart", shards=SHARDS)
     consumer = _other(client, dynamodb).queue("apart", "t")
     counter.reset()
@@ -155,10 +155,12 @@ def test_a_receive_a_second_after_the_last_reads_the_marks_and_the_shard_and_not
     assert delivered == 10
     assert counter.calls["Query"] / delivered <= 2, counter.queries
     clock.advance(PAST_TRUST)
-    assert consumer.receive(max_messages=10) == []  # drains the sender's mark
-    counter.reset()
-    assert consumer.receive(max_messages=10) == []
-    assert counter.calls["Query"] == 1, counter.queries
+    costs = []
+    for _ in range(3):  # the warm shard's visit; a poll that drains the sender's mark; an idle poll
+        counter.reset()
+        assert consumer.receive(max_messages=10) == []
+        costs.append(counter.calls["Query"])
+    assert max(costs) <= 2 and costs[-1] == 1, costs
 
 
 @pytest.mark.usefixtures("marks_read_at_each_receive")

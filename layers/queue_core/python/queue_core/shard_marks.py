@@ -86,9 +86,10 @@ STALE_VISITS: Final = 3
 # How long a process reuses the marks it read before reading them again.
 LIST_SECONDS: Final = 1.0
 # Receives in a row that may each visit the shard their process last took messages from before reading a list
-# older than `LIST_SECONDS` (`Marks.warm`): a consumer whose receives come a second or more apart paid the list and
-# a shard for each message of a steady sender (standard sends stay on a shard at low rates), 2 queries a message.
-# Messages that came to other shards, or to a priority first used, wait at most this many receives more.
+# older than `LIST_SECONDS`, when that list names no other shard due (`Marks.warm`): a consumer whose receives come
+# a second or more apart paid the list and a shard for each message of a steady sender (standard sends stay on a
+# shard at low rates), 2 queries a message. Messages marked since on other shards, or of a priority first used,
+# wait at most this many receives more.
 WARM_RECEIVES: Final = 3
 # A mark put that DynamoDB throttled is tried again after these pauses; then the sweep puts it.
 PUT_RETRY_PAUSES: Final = (0.05, 0.2)
@@ -153,39 +154,54 @@ class Marks:
                 ),
             )
 
-    def warm(self, priority: int) -> list[Mark] | None:
+    def warm(self, priority: int, now: int) -> list[Mark] | None:
         """The marks, in its list however old, of the shard a receive of `priority` visits before reading the
-        list again: the shard this process's last two receives that found messages both took them from last,
-        unless `WARM_RECEIVES` receives in a row took from it without reading the list (then one reads it, and
-        visits the others first: `way`). None: the receive reads the list first."""
+        list again: the shard this process's last two receives that found messages both took them from last, when
+        that list names no other shard (nor priority) due at `now` — a shard another mark names may hold a message
+        the receive would pass — and fewer than `WARM_RECEIVES` receives in a row went there without reading the
+        list (then one reads it, and visits the others first: `way`). A receive that gets them takes its place in
+        that count at once, so that receives of several threads do not all go. None: the receive reads the list
+        first."""
         with self._lock:
-            return self._warm_marks(priority)
+            marks = self._warm_marks(priority, now)
+            if marks is not None:
+                shard, repeated, streak = self._warm[priority]
+                self._warm[priority] = (shard, repeated, streak + 1)
+            return marks
 
-    def _warm_marks(self, priority: int) -> list[Mark] | None:
+    def _warm_marks(self, priority: int, now: int) -> list[Mark] | None:
         shard, repeated, streak = self._warm.get(priority, (-1, False, 0))
         if not repeated or streak >= WARM_RECEIVES or self._read_at is None:
             return None
-        return [mark for mark in self._listed.get(priority, []) if mark.shard == shard] or None
+        due = [mark for listed in self._listed.values() for mark in listed if mark.at <= now]
+        if not due or any((mark.priority, mark.shard) != (priority, shard) for mark in due):
+            return None
+        return due
 
-    def warm_priorities(self) -> list[int] | None:
+    def goes_warm(self, priority: int, now: int) -> bool:
+        """Whether a receive of `priority` beginning at `now` would visit its warm shard first (`warm`)."""
+        with self._lock:
+            return self._warm_marks(priority, now) is not None
+
+    def warm_priorities(self, now: int) -> list[int] | None:
         """The priorities of the list however old, highest first, when a receive of the highest of them visits
         its warm shard first (`warm`); None otherwise."""
         with self._lock:
             if self._read_at is None:
                 return None
             known = sorted({priority for priority, listed in self._listed.items() if listed} | {0}, reverse=True)
-            return known if self._warm_marks(known[0]) is not None else None
+            return known if self._warm_marks(known[0], now) is not None else None
 
     def note_ended(self, priority: int, took: int | None, warm: bool) -> None:
         """A receive of `priority` ended, having taken messages from `took` last (None: none); `warm`: it visited
-        its warm shard without reading the list."""
+        its warm shard without reading the list (and counted itself then: `warm`)."""
         with self._lock:
             shard, _, streak = self._warm.get(priority, (-1, False, 0))
             if took is None:
-                if warm:  # the warm shard had nothing: the next receive reads the list first
+                if warm:  # the warm shard had nothing (or throttled): the next receive reads the list first
                     self._warm[priority] = (shard, False, 0)
                 return
-            self._warm[priority] = (took, took == shard, streak + 1 if warm else 0)
+            self._warm[priority] = (took, took == shard, streak if warm else 0)
 
     def began(self, priority: int, now: int) -> int | None:
         """When the last receive of `priority` by this process began to visit shards (None: none did); `now`
@@ -389,7 +405,7 @@ def priorities(ctx: Context, space: Space, since: float) -> list[int] | None:
     marks = _marks(ctx, space)
     known = marks.priorities(since)
     if known is None:
-        known = marks.warm_priorities()  # its highest visits a shard first: the list is read only if that fails
+        known = marks.warm_priorities(ctx.now_ms())  # its highest goes to a shard first: the list is read if that fails
     if known is None and _read_again(ctx, space, marks, 0) is not None:
         known = marks.priorities(since)
     return known
@@ -431,9 +447,13 @@ def visit(
         return visit_every_shard(picker, want, receive_shard)
     visited = Visits(hides=hides, conflicts=conflicts, last_began=marks.began(priority, ctx.now_ms()))
     if read is None:
-        warm = marks.warm(priority)
+        warm = marks.warm(priority, ctx.now_ms())
         if warm is not None:
-            got = _visit(ctx, space, marks, priority, warm, want, receive_shard, look, visited, guesses=1)
+            try:
+                got = _visit(ctx, space, marks, priority, warm, want, receive_shard, look, visited, 1, drains=False)
+            except Throttled:
+                marks.note_ended(priority, None, warm=True)  # the next receive reads the list, visits the others
+                raise
             if got:
                 return _ended(marks, priority, visited, got, warm=True)
             marks.note_ended(priority, None, warm=True)
@@ -488,12 +508,14 @@ def _visit(
     look: Look,
     visited: Visits,
     guesses: int | None = None,
+    drains: bool = True,
 ) -> list[Any]:
     """As `shards.visit`: until `want` are found or a shard gave some but fewer than asked; a shard that
     throttled is asked nothing more, and the throttle is raised with what the others gave (see `partial`). With
     `guesses` (a list this receive did not read), it stops once that many shards gave nothing, so that the marks
     are read again before more of them are visited. Of the shards this process emptied with the same marks, it
-    visits at most `visited.quiet` (`shard_looks`)."""
+    visits at most `visited.quiet` (`shard_looks`). Without `drains` (a warm visit, from a list however old, whose
+    marks may have gone since), a shard found with nothing keeps its marks for a receive that reads them."""
     now = ctx.now_ms()
     due: dict[int, list[Mark]] = {}
     for mark in listed:
@@ -521,7 +543,7 @@ def _visit(
         need = want - len(got)
         looked_at = ctx.now_ms()
         of_shard = [mark for mark in listed if mark.shard == shard]
-        ripe = shard in quiet_set and all(mark.put_at <= mark.cutoff(looked_at) for mark in due[shard])
+        ripe = drains and shard in quiet_set and all(mark.put_at <= mark.cutoff(looked_at) for mark in due[shard])
         # Emptied here before, and every mark may go: the look at its first entry is the query that drains.
         if ripe and _drain(ctx, space, marks, due[shard], of_shard, looked_at, look):
             marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=False)
@@ -548,7 +570,7 @@ def _visit(
                 visited.idle.append((shard, looked_at))
         elif found:
             marks.looks.forget(priority, shard, looked_at)
-        if not saw_candidates:
+        if not saw_candidates and drains:
             _drain(ctx, space, marks, due[shard], of_shard, looked_at, look)
         if found and shard in quiet_set and behind(found, visited.last_began):
             visited.quiet += 1  # messages the last receive could have taken: the next quiet shard may hold more

@@ -40,19 +40,20 @@ class StandardClaims(StandardSpace):
         bands = self._receive_bands(began)
         visited: set[int] = set()
         while bands:
-            for priority in bands:
-                visited.add(priority)
-                try:
-                    found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret, began)
-                except Throttled as error:
-                    self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
-                    return partial.answer(error, got + partial.received(error))
-                got += found
-                if len(got) >= want:
-                    return got
-            # Found nothing: the marks were read again (or the list was this receive's own), and may name a
-            # priority the list it began with did not.
-            bands = [priority for priority in self._later_bands(began) if priority not in visited] if not got else []
+            priority = bands.pop(0)
+            visited.add(priority)
+            try:
+                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret, began)
+            except Throttled as error:
+                self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
+                return partial.answer(error, got + partial.received(error))
+            got += found
+            if len(got) >= want:
+                return got
+            # Marks read during this receive (its warm shard gave nothing, or the shards it listed) may name a
+            # priority the list it began with did not: visited in its order among the rest.
+            later = [priority for priority in self._later_bands(began) if priority not in visited]
+            bands = sorted({*bands, *later}, reverse=True)
         return got
 
     def receive_priority(
