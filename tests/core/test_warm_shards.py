@@ -223,3 +223,38 @@ def test_concurrent_receives_of_one_process_read_the_marks_after_the_warm_receiv
     for thread in threads:
         thread.join()
     assert ["high"] in answers, answers
+
+
+@pytest.mark.usefixtures("lists_always_old")
+def test_a_warm_miss_of_priority_0_gives_a_higher_priority_its_own_read_names_first(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """The consumer's warm shard is of priority 0 and gives nothing now; another process sent a message of priority
+    5 (first used) and one of 0, each to another shard. The receive reads the marks after its warm miss, and they
+    name priority 5: a receive of one message must give it, not the priority 0 one."""
+    _, consumer = _warmed(client, dynamodb, clock, "inverted", 2)
+    _process_on(client, dynamodb, "inverted", 6).send("high", priority=5)
+    _process_on(client, dynamodb, "inverted", 4).send("low")
+    assert _take(consumer, 1) == ["high"]
+
+
+@pytest.mark.usefixtures("lists_always_old")
+def test_a_receive_planned_warm_whose_shard_went_cold_meanwhile_gives_the_higher_priority_first(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`warm_priorities` plans the receive from the old list (priority 0 alone); before it visits, other receives of
+    its process use up the warm receives in a row, so `warm` says no and it reads the marks before any shard. They
+    name priority 5: a receive of one message must give it, as any receive that read the marks first does."""
+    _, consumer = _warmed(client, dynamodb, clock, "cold", 2)
+    _process_on(client, dynamodb, "cold", 6).send("high", priority=5)
+    _process_on(client, dynamodb, "cold", 4).send("low")
+    planned = shard_marks.Marks.warm_priorities
+
+    def then_others_go_warm(marks: shard_marks.Marks, now: int) -> list[int] | None:
+        known = planned(marks, now)
+        for _ in range(shard_marks.WARM_RECEIVES):
+            marks.warm(0, now)  # the other receives' places in the count
+        return known
+
+    monkeypatch.setattr(shard_marks.Marks, "warm_priorities", then_others_go_warm)
+    assert _take(consumer, 1) == ["high"]

@@ -9,6 +9,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# Loaded at once (it imports boto3 only when called): the helper shares its name with its submodule, and importing
+# the submodule first (`from queue_core.sqs_client import sign_for_execute_api`) binds the package's attribute to
+# the module, which a lazy name would then never replace.
+from .sqs_client import sqs_client
+
 if TYPE_CHECKING:
     from .client import QueueClient
     from .consumer import Consumer, ConsumerReport
@@ -39,7 +44,6 @@ if TYPE_CHECKING:
     )
     from .queuewide import QueueWide
     from .settings import QueueSettings
-    from .sqs_client import sqs_client
     from .subqueue import SubQueue
     from .transactions import TransactAck, TransactSend
 
@@ -73,7 +77,6 @@ _HOMES = {
     "TransactSend": "transactions",
     "TransactionConditionFailed": "errors",
     "ValidationError": "errors",
-    "sqs_client": "sqs_client",
 }
 
 

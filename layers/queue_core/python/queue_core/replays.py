@@ -237,7 +237,9 @@ def run(
     """Goes on with a running replay from where it stands for about `seconds` (at least one batch), at its rate;
     answers where it stands then. Throttles and lost answers stop the run with the error: run it again."""
     item = _job(ctx, target.space, replay_id)
-    _Runner(ctx, target, item, sleep).run(seconds)
+    runner = _Runner(ctx, target, item, sleep)
+    if runner.run(seconds):
+        return shown(runner.item, target.settings.name)  # as its end wrote it, or read after a cancel
     return status(ctx, target.space, target.settings.name, replay_id)
 
 
@@ -337,7 +339,12 @@ class _Runner:
     def _reload(self) -> None:
         self._load(_job(self._ctx, self._target.space, self._item["replay_id"]))
 
-    def run(self, seconds: float) -> None:
+    @property
+    def item(self) -> Item:
+        return self._item
+
+    def run(self, seconds: float) -> bool:
+        """True when the run ended the replay (its selection exhausted): `item` is then the job as it stands."""
         clock = self._ctx.clock
         began = clock()
         sent = 0
@@ -347,13 +354,14 @@ class _Runner:
                 self._page = self._next_page()
                 if not self._page:
                     self._finish()
-                    return
+                    return True
             wait = began + sent / rate - clock()
             if wait > 0:
                 self._sleep(wait)  # before the batch is built: its messages are sent as of the time they go
             sent += self._commit(self._batch())
             if clock() - began >= seconds:
-                return
+                return False
+        return False
 
     # Reading the selection.
     def _next_page(self) -> list[_Pick]:
@@ -470,9 +478,16 @@ class _Runner:
         return len(batch.sends)
 
     def _finish(self) -> None:
-        with contextlib.suppress(ConditionFailed):  # cancelled meanwhile: the cancel stands
-            self._ctx.store.write(jobs.finish(self._key, self._ctx.now_ms()))
-        self._reload()
+        """Done, as the write answers it (its counts included); read again when a cancel came first (it stands),
+        or when the answer was lost and the SDK's repeat failed on this very write."""
+        try:
+            item = self._ctx.store.write(jobs.finish(self._key, self._ctx.now_ms()))
+        except ConditionFailed:
+            item = None
+        if item is None:
+            self._reload()
+        else:
+            self._load(item)
 
 
 def _archived_copy(message: ArchivedMessage | None) -> str:

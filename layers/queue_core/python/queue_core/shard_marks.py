@@ -99,6 +99,11 @@ MAX_MARKS: Final = 4 * limits.MAX_SHARDS
 Look = Callable[[int, int], "int | None"]
 
 
+class HigherPriority(Exception):
+    """A receive's own read of the marks, made in its visit of a priority, names a higher priority: that one goes
+    first (`visit` with `yields`); its plan came from a list too old to serve."""
+
+
 @dataclass(frozen=True)
 class Mark:
     priority: int
@@ -430,6 +435,7 @@ def visit(
     since: float | None = None,
     hides: bool = True,
     conflicts: Callable[[], int] | None = None,
+    yields: bool = False,
 ) -> list[Any]:
     """`shards.visit` over the shards the marks name (a sub-queue of one shard: that shard). `look(priority,
     shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none. A list
@@ -437,7 +443,8 @@ def visit(
     the shards it names give nothing, the receive answers without reading the marks again. `hides`: what the
     receive takes stays out of sight for a while (a visibility above 0), so a shard that gave fewer than asked
     was emptied (`shard_looks`) unless claims there were lost to another receive (`conflicts()`: how many this
-    sub-queue's receives lost so far)."""
+    sub-queue's receives lost so far). `yields`: when the marks this visit reads name a priority above
+    `priority`, `HigherPriority` is raised before any shard is visited."""
     if read_shards <= 1:
         return visit_every_shard(picker, want, receive_shard)
     marks = _marks(ctx, space)
@@ -462,6 +469,8 @@ def visit(
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         fresh = True
+        if yields and any(named > priority for named in marks.priorities(since) or []):
+            raise HigherPriority
     guesses = None if fresh else STALE_VISITS
     got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited, guesses)
     if not got and not fresh:

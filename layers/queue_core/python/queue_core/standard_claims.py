@@ -43,7 +43,12 @@ class StandardClaims(StandardSpace):
             priority = bands.pop(0)
             visited.add(priority)
             try:
-                found, _ = self.receive_priority(priority, want - len(got), visibility, order, now, secret, began)
+                found, _ = self.receive_priority(
+                    priority, want - len(got), visibility, order, now, secret, began, yields=True
+                )
+            except shard_marks.HigherPriority:  # its own read names a priority its plan lacked: that one first
+                visited.discard(priority)
+                found = []
             except Throttled as error:
                 self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
                 return partial.answer(error, got + partial.received(error))
@@ -65,9 +70,11 @@ class StandardClaims(StandardSpace):
         now: int,
         secret: str,
         began: float | None = None,
+        yields: bool = False,
     ) -> tuple[list[ReceivedMessage], bool]:
         """Claims from one priority; also says whether any candidate was seen (False: nothing visible). `began`:
-        when the receive began (`time.monotonic()`), so that marks it read count as fresh (`shard_marks.visit`)."""
+        when the receive began (`time.monotonic()`), so that marks it read count as fresh; `yields`: a higher
+        priority those marks name is raised (`shard_marks.visit`)."""
         seen = []
 
         def shard_receive(shard: int, need: int) -> tuple[list[ReceivedMessage], bool]:
@@ -87,6 +94,7 @@ class StandardClaims(StandardSpace):
             began,
             hides=visibility > 0,
             conflicts=lambda: self.claim_conflicts,
+            yields=yields,
         )
         return got, any(seen)
 

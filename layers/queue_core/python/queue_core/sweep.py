@@ -322,6 +322,14 @@ class Sweeper:
         now = self._ctx.now_ms()
         report.sub_queues += 1
         engine = sub.engine()
+        if listed is not None and (engine.settings.generation, engine.settings.version) != (
+            listed.generation,
+            listed.version,
+        ):
+            # This process's cache is from before the listing (a growth since: the marks' backstop would skip what
+            # one shard did not need): the settings are read again.
+            self._ctx.registry.forget(listed.name)
+            engine = sub.engine()
         swept = engine.sweep(now, report)
         old_place_in_use = swept.old_place_in_use
         seen = (engine.settings.generation, engine.settings.version)

@@ -139,6 +139,9 @@ def set_visibility(
         sets.append("released_by = :rel")
         values[":rel"] = release_id
         removes = ["tok", "in_flight"]
+    else:  # in flight again, also when a hold (`hold_stuck`, `in_flight` 0) came after its claim ran out
+        sets.append("in_flight = :one")
+        values[":one"] = 1
     return update(key, _expression(sets, removes, values, why), values, condition=_held(why))
 
 
@@ -150,8 +153,9 @@ def hold_again(key: Key, visible_at: int, token: str, priority: int = 0) -> Writ
         ":gsk": keys.message_index_sk(visible_at, key["sk"], priority),
         ":tok": token,
     }
+    values[":one"] = 1  # in flight again, also when a hold (`hold_stuck`) came after the claim ran out
     condition = "tok = :tok AND (attribute_not_exists(changed) OR changed <> :tok)"
-    return update(key, "SET visible_at = :vis, gsi1sk = :gsk", values, condition=condition)
+    return update(key, "SET visible_at = :vis, gsi1sk = :gsk, in_flight = :one", values, condition=condition)
 
 
 def give_back(key: Key, token: str, release_id: str, why: Why | None = None) -> Write:
