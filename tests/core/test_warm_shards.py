@@ -158,7 +158,7 @@ def seeded() -> Iterator[None]:
     random.setstate(state)
 
 
-@pytest.mark.parametrize("shard", [0, 2, 4, 5, 7])
+@pytest.mark.parametrize("shard", [2, 7])
 @pytest.mark.usefixtures("lists_always_old", "seeded")
 def test_a_message_sent_under_a_trusted_mark_to_an_emptied_shard_is_not_held_back_by_a_steady_senders_shard(
     client: QueueClient, dynamodb: Any, clock: Any, shard: int
@@ -208,7 +208,7 @@ def test_concurrent_receives_of_one_process_read_the_marks_after_the_warm_receiv
     def due(partition: str, *args: Any, **kwargs: Any) -> Any:
         if partition == warm_partition:
             with contextlib.suppress(threading.BrokenBarrierError):
-                together.wait(timeout=2)  # every receive is under way before any ends
+                together.wait(timeout=1)  # every receive is under way before any ends
         return original(partition, *args, **kwargs)
 
     monkeypatch.setattr(store, "due", due)
