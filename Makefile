@@ -80,7 +80,8 @@ $(SQS_CLIENTS_NODE): tests/sqs_clients/package.json tests/sqs_clients/package-lo
 
 $(SQS_CLIENTS_AIO): $(STAMP) tests/sqs_clients/requirements-aiobotocore.txt
 	rm -rf $(VENV)/aiobotocore
-	$(PIP) install --quiet --no-deps --target $(VENV)/aiobotocore -r tests/sqs_clients/requirements-aiobotocore.txt
+	$(UV) pip install --python $(PY) --quiet --no-deps --target $(VENV)/aiobotocore \
+		-r tests/sqs_clients/requirements-aiobotocore.txt
 	touch $@
 
 sqs-clients: $(SQS_CLIENTS_NODE) $(SQS_CLIENTS_AIO)
