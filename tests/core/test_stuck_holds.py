@@ -9,7 +9,7 @@ from typing import Any
 from queue_core import QueueClient
 
 from tests.conftest import FakeClock
-from tests.core.answers import too_large_in_a_transaction
+from tests.core.answers import LostAnswer, attached, expression_has, too_large_in_a_transaction
 
 
 def _held_while_its_holder_still_has_a_handle(client: QueueClient, clock: FakeClock, dynamodb: Any) -> Any:
@@ -57,3 +57,39 @@ def test_a_repeated_receive_that_holds_a_held_message_again_counts_it_in_flight_
     assert [message.receipt_handle for message in again] == [first.receipt_handle]
     stats = jobs.stats()
     assert (stats.in_flight, stats.delayed, stats.stuck) == (1, 0, 0)
+
+
+def _counts(jobs: Any) -> tuple[int, int, int, int]:
+    stats = jobs.stats()
+    return stats.visible, stats.in_flight, stats.delayed, stats.stuck
+
+
+def test_a_late_release_with_a_delay_counts_it_delayed(client: QueueClient, clock: FakeClock, dynamodb: Any) -> None:
+    jobs, late = _held_while_its_holder_still_has_a_handle(client, clock, dynamodb)
+    jobs.release(late.receipt_handle, delay_seconds=60)
+    assert _counts(jobs) == (0, 0, 1, 0)
+    clock.advance(61)
+    assert _counts(jobs) == (1, 0, 0, 0)
+
+
+def test_a_late_change_to_0_counts_it_visible_then_stuck_again(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    jobs, late = _held_while_its_holder_still_has_a_handle(client, clock, dynamodb)
+    jobs.change_visibility(late.receipt_handle, 0)
+    assert _counts(jobs) == (1, 0, 0, 0)
+    with too_large_in_a_transaction(dynamodb, "huge"):
+        assert jobs.receive(max_messages=10) == []
+    assert _counts(jobs) == (0, 0, 1, 1)
+
+
+def test_a_late_change_whose_answer_is_lost_counts_it_in_flight(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    jobs, late = _held_while_its_holder_still_has_a_handle(client, clock, dynamodb)
+    with attached(dynamodb, LostAnswer("UpdateItem", expression_has("changed"))) as lost:
+        jobs.change_visibility(late.receipt_handle, 600)
+    assert lost.lost == 1
+    assert _counts(jobs) == (0, 1, 0, 0)
+    clock.advance(601)
+    assert _counts(jobs) == (1, 0, 0, 0)

@@ -101,7 +101,12 @@ Look = Callable[[int, int], "int | None"]
 
 class HigherPriority(Exception):
     """A receive's own read of the marks, made in its visit of a priority, names a higher priority: that one goes
-    first (`visit` with `yields`); its plan came from a list too old to serve."""
+    first (`visit` with `yields`); its plan came from a list too old to serve. `priorities`: those the read names,
+    highest first."""
+
+    def __init__(self, priorities: list[int]) -> None:
+        super().__init__(priorities)
+        self.priorities = priorities
 
 
 @dataclass(frozen=True)
@@ -469,8 +474,9 @@ def visit(
         if read is None:
             return visit_every_shard(picker, want, receive_shard)
         fresh = True
-        if yields and any(named > priority for named in marks.priorities(since) or []):
-            raise HigherPriority
+        named = marks.priorities(since) or []
+        if yields and any(higher > priority for higher in named):
+            raise HigherPriority(named)
     guesses = None if fresh else STALE_VISITS
     got = _visit(ctx, space, marks, priority, read[1], want, receive_shard, look, visited, guesses)
     if not got and not fresh:

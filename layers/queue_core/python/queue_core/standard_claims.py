@@ -39,16 +39,21 @@ class StandardClaims(StandardSpace):
         began = time.monotonic()
         bands = self._receive_bands(began)
         visited: set[int] = set()
+        yielded: set[int] = set()  # each priority gives way once: a second visit goes on whatever it reads
         while bands:
             priority = bands.pop(0)
             visited.add(priority)
             try:
                 found, _ = self.receive_priority(
-                    priority, want - len(got), visibility, order, now, secret, began, yields=True
+                    priority, want - len(got), visibility, order, now, secret, began, yields=priority not in yielded
                 )
-            except shard_marks.HigherPriority:  # its own read names a priority its plan lacked: that one first
+            except shard_marks.HigherPriority as higher:
+                # Its own read names a priority its plan lacked: that one first, then this one again, from the
+                # names the read gave (the process's list may be replaced meanwhile by another receive's older read).
                 visited.discard(priority)
-                found = []
+                yielded.add(priority)
+                bands = sorted({*bands, *higher.priorities, priority} - visited, reverse=True)
+                continue
             except Throttled as error:
                 self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
                 return partial.answer(error, got + partial.received(error))
