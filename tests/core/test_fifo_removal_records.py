@@ -20,6 +20,17 @@ def _in_the_group(jobs: Any) -> int:
     return stats.visible + stats.in_flight + stats.delayed
 
 
+def _parked(client: QueueClient, name: str) -> tuple[Any, Any, Any]:
+    """A group of "a", "b", "c" whose claim took "a" and "b" and gave "a" back at once (parked: the claim still
+    holds the group); the sub-queue and the two messages received."""
+    client.create_queue(name, fifo=True, visibility_timeout=30)
+    jobs = client.queue(name, "c")
+    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
+    first, second = jobs.receive(max_messages=2)
+    jobs.change_visibility(first.receipt_handle, 0)
+    return jobs, first, second
+
+
 @pytest.mark.parametrize("held", [1, 2])
 @pytest.mark.parametrize("how", ["lost answer", "transaction"])
 def test_a_redelivered_message_deleted_by_its_holder_is_counted_once(
@@ -77,11 +88,7 @@ def test_a_parked_message_deleted_by_a_delete_whose_answer_was_lost_is_counted(
     deletes it; the delete's answer is lost and the SDK's retry finds the message gone. The first attempt removed
     it, and nobody else counted it: the retry's ack finds the sequence in `acked` (from the park) and takes that
     for its own ack applied before, so the removal is never counted and the group's count stays one too high."""
-    client.create_queue("parked.fifo", fifo=True, visibility_timeout=30)
-    jobs = client.queue("parked.fifo", "c")
-    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
-    first, second = jobs.receive(max_messages=2)
-    jobs.change_visibility(first.receipt_handle, 0)
+    jobs, first, second = _parked(client, "parked.fifo")
     with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
         jobs.delete(first.receipt_handle)
     assert lost.lost == 1
@@ -115,11 +122,7 @@ def test_a_delete_repeated_by_its_caller_after_a_same_slot_message_of_its_claim_
 def test_a_parked_message_deleted_twice_by_its_caller_is_counted_once(client: QueueClient, dynamodb: Any) -> None:
     """Parked, deleted (counted by `gone`), then the same delete sent again by its caller and by the SDK: the
     repeat finds the message in `acked` (the park) and in `gone` (the delete): nothing more."""
-    client.create_queue("parked2.fifo", fifo=True, visibility_timeout=30)
-    jobs = client.queue("parked2.fifo", "c")
-    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
-    first, second = jobs.receive(max_messages=2)
-    jobs.change_visibility(first.receipt_handle, 0)
+    jobs, first, second = _parked(client, "parked2.fifo")
     jobs.delete(first.receipt_handle)
     assert _in_the_group(jobs) == 2
     with attached(dynamodb, LostAnswer("DeleteItem")) as lost:
@@ -138,11 +141,7 @@ def test_a_parked_message_deleted_while_the_claim_unlocks_the_group_is_counted_o
 ) -> None:
     """The parked message's delete removes it, its answer lost; meanwhile the claim's other message is deleted
     and the group unlocks. The SDK's retry finds the message gone and the group no longer held: counted once."""
-    client.create_queue("parked3.fifo", fifo=True, visibility_timeout=30)
-    jobs = client.queue("parked3.fifo", "c")
-    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
-    first, second = jobs.receive(max_messages=2)
-    jobs.change_visibility(first.receipt_handle, 0)
+    jobs, first, second = _parked(client, "parked3.fifo")
     lose = LostAnswer("DeleteItem", meanwhile=lambda: jobs.delete(second.receipt_handle))
     with attached(dynamodb, lose):
         jobs.delete(first.receipt_handle)
@@ -154,11 +153,7 @@ def test_a_parked_message_deleted_while_the_claim_unlocks_the_group_is_counted_o
 def test_a_parked_message_is_deleted_in_a_transaction_and_counted_once(client: QueueClient) -> None:
     """The parked message's handle still deletes it (`change_visibility`'s promise), in the caller's transaction
     as well as by a plain delete; counted once."""
-    client.create_queue("parked4.fifo", fifo=True, visibility_timeout=30)
-    jobs = client.queue("parked4.fifo", "c")
-    jobs.send_batch([{"body": body, "group_id": "g"} for body in ("a", "b", "c")])
-    first, second = jobs.receive(max_messages=2)
-    jobs.change_visibility(first.receipt_handle, 0)
+    jobs, first, second = _parked(client, "parked4.fifo")
     client.transact(list(jobs.delete_transact_items(first.receipt_handle)))
     assert _in_the_group(jobs) == 2
     client.transact(list(jobs.delete_transact_items(second.receipt_handle)))

@@ -12,6 +12,7 @@ from queue_core import QueueClient
 
 from tests.conftest import TABLE, FakeClock
 from tests.core.answers import LostAnswer, attached, too_large_in_a_transaction
+from tests.core.test_fifo_removal_records import _in_the_group
 
 
 def _process(clock: FakeClock) -> QueueClient:
@@ -21,11 +22,6 @@ def _process(clock: FakeClock) -> QueueClient:
 
 def _items(dynamodb: Any, prefix: str) -> list[dict[str, Any]]:
     return [item for item in dynamodb.scan(TableName=TABLE)["Items"] if item["pk"]["S"].startswith(prefix)]
-
-
-def _in_the_group(jobs: Any) -> int:
-    stats = jobs.stats()
-    return stats.visible + stats.in_flight + stats.delayed
 
 
 def _stale_delete_with_its_answer_lost_counts_nothing(jobs: Any, handle: str, dynamodb: object) -> None:
