@@ -19,7 +19,7 @@ from queue_core.version import __version__
 from rich.console import RenderableType
 from typer.core import TyperGroup
 
-from . import local_server
+from . import local_defaults
 from .batches import numbered_lines, send_lines
 from .output import (
     Output,
@@ -1073,18 +1073,18 @@ def archive_replay_cancel(
 
 @app.command()
 def local(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = local_server.DEFAULT_PORT,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = local_defaults.DEFAULT_PORT,
     dynamodb_endpoint: Annotated[
         str | None,
         typer.Option(help="Use this DynamoDB instead of the embedded one.", envvar="AWS_ENDPOINT_URL_DYNAMODB"),
     ] = None,
     dynamodb_port: Annotated[
         int, typer.Option(help="The embedded DynamoDB's port on 127.0.0.1.")
-    ] = local_server.DEFAULT_DYNAMODB_PORT,
-    table: Annotated[str, typer.Option(help="Table name.")] = local_server.DEFAULT_TABLE,
+    ] = local_defaults.DEFAULT_DYNAMODB_PORT,
+    table: Annotated[str, typer.Option(help="Table name.")] = local_defaults.DEFAULT_TABLE,
     sweep_interval: Annotated[
         float, typer.Option(help="Seconds between sweeps; 0: never.")
-    ] = local_server.DEFAULT_SWEEP_INTERVAL,
+    ] = local_defaults.DEFAULT_SWEEP_INTERVAL,
     consumer: Annotated[
         list[str] | None,
         typer.Option(
@@ -1096,7 +1096,7 @@ def local(
     data_dir: Annotated[
         str | None,
         typer.Option(
-            help=f"The embedded DynamoDB's folder, kept across restarts (default ./{local_server.DEFAULT_DATA_DIR}).",
+            help=f"The embedded DynamoDB's folder, kept across restarts (default ./{local_defaults.DEFAULT_DATA_DIR}).",
             show_default=False,
         ),
     ] = None,
@@ -1107,6 +1107,8 @@ def local(
 
     Queues and messages are kept across restarts in ./.dq-local (--data-dir), each write on disk before its answer.
     --in-memory keeps nothing; --reset starts empty."""
+    from . import local_server
+
     try:
         local_server.serve(
             port,

@@ -28,18 +28,16 @@ from sqs_api.routes import FUNCTION as SQS_FUNCTION
 
 from . import routes
 from .environments import FUNCTIONS_DIR, EnvironmentPool, InvocationError
+from .local_defaults import (
+    DEFAULT_DATA_DIR,
+    DEFAULT_DYNAMODB_PORT,
+    DEFAULT_PORT,
+    DEFAULT_SWEEP_INTERVAL,
+    DEFAULT_TABLE,
+    HOST,
+)
 from .proxy import http_answer, proxy_event
 
-HOST: Final = "127.0.0.1"
-DEFAULT_PORT: Final = 8080
-# The embedded DynamoDB's port for `dq local`: stable, so that the endpoint a user exported stays right after a
-# restart. The server class itself takes a free port unless told (tests run several side by side).
-DEFAULT_DYNAMODB_PORT: Final = 8081
-DEFAULT_TABLE: Final = "dynamo-queue-local"
-DEFAULT_SWEEP_INTERVAL: Final = 60.0
-# Where `dq local` keeps its data unless told: beside the project it serves (the checkout, for `make local`), so
-# that two projects do not share queues, and where `ls -a` shows it.
-DEFAULT_DATA_DIR: Final = ".dq-local"
 # The embedded moto serves S3 too: large bodies are offloaded to this bucket, created at start.
 LOCAL_BUCKET: Final = "dynamo-queue-local-bodies"
 # API Gateway refuses payloads over 10 MB before any function runs.

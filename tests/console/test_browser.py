@@ -29,12 +29,16 @@ from tests.console.conftest import AXE, SCREENSHOTS
 from tests.console.test_security import request
 
 WAIT_SECONDS = 15
+# How often a wait looks again: WebDriverWait's own half second made every step that waits for an answer take 0.5 s.
+POLL_SECONDS = 0.05
 SERIOUS = ("serious", "critical")
 
 
 def until(browser: WebDriver, check: Callable[[WebDriver], Any], what: str) -> Any:
     # Views redraw their rows as answers come: an element read between two draws is stale, and read again.
-    wait = WebDriverWait(browser, WAIT_SECONDS, ignored_exceptions=(StaleElementReferenceException,))
+    wait = WebDriverWait(
+        browser, WAIT_SECONDS, poll_frequency=POLL_SECONDS, ignored_exceptions=(StaleElementReferenceException,)
+    )
     return wait.until(check, f"waited {WAIT_SECONDS} s for {what}")
 
 
