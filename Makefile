@@ -9,7 +9,7 @@ LOCAL_STAMP := $(VENV)/.local-installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: dist install install-cdk local browser screenshots sqs-clients test stress-loop lint format openapi bench synth deploy destroy clean
+.PHONY: dist install install-cdk local browser screenshots sqs-clients test pytest stress-loop lint format openapi bench synth deploy destroy clean
 
 $(PY):
 	python3.11 -m venv $(VENV) 2>/dev/null || python3 -m venv $(VENV)
@@ -86,7 +86,13 @@ $(SQS_CLIENTS_AIO): $(STAMP) tests/sqs_clients/requirements-aiobotocore.txt
 
 sqs-clients: $(SQS_CLIENTS_NODE) $(SQS_CLIENTS_AIO)
 
-test: lint synth browser sqs-clients
+# What the tests need is installed side by side (npm, apt and uv wait on the disk and the network more than on
+# the cores); the command line's synth, which no test reads (they synthesize in-process), runs beside the tests.
+test: install
+	$(MAKE) --no-print-directory -j4 lint browser sqs-clients install-cdk $(CDK)
+	$(MAKE) --no-print-directory -j2 synth pytest
+
+pytest: install
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # Both stress runs side by side, RUNS times in a row, with a CPU hog on every core (docs/testing.md).
