@@ -25,3 +25,17 @@ def test_sqs_client_is_the_function_after_its_module_was_imported() -> None:
     command = [sys.executable, "-c", program]
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
     assert done.stdout.split() == ["True", "True"]
+
+
+def test_a_submodule_is_an_attribute_of_the_package_after_a_plain_import() -> None:
+    """`import queue_core` then `queue_core.shard_marks`: the package used to import every submodule, and code that
+    reached one so must keep working now that it loads them on first use; a name that is neither stays an error."""
+    program = (
+        "import queue_core\n"
+        "print(queue_core.shard_marks.__name__, queue_core.sweep.__name__)\n"
+        "print(hasattr(queue_core, 'no_such_module'), hasattr(queue_core, '_private'))\n"
+    )
+    package_root = os.path.dirname(os.path.dirname(queue_core.__file__))
+    environment = {**os.environ, "PYTHONPATH": package_root}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, env=environment)
+    assert done.stdout.split() == ["queue_core.shard_marks", "queue_core.sweep", "False", "False"]

@@ -7,6 +7,7 @@ The names below are loaded on first use (PEP 562), so that a process that needs 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 # Loaded at once (it imports boto3 only when called): the helper shares its name with its submodule, and importing
@@ -83,6 +84,10 @@ _HOMES = {
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
+        # A submodule, as the package gave it when it imported them all: `queue_core.shard_marks` after a plain
+        # `import queue_core`.
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module 'queue_core' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{home}", __name__), name)
     globals()[name] = value
