@@ -39,3 +39,25 @@ def test_a_submodule_is_an_attribute_of_the_package_after_a_plain_import() -> No
     environment = {**os.environ, "PYTHONPATH": package_root}
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, env=environment)
     assert done.stdout.split() == ["queue_core.shard_marks", "queue_core.sweep", "False", "False"]
+
+
+def test_a_name_that_is_no_identifier_is_an_attribute_error_and_imports_nothing() -> None:
+    """`getattr(queue_core, name, default)` and `hasattr` expect AttributeError for a missing name. A dotted name is
+    not a submodule of the package: looking it up as one would import its first part (`queue_core.sweep` for
+    `sweep.x`) and raise ModuleNotFoundError, or hand back a module of a subpackage as if the package had it."""
+    program = (
+        "import sys, queue_core\n"
+        "names = ['.', 'a.b', 'sweep.x', '..sweep', 'store.shard_marks']\n"
+        "print([getattr(queue_core, name, None) for name in names])\n"
+        "print([hasattr(queue_core, name) for name in names])\n"
+        "print('queue_core.sweep' in sys.modules, 'queue_core.store' in sys.modules)\n"
+    )
+    package_root = os.path.dirname(os.path.dirname(queue_core.__file__))
+    environment = {**os.environ, "PYTHONPATH": package_root}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=environment)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "[None, None, None, None, None]",
+        "[False, False, False, False, False]",
+        "False False",
+    ]
