@@ -85,8 +85,10 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         # A submodule, as the package gave it when it imported them all: `queue_core.shard_marks` after a plain
-        # `import queue_core`.
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        # `import queue_core`. Only a plain identifier can be one: `find_spec` of a dotted name would import its
+        # first part (`sweep.x`), raise ModuleNotFoundError where `getattr(..., default)` expects AttributeError,
+        # or find a module of a subpackage (`store.shard_marks`) the package has no attribute for.
+        if name.isidentifier() and not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
             return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module 'queue_core' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{home}", __name__), name)
