@@ -65,7 +65,7 @@ browser:
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
 # The README's pictures of the console (docs/img/console/*.png), taken by its browser tests as they go.
-screenshots: install browser
+screenshots: install browser $(CDK)
 	DQ_CONSOLE_SCREENSHOTS=1 $(VENV)/bin/pytest tests/console/test_browser.py
 
 # Real SQS clients the tests drive unchanged: Node's, from tests/sqs_clients/package-lock.json into a folder of
@@ -92,7 +92,7 @@ test: install
 	$(MAKE) --no-print-directory -j4 lint browser sqs-clients install-cdk $(CDK)
 	$(MAKE) --no-print-directory -j2 synth pytest
 
-pytest: install
+pytest: install browser sqs-clients $(CDK)
 	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # Both stress runs side by side, RUNS times in a row, with a CPU hog on every core (docs/testing.md).
