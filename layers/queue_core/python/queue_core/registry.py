@@ -56,6 +56,7 @@ class Registry:
     def create(self, settings: QueueSettings) -> QueueSettings:
         """Idempotent for the same settings; other settings for an existing queue raise `QueueExists`."""
         self.layout.ensure()
+        asked = time.monotonic()
         try:
             self._store.transact_writes(
                 [
@@ -71,9 +72,9 @@ class Registry:
             existing = QueueSettings.from_item(old)
             if not existing.same_settings(settings):
                 raise QueueExists(f"queue {settings.name!r} exists with other settings: {existing.to_dict()}") from None
-            self._remember(existing)
+            self._remember(existing, asked)
             return existing
-        self._remember(settings)
+        self._remember(settings, asked)
         with self._lock:
             self._sources.pop(settings.dead_letter_target, None)
         return settings
@@ -156,6 +157,7 @@ class Registry:
         """The settings and their copy on the listing entry change together, conditional on the settings read."""
         replace_write = writes.replace_settings(self._settings_item(wanted), current.version, current.generation)
         listed = writes.list_queue(keys.listing_key(wanted.name), wanted.to_item())
+        asked = time.monotonic()
         try:
             try:
                 self._store.transact_writes([replace_write, listed, *_links(current, wanted)])
@@ -165,7 +167,7 @@ class Registry:
             stored = QueueSettings.from_item(failed.item) if failed.item else None
             if stored is None or stored.to_item() != wanted.to_item():  # the same: our write, its answer lost
                 raise QueueExists(f"queue {current.name!r} changed meanwhile; read it again and retry") from None
-        self._remember(wanted)
+        self._remember(wanted, asked)
         with self._lock:
             for target in {current.dead_letter_target, wanted.dead_letter_target} - {""}:
                 self._sources.pop(target, None)
@@ -177,12 +179,13 @@ class Registry:
         if cached and not fresh and time.monotonic() - cached[0] < limits.SETTINGS_CACHE_SECONDS:
             return cached[1]
         self.layout.ensure()
+        asked = time.monotonic()
         item = self._store.get(keys.settings_key(name))
         if item is None:
             self.forget(name)
             raise QueueNotFound(f"queue {name!r} does not exist")
         settings = QueueSettings.from_item(item)
-        self._remember(settings)
+        self._remember(settings, asked)
         return settings
 
     def list(self) -> list[QueueSettings]:
@@ -360,9 +363,14 @@ class Registry:
     def _settings_item(settings: QueueSettings) -> dict[str, Any]:
         return {**keys.settings_key(settings.name), **settings.to_item()}
 
-    def _remember(self, settings: QueueSettings) -> None:
+    def _remember(self, settings: QueueSettings, asked: float) -> None:
+        """Settings as they were when the call that gave them began (`asked`, monotonic): their age in the cache
+        counts from then, not from the answer. A consistent read answers with every write made before it was sent,
+        so a process never serves settings older than the cache's time, however long the call took (the SDK's
+        retries of a throttled read, a stalled connection): what every delay until all processes hold new settings
+        (`placement_from`, `markers_from`, `retention_from`) rests on."""
         with self._lock:
-            self._cache[settings.name] = (time.monotonic(), settings)
+            self._cache[settings.name] = (asked, settings)
 
 
 def _links(before: QueueSettings | None, after: QueueSettings | None) -> list[Write]:
