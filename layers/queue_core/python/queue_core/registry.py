@@ -368,8 +368,18 @@ class Registry:
         counts from then, not from the answer. A consistent read answers with every write made before it was sent,
         so a process never serves settings older than the cache's time, however long the call took (the SDK's
         retries of a throttled read, a stalled connection): what every delay until all processes hold new settings
-        (`placement_from`, `markers_from`, `retention_from`) rests on."""
+        (`placement_from`, `markers_from`, `retention_from`) rests on. A call begun before the cached settings' own
+        and answered after them with no later version of the same incarnation leaves them: a read sent earlier and
+        answered later would otherwise put back settings this process already served changed."""
         with self._lock:
+            cached = self._cache.get(settings.name)
+            if (
+                cached is not None
+                and cached[0] > asked
+                and cached[1].generation == settings.generation
+                and cached[1].version >= settings.version
+            ):
+                return
             self._cache[settings.name] = (asked, settings)
 
 
