@@ -92,14 +92,16 @@ class Registry:
         return self._replace(current, wanted)
 
     def dead_letter_sources(self, target: str, fresh: bool = False) -> list[str]:
-        """The queues that name `target` as their dead-letter target, cached as settings are."""
+        """The queues that name `target` as their dead-letter target, cached as settings are (from when the query
+        was sent: `_remember`)."""
         with self._lock:
             cached = self._sources.get(target)
         if cached and not fresh and time.monotonic() - cached[0] < limits.SETTINGS_CACHE_SECONDS:
             return cached[1]
+        asked = time.monotonic()
         found = sorted(str(item["source"]) for item in self._listing(keys.dead_letter_links_prefix(target)))
         with self._lock:
-            self._sources[target] = (time.monotonic(), found)
+            self._sources[target] = (asked, found)
         return found
 
     def tag(self, name: str, tags: dict[str, str], removed: list[str]) -> QueueSettings:
