@@ -249,7 +249,7 @@ def test_throttles_one_fifo_group_explains_grow_nothing(client: QueueClient) -> 
     """A FIFO queue of 4 shards whose throttled key carries one group near a key's limit: more shards would move
     nothing off that key. The same throttles with enough load in other groups grow the count four times at once."""
     at = 1_000.0
-    settings = client.create_queue("hot.fifo").resharded(4, now_ms=int((at - 100) * 1000), cache_ms=10_000)
+    settings = client.create_queue("hot.fifo").resharded(4, now_ms=int((at - 100) * 1000), spread_ms=40_000)
     throttled = autoshard.THROTTLES_PER_MINUTE
 
     def decided(total: float, groups: dict[str, float], processes: int = 1) -> autoshard.Decision:
@@ -265,7 +265,7 @@ def test_the_count_has_hysteresis_and_never_flaps(client: QueueClient) -> None:
     """A standard queue of 8 shards (its sends go round them: each key carries an eighth of the total): grows past
     half a key's limit (sized for a quarter), shrinks only after a quiet period under a tenth."""
     at = 1_000.0
-    settings = client.create_queue("steady").resharded(8, now_ms=int((at - 100) * 1000), cache_ms=10_000)
+    settings = client.create_queue("steady").resharded(8, now_ms=int((at - 100) * 1000), spread_ms=40_000)
 
     def wanted(per_key: float | None, now: float = at, until: float | None = None, **load) -> int:
         reports = [] if per_key is None else _reports(8 * per_key, now if until is None else until, **load)

@@ -1,12 +1,12 @@
 """An automatic FIFO queue grows to its need once, not past it, while a change is still reaching every process:
-groups are placed by a new count only `placement_from` after the change (about 40 s), and until then the load and
+groups are placed by a new count only `placement_from` after the change (about 25 s), and until then the load and
 the throttles are still those of the old placement."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from queue_core import QueueClient, Throttled, autoshard
+from queue_core import QueueClient, Throttled, autoshard, limits
 
 from bench.backend import moto_backend
 from bench.scenarios.load_step import core_limits_scaled
@@ -15,6 +15,8 @@ from bench.throttling import Limits, SimClock, Throttler
 SCALE = 50  # DynamoDB's per-key limits and the core's estimates scaled down alike: 20 WU a second a key
 TABLE = "settling"
 BODY = "x" * 600  # under 1 KB with its keys: four write units of its shard's index key per life
+
+SPREAD_MS = int(limits.SETTINGS_SPREAD_SECONDS * 1000)
 
 
 def _senders(backend: Any, clock: Any, count: int) -> list[Any]:
@@ -62,8 +64,8 @@ def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settl
     """Against a DynamoDB that throttles: 160 % of a key's limit over a hundred groups from one process, received as
     it comes, needs 8 shards. The throttled sender grows the queue at once; until the groups are placed by the new
     count the old key still throttles, and its reports still measure the old placement: no second growth, sweeps
-    included. The change comes about 6 s in and settles 40 s later; a sweep 3 s after that (its minute of throttles
-    nearly all the old placement's, its shortest rate windows straddling the move) and one 50 s later (the new
+    included. The change comes about 6 s in and settles 25 s later; a sweep 18 s after that (its minute of throttles
+    mostly the old placement's, its longer rate windows straddling the move) and one 50 s later (the new
     placement's load alone in its rates) close the scenario: the run stops at 100 s."""
     with moto_backend() as backend, core_limits_scaled() as scale:
         scale(SCALE)
@@ -87,12 +89,12 @@ def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settl
 
 
 def test_throttles_before_every_process_has_the_new_count_are_the_old_counts(client: QueueClient) -> None:
-    """A FIFO queue grown to 8 twenty-five seconds ago, its groups placed by 8 only from `placement_from` on: the
+    """A FIFO queue grown to 8 fifteen seconds ago, its groups placed by 8 only from `placement_from` on: the
     throttles its senders meet until then are on the old places, whatever the count says. Counted, they would grow
     it four times more (to 32) on top of its need (16: 2,400 a second over a hundred groups); the count waits, and
     says why."""
     at = 1_000_000.0
-    settings = client.create_queue("orders.fifo").resharded(8, now_ms=int((at - 25) * 1000), cache_ms=10_000)
+    settings = client.create_queue("orders.fifo").resharded(8, now_ms=int((at - 15) * 1000), spread_ms=SPREAD_MS)
     assert settings.placement_from > at * 1000
     samples = [
         autoshard.Sample(int((at - second - 0.5) * 1000), 2_400, 5, quantum=24, reporter="p") for second in range(20)

@@ -7,6 +7,7 @@ answer would, instead of sleeping through it."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ class Monotonic:
     """The registry's `time`: only `monotonic`, which moves when a test says."""
 
     def __init__(self) -> None:
-        self.now = 1_000.0
+        self.now = time.monotonic()
 
     def monotonic(self) -> float:
         return self.now

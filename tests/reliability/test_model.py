@@ -35,6 +35,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -554,8 +555,9 @@ class QueueAgainstReference(RuleBasedStateMachine):
         behind = QueueClient(TABLE, dynamodb=self.client.dynamodb, clock=self.clock)
         # Its cache keeps the settings as long as the model says (the registry times its cache by the wall clock,
         # which a run crosses in its own time: a replay would take other paths), until a mark of a group's move
-        # makes it read them again.
-        behind._ctx.registry._cache[self.name] = (math.inf, behind.get_queue(self.name))
+        # makes it read them again; so does its sends' deadline (`read_at` 0: none).
+        held = replace(behind.get_queue(self.name), read_at=0.0)
+        behind._ctx.registry._cache[self.name] = (math.inf, held)
         self.behind = behind.queue(self.name, "tenant")
         self.behind_until = self.now() + int(limits.SETTINGS_CACHE_SECONDS * 1000)
         if self.reshards % 2 == 0:

@@ -8,6 +8,7 @@ handles a receive hands out.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -149,6 +150,11 @@ class EngineBase:
         self.traffic = ctx.traffic(self.space, settings.read_shards, settings.shards)
         self.picker = self.traffic.picker
         self.gauge = self.traffic.gauge
+
+    def sending(self) -> AbstractContextManager[None]:
+        """Within it, writes are sent while these settings are young enough (`QueueSettings.send_deadline`), or
+        refused with `Overdue`: a send lands before another process acts on a change it was not built for."""
+        return self.ctx.store.sent_by(self.settings.send_deadline())
 
     def announce(self, due: Iterable[tuple[int, int, int]]) -> None:
         """After a write that made messages visible at some time, `(priority, visible_at, shard)` of each: the

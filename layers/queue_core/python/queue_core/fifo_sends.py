@@ -20,7 +20,7 @@ from .keys import MessageRef
 from .messages import Entry, expires_s, new_item, sent
 from .models import SendResult
 from .sqs_ids import sqs_id_of
-from .store import Item, TransactionCancelled, Write
+from .store import Item, Overdue, TransactionCancelled, Write
 from .store import groups as group_writes
 from .store import messages as writes
 
@@ -67,11 +67,21 @@ class FifoSends(FifoGroups):
             now = max(now, self.ctx.now_ms())
             actions, refs = self._append_actions(group, pending, expected, now, placement)
             try:
-                self.ctx.store.transact_writes(actions + placement.moves + extra)
+                with self.sending():
+                    self.ctx.store.transact_writes(actions + placement.moves + extra)
             except MessageTooLarge:
                 if not any(entry.stored for entry in pending):  # refused: nothing was stored, its objects go
                     self.ctx.bodies.discard(write.item for write in actions)
                 raise
+            except Overdue:
+                # Not sent: the settings it was placed by may be behind a change another process acts on now.
+                if not any(entry.stored for entry in pending):
+                    self.ctx.bodies.discard(write.item for write in actions)
+                self.settings = self.ctx.registry.get(self.queue, fresh=True)
+                now = max(now, self.ctx.now_ms())
+                placement = self._placement(group, now)
+                expected = None if placement.moves else placement.known_last_seq
+                continue
             except TransactionCancelled as cancelled:
                 if not any(entry.stored for entry in pending):  # a redrive's objects belong to its DLQ items
                     self.ctx.bodies.discard_unstored(actions, cancelled.reasons)

@@ -124,6 +124,25 @@ BACKOFF_MAX_SECONDS: Final = 900
 # Registry and settings are cached this long in each process.
 SETTINGS_CACHE_SECONDS: Final = 10.0
 
+# Every process holds a queue's changed settings within `SETTINGS_SPREAD_SECONDS` of the change, and every write
+# built from the older ones has landed by then: FIFO groups are placed by a new count (`placement_from`), the ready
+# markers are trusted (`markers_from`) and a raised retention applies (`retention_from`) only from then on. It is
+# the sum of bounds the core enforces and one it assumes (`Store.sent_by`):
+# - a change of the settings is sent, each of the SDK's attempts included, within `SETTINGS_WRITE_GRACE_SECONDS`
+#   of the time it counts from, or not at all;
+# - a process serves settings at most `SETTINGS_CACHE_SECONDS` after the consistent read that gave them was sent;
+# - a write built from them (a send) is sent, each attempt included, within `SEND_GRACE_SECONDS` after that, or
+#   not at all: it is built again from settings read afresh;
+# - an attempt sent is applied by DynamoDB within `LANDING_SECONDS`, or never: assumed, not enforced (DynamoDB
+#   answers in milliseconds; this allows for its slowest seconds); twice, for the change and for the send.
+# 25 s in all: before the bounds were enforced it was twice the cache plus 20 s.
+SETTINGS_WRITE_GRACE_SECONDS: Final = 2.5
+SEND_GRACE_SECONDS: Final = 2.5
+LANDING_SECONDS: Final = 5.0
+SETTINGS_SPREAD_SECONDS: Final = (
+    SETTINGS_WRITE_GRACE_SECONDS + SETTINGS_CACHE_SECONDS + SEND_GRACE_SECONDS + 2 * LANDING_SECONDS
+)
+
 # How far the index (filled asynchronously: usually well under a second, no bound promised) is taken to lag
 # behind the table at most, wherever a conclusion drawn from it must not miss a recent write: a drain's look
 # after dropping a ready marker put this recently, and the list of a queue's clients when the sweep drops a

@@ -72,24 +72,25 @@ class Registry:
             existing = QueueSettings.from_item(old)
             if not existing.same_settings(settings):
                 raise QueueExists(f"queue {settings.name!r} exists with other settings: {existing.to_dict()}") from None
-            self._remember(existing, asked)
-            return existing
-        self._remember(settings, asked)
+            return self._remember(existing, asked)
+        settings = self._remember(settings, asked)
         with self._lock:
             self._sources.pop(settings.dead_letter_target, None)
         return settings
 
     def update(self, name: str, now_ms: int, **changes: Any) -> QueueSettings:
         """Applies changes if nobody changed the queue meanwhile (a condition on its version and generation).
-        The dead-letter fields (`REDRIVE_FIELDS`) change in the same write, with the target's list of sources."""
+        The dead-letter fields (`REDRIVE_FIELDS`) change in the same write, with the target's list of sources.
+        `now_ms` is the present: the times a change sets count from it (`_deadline`)."""
+        deadline = _deadline()
         current = self.get(name, fresh=True)
         redrive = {field: changes.pop(field) for field in REDRIVE_FIELDS if field in changes}
         wanted = current
         if changes:
-            wanted = current.updated(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000), **changes)
+            wanted = current.updated(now_ms, _SPREAD_MS, **changes)
         if redrive:
             wanted = replace(wanted.redirected(now_ms, **redrive), version=current.version + 1)
-        return self._replace(current, wanted)
+        return self._replace(current, wanted, deadline)
 
     def dead_letter_sources(self, target: str, fresh: bool = False) -> list[str]:
         """The queues that name `target` as their dead-letter target, cached as settings are (from when the query
@@ -123,10 +124,11 @@ class Registry:
 
     def reshard(self, current: QueueSettings, shards: int, now_ms: int) -> QueueSettings | None:
         """An automatic change of the shard count, fenced as a change by hand is (`update`); None when the queue
-        changed meanwhile (the decision is made again on fresh settings next time)."""
-        wanted = current.resharded(shards, now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000))
+        changed meanwhile (the decision is made again on fresh settings next time). `now_ms` is the present."""
+        deadline = _deadline()
+        wanted = current.resharded(shards, now_ms, _SPREAD_MS)
         try:
-            return self._replace(current, wanted)
+            return self._replace(current, wanted, deadline)
         except QueueExists:
             return None
 
@@ -135,13 +137,15 @@ class Registry:
         a `PATCH`; a change that raced it is read again. Settings writes are transactions (they carry the listing's
         copy), and DynamoDB cancels one of two at once as a conflict, which the store reports as `Throttled`:
         consumers starting together must not answer 429 for it, so that too is read again. Whatever the outcome,
-        the settings as they now are (without markers yet, a queue-wide receive visits every client)."""
+        the settings as they now are (without markers yet, a queue-wide receive visits every client). `now_ms`
+        is the present."""
+        deadline = _deadline()
         for _ in range(3):
             current = self.get(name, fresh=True)
             if current.queue_wide:
                 return current
             try:
-                return self._replace(current, current.marking(now_ms, int(limits.SETTINGS_CACHE_SECONDS * 1000)))
+                return self._replace(current, current.marking(now_ms, _SPREAD_MS), deadline)
             except (QueueExists, Throttled):
                 continue
         return self.get(name, fresh=True)
@@ -155,21 +159,23 @@ class Registry:
             return False
         return True
 
-    def _replace(self, current: QueueSettings, wanted: QueueSettings) -> QueueSettings:
-        """The settings and their copy on the listing entry change together, conditional on the settings read."""
+    def _replace(self, current: QueueSettings, wanted: QueueSettings, deadline: float | None = None) -> QueueSettings:
+        """The settings and their copy on the listing entry change together, conditional on the settings read;
+        sent by `deadline` (monotonic) or not at all (`Overdue`), for a change whose times count from then."""
         replace_write = writes.replace_settings(self._settings_item(wanted), current.version, current.generation)
         listed = writes.list_queue(keys.listing_key(wanted.name), wanted.to_item())
         asked = time.monotonic()
         try:
             try:
-                self._store.transact_writes([replace_write, listed, *_links(current, wanted)])
+                with self._store.sent_by(deadline):
+                    self._store.transact_writes([replace_write, listed, *_links(current, wanted)])
             except TransactionCancelled as cancelled:
                 raise ConditionFailed(cancelled.reasons[0][1]) from None
         except ConditionFailed as failed:
             stored = QueueSettings.from_item(failed.item) if failed.item else None
             if stored is None or stored.to_item() != wanted.to_item():  # the same: our write, its answer lost
                 raise QueueExists(f"queue {current.name!r} changed meanwhile; read it again and retry") from None
-        self._remember(wanted, asked)
+        wanted = self._remember(wanted, asked)
         with self._lock:
             for target in {current.dead_letter_target, wanted.dead_letter_target} - {""}:
                 self._sources.pop(target, None)
@@ -186,9 +192,7 @@ class Registry:
         if item is None:
             self.forget(name)
             raise QueueNotFound(f"queue {name!r} does not exist")
-        settings = QueueSettings.from_item(item)
-        self._remember(settings, asked)
-        return settings
+        return self._remember(QueueSettings.from_item(item), asked)
 
     def list(self) -> list[QueueSettings]:
         """One query of the listing entries, which carry a copy of each queue's settings; an entry written before
@@ -365,14 +369,16 @@ class Registry:
     def _settings_item(settings: QueueSettings) -> dict[str, Any]:
         return {**keys.settings_key(settings.name), **settings.to_item()}
 
-    def _remember(self, settings: QueueSettings, asked: float) -> None:
+    def _remember(self, settings: QueueSettings, asked: float) -> QueueSettings:
         """Settings as they were when the call that gave them began (`asked`, monotonic): their age in the cache
         counts from then, not from the answer. A consistent read answers with every write made before it was sent,
         so a process never serves settings older than the cache's time, however long the call took (the SDK's
         retries of a throttled read, a stalled connection): what every delay until all processes hold new settings
         (`placement_from`, `markers_from`, `retention_from`) rests on. A call begun before the cached settings' own
         and answered after them with no later version of the same incarnation leaves them: a read sent earlier and
-        answered later would otherwise put back settings this process already served changed."""
+        answered later would otherwise put back settings this process already served changed. Returns the
+        settings stamped with `asked` (`QueueSettings.read_at`)."""
+        settings = replace(settings, read_at=asked)
         with self._lock:
             cached = self._cache.get(settings.name)
             if (
@@ -381,8 +387,17 @@ class Registry:
                 and cached[1].generation == settings.generation
                 and cached[1].version >= settings.version
             ):
-                return
+                return settings
             self._cache[settings.name] = (asked, settings)
+        return settings
+
+
+_SPREAD_MS = int(limits.SETTINGS_SPREAD_SECONDS * 1000)
+
+
+def _deadline() -> float:
+    """By when a change of settings made now is sent: its times (`placement_from`, ...) count from now."""
+    return time.monotonic() + limits.SETTINGS_WRITE_GRACE_SECONDS
 
 
 def _links(before: QueueSettings | None, after: QueueSettings | None) -> list[Write]:

@@ -78,6 +78,10 @@ class QueueSettings:
     # "byQueue" with `redrive_sources`, as SQS's RedriveAllowPolicy.
     redrive_permission: str = field(default="", compare=False)
     redrive_sources: tuple[str, ...] = field(default=(), compare=False)
+    # When (monotonic) the read or write that gave this process these settings was sent (0: not from the table):
+    # a write built from them is sent within `SEND_GRACE_SECONDS` after their time in the cache (`send_deadline`).
+    # Not stored.
+    read_at: float = field(default=0.0, compare=False, repr=False)
     created: bool = field(default=False, compare=False)
 
     SETTING_NAMES = (
@@ -188,7 +192,7 @@ class QueueSettings:
             return self.shard_history
         return tuple((shards, until) for shards, until in self.shard_history if until > now_ms)
 
-    def updated(self, now_ms: int, cache_ms: int, **changes: Any) -> QueueSettings:
+    def updated(self, now_ms: int, spread_ms: int, **changes: Any) -> QueueSettings:
         """These settings with `changes` applied (validated). A new shard count keeps the old one in the history
         for as long as items may live under it; a longer retention lengthens every kept layout's time too. A
         layout is never forgotten while something may live under it: past `MAX_SHARD_LAYOUTS` kept layouts, a
@@ -206,15 +210,15 @@ class QueueSettings:
         if fresh.auto_shards:
             # Switched to automatic, or its bounds moved: it goes on from the current count, within the bounds.
             fresh = replace(fresh, shards=min(max(self.shards, fresh.min_shards), fresh.max_shards))
-        fresh = replace(fresh, **self._marking(fresh.queue_wide, now_ms, cache_ms))
-        return self._with_shards(fresh, now_ms, cache_ms)
+        fresh = replace(fresh, **self._marking(fresh.queue_wide, now_ms, spread_ms))
+        return self._with_shards(fresh, now_ms, spread_ms)
 
-    def resharded(self, shards: int, now_ms: int, cache_ms: int) -> QueueSettings:
+    def resharded(self, shards: int, now_ms: int, spread_ms: int) -> QueueSettings:
         """These settings with the shard count an automatic decision chose: the same history and fencing as a
         change by hand (`updated`)."""
-        return self._with_shards(replace(self, shards=shards), now_ms, cache_ms)
+        return self._with_shards(replace(self, shards=shards), now_ms, spread_ms)
 
-    def _with_shards(self, fresh: QueueSettings, now_ms: int, cache_ms: int) -> QueueSettings:
+    def _with_shards(self, fresh: QueueSettings, now_ms: int, spread_ms: int) -> QueueSettings:
         history, placement_from, placed_by = self.live_history(now_ms), self.placement_from, self.placed_by
         changed_at = self.shards_changed_at
         lifetime = self._lifetime_ms(max(self.retention_seconds, fresh.retention_seconds))
@@ -225,7 +229,7 @@ class QueueSettings:
         # on unchanged by other updates, and ends once the retention is no higher than what messages get now.
         retention_from, earlier_retention = self.retention_from, self.earlier_retention
         if fresh.retention_seconds > self.retention_seconds:
-            retention_from, earlier_retention = now_ms + 2 * cache_ms + 20_000, self.message_retention(now_ms)
+            retention_from, earlier_retention = now_ms + spread_ms, self.message_retention(now_ms)
         elif fresh.retention_seconds <= self.message_retention(now_ms):
             retention_from, earlier_retention = 0, 0
         if fresh.retention_seconds > self.retention_seconds:
@@ -238,7 +242,7 @@ class QueueSettings:
                 )
             history = _compacted((*history, (self.shards, now_ms + lifetime)), self.fifo)
             placed_by = self._placements_after_change(now_ms)
-            placement_from = now_ms + 2 * cache_ms + 20_000
+            placement_from = now_ms + spread_ms
             changed_at = now_ms
         return replace(
             fresh,
@@ -304,7 +308,7 @@ class QueueSettings:
         placed_by = () if now_ms >= self.placement_from else self.placed_by
         return replace(self, shard_history=history, placed_by=placed_by, version=self.version + 1, created=False)
 
-    def _marking(self, queue_wide: bool, now_ms: int, cache_ms: int) -> dict[str, Any]:
+    def _marking(self, queue_wide: bool, now_ms: int, spread_ms: int) -> dict[str, Any]:
         """The ready-marker fields for `queue_wide`: kept as they are, or switched on now. Every process's sends
         put markers once their cached settings show it, with a margin for a slow send (as for `placement_from`);
         until the sweep has built the markers of what was sent before, queue-wide receives visit every client.
@@ -317,11 +321,11 @@ class QueueSettings:
             }
         if not queue_wide:
             raise ValidationError("queue_wide cannot be switched off once on: queue-wide receives rely on it")
-        return {"queue_wide": True, "markers_from": now_ms + 2 * cache_ms + 20_000, "markers_built": False}
+        return {"queue_wide": True, "markers_from": now_ms + spread_ms, "markers_built": False}
 
-    def marking(self, now_ms: int, cache_ms: int) -> QueueSettings:
+    def marking(self, now_ms: int, spread_ms: int) -> QueueSettings:
         """These settings with `queue_wide` switched on (by the first queue-wide receive), as a new version."""
-        return replace(self, **self._marking(True, now_ms, cache_ms), version=self.version + 1, created=False)
+        return replace(self, **self._marking(True, now_ms, spread_ms), version=self.version + 1, created=False)
 
     def with_markers_built(self) -> QueueSettings:
         """These settings once the sweep has put the markers of every client with messages."""
@@ -338,8 +342,17 @@ class QueueSettings:
         names.remove("queue_wide")  # what a queue costs, not how it behaves: any queue may be received queue-wide
         return self.auto_shards == other.auto_shards and all(getattr(self, k) == getattr(other, k) for k in names)
 
+    def send_deadline(self) -> float | None:
+        """By when (monotonic) a write built from these settings must be sent (`Store.sent_by`): every process
+        holds a change of them, and every write built from the older ones has landed, `SETTINGS_SPREAD_SECONDS`
+        after it (`limits`)."""
+        if not self.read_at:
+            return None
+        return self.read_at + limits.SETTINGS_CACHE_SECONDS + limits.SEND_GRACE_SECONDS
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data.pop("read_at")
         # Internal, or kept for the SQS protocol's attributes and tags (which it reads from the settings).
         internals = ("generation", "version", "created", "shard_history", "placement_from", "modified_at", "tags")
         for internal in (*internals, "placed_by", "shards_changed_at", "items_live_until"):
@@ -355,6 +368,7 @@ class QueueSettings:
     def to_item(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("created")
+        data.pop("read_at")
         data["shard_history"] = [list(entry) for entry in self.shard_history]
         data["placed_by"] = [list(entry) for entry in self.placed_by]
         data["redrive_sources"] = list(self.redrive_sources)

@@ -19,7 +19,7 @@ from .messages import Entry, expires_s, moved_item, new_item, sent
 from .models import SendResult
 from .sqs_ids import sqs_id_kept, sqs_id_of
 from .standard_space import StandardSpace, due_of
-from .store import Item, TransactionCancelled
+from .store import Item, Overdue, TransactionCancelled
 from .store import messages as writes
 
 logger = logging.getLogger("queue_core")
@@ -63,7 +63,8 @@ class StandardSends(StandardSpace):
         for start in range(0, len(built), 25):
             chunk = built[start : start + 25]
             try:
-                left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
+                with self.sending():
+                    left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
             except QueueError as error:
                 # Each entry fails, not the call. A refusal (DynamoDB applies none of a request it refuses)
                 # stored none of them: their objects go. Any other outcome is unknown, and keeps them.
@@ -93,7 +94,8 @@ class StandardSends(StandardSpace):
         now = max(now, self.ctx.now_ms())
         planned = self.send_writes(entry, now)
         try:
-            self.ctx.store.transact_writes(planned.writes)
+            with self.sending():
+                self.ctx.store.transact_writes(planned.writes)
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
             duplicate = duplicate_of(cancelled.reasons[0], self.settings)
@@ -101,7 +103,7 @@ class StandardSends(StandardSpace):
             original = MessageRef.parse(duplicate.message_id)
             self.announce([(original.priority, now, original.shard)])
             return duplicate
-        except MessageTooLarge:
+        except (MessageTooLarge, Overdue):
             self.ctx.bodies.discard(write.item for write in planned.writes)  # refused: nothing was stored
             raise
         except QueueError:
@@ -147,7 +149,8 @@ class StandardSends(StandardSpace):
         live["gsi1sk"] = keys.message_index_sk(now, ref.sequence, ref.priority)
         try:
             dlq_key = {"pk": dlq_item["pk"], "sk": dlq_item["sk"]}
-            self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
+            with self.sending():
+                self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
         except TransactionCancelled:
             return False
         except QueueError:

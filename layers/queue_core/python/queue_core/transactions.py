@@ -35,7 +35,7 @@ from .errors import (
 from .limits import MAX_TRANSACTION_ITEMS
 from .messages import Entry
 from .receipts import Receipt
-from .store import Item, OutcomeUnknown, Store, TransactionCancelled
+from .store import Item, OutcomeUnknown, Overdue, Store, TransactionCancelled
 
 logger = logging.getLogger("queue_core.transactions")
 
@@ -79,6 +79,9 @@ class _Part:
     # when that token was first sent, on the monotonic clock). It may have been applied, so only that very request,
     # with that token, may be sent again, and only while DynamoDB still knows the token.
     unsure: tuple[str, str, float] | None = None
+    # By when (monotonic) its entries must be sent: built from a queue's settings, they may not land after another
+    # process acts on a change of them (`QueueSettings.send_deadline`). None: whenever.
+    send_by: float | None = None
 
     def check_uncommitted(self) -> None:
         """Refuses a part that a transaction already committed, when committing it again would do harm."""
@@ -90,6 +93,9 @@ class _Part:
 
     def committed(self) -> None:
         """Runs once the transaction committed."""
+
+    def build_again(self) -> None:
+        """Builds the entries again from settings read afresh, once they were too old to send (`send_by`)."""
 
 
 class TransactSend(_Part):
@@ -117,6 +123,7 @@ class TransactSend(_Part):
         return f"TransactSend(message_id={self.message_id!r}, items={len(self.items)})"
 
     def _build(self, engine: Engine, last_seq: int | None) -> None:
+        self.send_by = engine.settings.send_deadline()
         planned = engine.send_writes(self._entry, self._now_ms(), last_seq)
         engine.mark_ahead(planned.ready)
         self._planned = planned
@@ -136,6 +143,9 @@ class TransactSend(_Part):
         assert self._planned is not None
         self._committed = True
         self._engine_of(False).send_committed(self._planned, self._now_ms())
+
+    def build_again(self) -> None:
+        self._build(self._engine_of(True), None)
 
     def check_uncommitted(self) -> None:
         """A send is one message: committed again (a FIFO fence it moved itself would be built again, a new
@@ -258,12 +268,26 @@ def commit(store: Store, items: Iterable[Any], token: str | None = None) -> None
         request = [dict(item) for item, _, _ in slots]  # plain dicts to the SDK: the owners stay here
         fingerprint = _fingerprint(request)
         sent_token, first_sent = _token_for(parts, fingerprint, token if attempt == 0 else None)
+        deadlines = [part.send_by for part in parts if part.send_by is not None]
         try:
-            store.transact_items(request, token=sent_token)
+            with store.sent_by(min(deadlines, default=None)):
+                store.transact_items(request, token=sent_token)
         except TransactionCancelled as cancelled:
             for part in parts:
                 part.unsure = None  # answered: nothing of it was applied
             slots = _after_cancel(slots, cancelled.reasons)
+            continue
+        except Overdue:
+            # Not sent: its sends were built from settings another process may have changed since.
+            if any(part.unsure is not None for part in parts):
+                raise ValidationError(
+                    "a commit of these sends or acks may have been applied (its answers were lost), and the queue "
+                    "settings they were built from are now too old to send it again: check its effects, then build "
+                    "new sends or acks"
+                ) from None
+            for part in parts:
+                part.build_again()
+            slots = _rebuilt(slots)
             continue
         except OutcomeUnknown as unknown:
             for part in parts:
@@ -345,6 +369,11 @@ def _after_cancel(slots: list[_Slot], reasons: Sequence[tuple[str, Item | None]]
             )
     if errors:
         raise errors[0]
+    return _rebuilt(slots)
+
+
+def _rebuilt(slots: list[_Slot]) -> list[_Slot]:
+    """The slots with each of our parts' entries as built again."""
     if not _complete(slots):
         # Built again with another number of entries (the group moved to another place meanwhile): the caller's
         # list cannot be brought up to date here.

@@ -15,6 +15,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "ConditionFailed",
     "Item",
     "OutcomeUnknown",
+    "Overdue",
     "Store",
     "TransactionCancelled",
     "Write",
@@ -112,6 +114,20 @@ class OutcomeUnknown(Throttled):
         self.token = token
 
 
+class Overdue(Throttled):
+    """A write not sent: the settings it was built from are older than `Store.sent_by` allows, and another process
+    may already act on newer ones. Nothing of it was applied; built again from settings read afresh, it may go."""
+
+    def __init__(self) -> None:
+        super().__init__("the queue's settings this write was built from are too old to send it; retry")
+
+
+class _NotSent(BotoCoreError):
+    """Raised by the `before-send` hook in place of an attempt past its deadline (the SDK retries no such error)."""
+
+    fmt = "not sent: past its deadline"
+
+
 class TransactionCancelled(Exception):
     """A transaction failed a condition; `reasons[i]` is (code, old item) for action i."""
 
@@ -170,6 +186,8 @@ def _raise_mapped(error: Exception) -> None:
 def _outcome_unknown(error: Throttled) -> bool:
     """Whether the request may have been applied: its answer was lost, or it is still in progress."""
     cause = error.__cause__
+    if isinstance(cause, _NotSent):  # an earlier attempt's answer was lost, and this retry was held back
+        return True
     if isinstance(cause, ClientError):
         return cause.response.get("Error", {}).get("Code", "") == "TransactionInProgressException"
     return isinstance(cause, _UNREACHABLE)
@@ -199,11 +217,26 @@ def _throttle_counter(store: weakref.ref[Store]) -> Callable[..., None]:
         if isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in _KEY_THROTTLES:
             counted.note_throttle(parsed)
         status = parsed.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) if isinstance(parsed, dict) else 0
+        if isinstance(caught_exception, _NotSent):
+            return  # never sent
         if caught_exception is not None or status >= 500:
             # No answer, or a server error: this attempt may have been applied. A throttle never was.
             counted._seen.maybe_applied = True
 
     return count
+
+
+def _deadline_keeper(store: weakref.ref[Store]) -> Callable[..., None]:
+    """A `before-send` handler that holds back every attempt past its thread's deadline (`Store.sent_by`), the
+    SDK's retries included: registered first, so no other handler (a test's stub) sees the attempt before it."""
+
+    def keep(**_: Any) -> None:
+        kept = store()
+        deadline = getattr(kept._seen, "send_by", None) if kept is not None else None
+        if deadline is not None and time.monotonic() > deadline:
+            raise _NotSent()
+
+    return keep
 
 
 class Store:
@@ -220,6 +253,22 @@ class Store:
         # thread, so that a call is not charged with the throttles of other threads' calls on other queues.
         self._seen = threading.local()
         dynamodb.meta.events.register_first("needs-retry.dynamodb", _throttle_counter(weakref.ref(self)))
+        dynamodb.meta.events.register_first("before-send.dynamodb", _deadline_keeper(weakref.ref(self)))
+
+    @contextmanager
+    def sent_by(self, deadline: float | None) -> Iterator[None]:
+        """Within it, this thread's writes are sent, each of the SDK's attempts included, by `deadline` (monotonic;
+        None: no deadline) or not at all: `Overdue` when nothing was sent, else what a lost answer raises
+        (`OutcomeUnknown`, `Throttled`). What bounds how late a write built from a process's cached settings can
+        land after another process changed them (`limits.SETTINGS_SPREAD_SECONDS`). Nested, the earlier holds."""
+        outer = getattr(self._seen, "send_by", None)
+        if deadline is not None and outer is not None:
+            deadline = min(deadline, outer)
+        self._seen.send_by = deadline if deadline is not None else outer
+        try:
+            yield
+        finally:
+            self._seen.send_by = outer
 
     @property
     def throttles(self) -> int:
@@ -265,6 +314,11 @@ class Store:
                     self.note_throttle()
                 self._raise_cancelled(error)
             _raise_mapped(error)
+        except _NotSent as error:
+            if not self._seen.maybe_applied:
+                raise Overdue() from None
+            # An earlier attempt's answer was lost: it may have been applied, as after a network failure.
+            raise Throttled("DynamoDB's answer was lost and the write may have been applied; retry later") from error
         except BotoCoreError as error:
             _raise_mapped(error)
         raise AssertionError("unreachable")
@@ -363,9 +417,17 @@ class Store:
                 )
                 return
             except Throttled as error:
+                if isinstance(error, Overdue) and attempt > 0:  # an earlier send's answers were lost
+                    raise OutcomeUnknown(
+                        "DynamoDB's answers were lost: the transaction may have committed; retry", token
+                    ) from error
                 if not _outcome_unknown(error):
                     raise
-                if attempt == _TRANSACT_SENDS - 1 or time.monotonic() - started > _RESEND_SECONDS:
+                if (
+                    attempt == _TRANSACT_SENDS - 1
+                    or time.monotonic() - started > _RESEND_SECONDS
+                    or isinstance(error.__cause__, _NotSent)
+                ):
                     raise OutcomeUnknown(
                         "DynamoDB's answers were lost: the transaction may have committed; retry", token
                     ) from error
@@ -403,10 +465,10 @@ class Store:
             try:
                 answer = self._call("batch_write_item", RequestItems={self.table: pending})
             except Throttled as error:
-                if isinstance(error.__cause__, HTTPClientError):
+                if isinstance(error.__cause__, HTTPClientError | _NotSent):
                     pending = self._write_each_once(pending)
                     break
-                if attempt == _BATCH_RETRIES - 1 or at_capacity(error):
+                if attempt == _BATCH_RETRIES - 1 or at_capacity(error) or isinstance(error, Overdue):
                     # A table at its capacity stays there until its units are raised (minutes): the SDK's own
                     # retries have waited already, and more rounds would only add requests to it.
                     break
