@@ -145,3 +145,16 @@ def test_a_retry_held_back_after_a_lost_answer_is_reported_as_possibly_applied(d
     with store.sent_by(time.monotonic() - 1), pytest.raises(Overdue):
         store.transact_items([item])
     assert lost[0] == 1
+
+
+def test_an_automatic_change_not_sent_in_time_is_made_again_by_the_next_decision(
+    client: QueueClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An automatic change of `shards` held back is not a queue that may not grow (`layouts_full`): nothing is
+    written, and the next decision writes it."""
+    client.create_queue("orders.fifo", fifo=True)
+    monkeypatch.setattr(limits, "SETTINGS_WRITE_GRACE_SECONDS", -1.0)
+    assert client.reshard_automatically("orders.fifo", 8) is None
+    assert client._ctx.registry.get("orders.fifo", fresh=True).shards == 1
+    monkeypatch.undo()
+    assert client.reshard_automatically("orders.fifo", 8) == 8

@@ -661,7 +661,9 @@ class ShardGrowthHeld(Answer):
     queue: str
     shards: int = Field(description="the count it keeps")
     reason: str = Field(
-        description="why it does not grow: unexplained, one_group, settling, cooldown, max_shards or layouts_full"
+        description=(
+            "why it does not grow: unexplained, one_group, settling, cooldown, max_shards, layouts_full or unwritten"
+        )
     )
     throttles_per_minute: int = Field(description="the throttles a minute its load reports show")
 

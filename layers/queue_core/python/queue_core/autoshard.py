@@ -31,8 +31,8 @@ are the previous count's and are left out. A queue throttled past `THROTTLES_PER
 each, as a sweep's pass may fail or be minutes away) and in the sweep's report, for a metric: the measured load does
 not explain the throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone
 (`"one_group"`), the last change is still reaching every process (`"settling"`), it changed less than
-`GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), or it keeps too many layouts
-to change now (`"layouts_full"`).
+`GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), it keeps too many layouts
+to change now (`"layouts_full"`), or the change could not be written (throttled, or not sent in time: `"unwritten"`).
 
 A decision is written as a change by hand is (`Registry.reshard`: conditional on the settings' version and
 generation, its own write recognised after a lost answer), and keeps the same layout history, so nothing is
@@ -53,7 +53,7 @@ from typing import Any, Final
 
 from . import limits
 from .context import Context
-from .errors import QueueError
+from .errors import QueueError, ValidationError
 from .keys import Space, group_shard
 from .load_meter import Sample, message_units
 from .messages import Entry
@@ -377,6 +377,7 @@ _WHY: Final = {
     "unexplained": "the measured load does not explain them (a table-level quota?): more shards would not help",
     "one_group": "one FIFO group carries its key alone: more shards would not move it",
     "layouts_full": "the queue keeps as many shard layouts as it may until the oldest is empty",
+    "unwritten": "the change could not be written now (throttled, or not sent in time): the next decision makes it",
 }
 
 
@@ -399,9 +400,9 @@ def decide(
     made = decision(current, reports or [], now)
     changed = None
     if made.shards != current.shards and not (grow_only and made.shards < current.shards):
-        changed, refused = _apply(ctx, current, made.shards, now)
-        if refused and made.shards > current.shards and made.throttles_per_minute >= THROTTLES_PER_MINUTE:
-            made = Decision(current.shards, "layouts_full", made.throttles_per_minute)
+        changed, held = _apply(ctx, current, made.shards)
+        if held and made.shards > current.shards and made.throttles_per_minute >= THROTTLES_PER_MINUTE:
+            made = Decision(current.shards, held, made.throttles_per_minute)
     if made.held:
         said = not grow_only or ctx.load.may_say(name, now, THROTTLE_SECONDS * 1000)
         logger.log(
@@ -422,19 +423,23 @@ def force(ctx: Context, name: str, shards: int) -> int | None:
     current = ctx.registry.get(name, fresh=True)
     if not current.auto_shards:
         return None
-    return _apply(ctx, current, min(max(shards, current.min_shards), current.max_shards), ctx.now_ms())[0]
+    return _apply(ctx, current, min(max(shards, current.min_shards), current.max_shards))[0]
 
 
-def _apply(ctx: Context, current: QueueSettings, wanted: int, now: int) -> tuple[int | None, bool]:
-    """The count written (None: none), and whether the change was refused (too many layouts kept)."""
+def _apply(ctx: Context, current: QueueSettings, wanted: int) -> tuple[int | None, str]:
+    """The count written (None: none), and why a change was not made when it could not be (`_WHY`; "" when it
+    was, or the queue changed meanwhile and the next decision is made on its new settings)."""
     if wanted == current.shards:
-        return None, False
+        return None, ""
     try:
-        changed = ctx.registry.reshard(current, wanted, now)
-    except QueueError as error:  # too many layouts kept: the change waits until the oldest has gone
+        changed = ctx.registry.reshard(current, wanted, ctx.now_ms)
+    except ValidationError as error:  # too many layouts kept: the change waits until the oldest has gone
         logger.info("automatic shard change of %s to %d waits: %s", current.name, wanted, error)
-        return None, True
+        return None, "layouts_full"
+    except QueueError as error:  # throttled, or not sent in time
+        logger.info("automatic shard change of %s to %d not made now: %s", current.name, wanted, error)
+        return None, "unwritten"
     if changed is None:
-        return None, False
+        return None, ""
     logger.info("queue %s: shards %d -> %d (automatic)", current.name, current.shards, wanted)
-    return wanted, False
+    return wanted, ""

@@ -136,7 +136,7 @@ class QueueClient:
         name = validation.queue_name(name)
         if changes.get("dead_letter_target"):
             self.check_dead_letter_target(name, self.get_queue(name).fifo, changes["dead_letter_target"])
-        return self._ctx.registry.update(name, self._ctx.now_ms(), **changes)
+        return self._ctx.registry.update(name, self._ctx.now_ms, **changes)
 
     def reshard_automatically(self, name: str, shards: int | None = None) -> int | None:
         """The automatic shard decision of a queue with `shards: "auto"`, made now by this process (the sweep

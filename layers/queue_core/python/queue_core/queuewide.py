@@ -150,7 +150,7 @@ class QueueWide:
             else validation.integer("visibility_timeout", visibility_timeout, 0, limits.MAX_VISIBILITY_SECONDS)
         )
         if not settings.queue_wide:
-            self._ctx.registry.use_queue_wide(self.queue, self._ctx.now_ms())
+            self._ctx.registry.use_queue_wide(self.queue, self._ctx.now_ms)
         deadline = time.monotonic() + wait
         pause = _FIRST_POLL_SECONDS
         while True:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,12 +79,13 @@ class Registry:
             self._sources.pop(settings.dead_letter_target, None)
         return settings
 
-    def update(self, name: str, now_ms: int, **changes: Any) -> QueueSettings:
+    def update(self, name: str, clock: Callable[[], int], **changes: Any) -> QueueSettings:
         """Applies changes if nobody changed the queue meanwhile (a condition on its version and generation).
         The dead-letter fields (`REDRIVE_FIELDS`) change in the same write, with the target's list of sources.
-        `now_ms` is the present: the times a change sets count from it (`_deadline`)."""
-        deadline = _deadline()
+        `clock` gives the present (ms): the times a change sets count from when it is read, just before the
+        write, which is sent by a deadline from then (`_deadline`)."""
         current = self.get(name, fresh=True)
+        now_ms, deadline = clock(), _deadline()
         redrive = {field: changes.pop(field) for field in REDRIVE_FIELDS if field in changes}
         wanted = current
         if changes:
@@ -122,28 +124,28 @@ class Registry:
             return False
         return True
 
-    def reshard(self, current: QueueSettings, shards: int, now_ms: int) -> QueueSettings | None:
+    def reshard(self, current: QueueSettings, shards: int, clock: Callable[[], int]) -> QueueSettings | None:
         """An automatic change of the shard count, fenced as a change by hand is (`update`); None when the queue
-        changed meanwhile (the decision is made again on fresh settings next time). `now_ms` is the present."""
-        deadline = _deadline()
+        changed meanwhile (the decision is made again on fresh settings next time)."""
+        now_ms, deadline = clock(), _deadline()
         wanted = current.resharded(shards, now_ms, _SPREAD_MS)
         try:
             return self._replace(current, wanted, deadline)
         except QueueExists:
             return None
 
-    def use_queue_wide(self, name: str, now_ms: int) -> QueueSettings:
+    def use_queue_wide(self, name: str, clock: Callable[[], int]) -> QueueSettings:
         """The first queue-wide receive switches sends' ready markers on (see `QueueSettings.marking`), fenced like
         a `PATCH`; a change that raced it is read again. Settings writes are transactions (they carry the listing's
         copy), and DynamoDB cancels one of two at once as a conflict, which the store reports as `Throttled`:
         consumers starting together must not answer 429 for it, so that too is read again. Whatever the outcome,
-        the settings as they now are (without markers yet, a queue-wide receive visits every client). `now_ms`
-        is the present."""
-        deadline = _deadline()
+        the settings as they now are (without markers yet, a queue-wide receive visits every client). `clock`
+        gives the present, as for `update`."""
         for _ in range(3):
             current = self.get(name, fresh=True)
             if current.queue_wide:
                 return current
+            now_ms, deadline = clock(), _deadline()
             try:
                 return self._replace(current, current.marking(now_ms, _SPREAD_MS), deadline)
             except (QueueExists, Throttled):
