@@ -226,11 +226,18 @@ def _throttle_counter(store: weakref.ref[Store]) -> Callable[..., None]:
     return count
 
 
-def _deadline_keeper(store: weakref.ref[Store]) -> Callable[..., None]:
-    """A `before-send` handler that holds back every attempt past its thread's deadline (`Store.sent_by`), the
-    SDK's retries included: registered first, so no other handler (a test's stub) sees the attempt before it."""
+# The operations that change items: what a deadline holds back. A read lands nothing, and some must go out past it:
+# the read that tells which puts of a batch whose answer was lost were stored (`Store._write_each_once`).
+_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 
-    def keep(**_: Any) -> None:
+
+def _deadline_keeper(store: weakref.ref[Store]) -> Callable[..., None]:
+    """A `before-send` handler that holds back every write attempt past its thread's deadline (`Store.sent_by`),
+    the SDK's retries included: registered first, so no other handler (a test's stub) sees the attempt before it."""
+
+    def keep(event_name: str = "", **_: Any) -> None:
+        if event_name.rsplit(".", 1)[-1] not in _WRITES:
+            return
         kept = store()
         deadline = getattr(kept._seen, "send_by", None) if kept is not None else None
         if deadline is not None and time.monotonic() > deadline:
