@@ -12,9 +12,36 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from botocore.exceptions import ReadTimeoutError
 from moto.core.models import botocore_stubber
-from queue_core import QueueClient, limits
+from queue_core import QueueClient, limits, registry, store
+
+from tests.conftest import TABLE, FakeClock
+
+
+class ClockTime:
+    """The `time` of the registry and the store, whose monotonic time moves with the test's clock: the settings'
+    age in the cache and the deadlines of writes built from them pass as the queue's time does."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self._clock = clock
+        self._start = (time.monotonic(), clock())
+
+    def monotonic(self) -> float:
+        return self._start[0] + self._clock() - self._start[1]
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds)
+
+
+@pytest.fixture
+def clock_time(clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> ClockTime:
+    moved = ClockTime(clock)
+    monkeypatch.setattr(registry, "time", moved)
+    monkeypatch.setattr(store, "time", moved)
+    return moved
 
 
 def _deadline_in(client: QueueClient, name: str, seconds: float) -> None:
@@ -58,3 +85,55 @@ def test_the_puts_of_a_batch_whose_answer_was_lost_past_the_deadline_are_found_s
     assert stored == ["a", "b"]
     assert not outcome.failed, f"stored, yet reported as perhaps not stored (to be sent again): {outcome.failed}"
     assert len(outcome.successful) == 2
+
+
+def _group_item(dynamodb: Any, queue: str, group: str) -> dict[str, Any]:
+    found = dynamodb.scan(TableName=TABLE)["Items"]
+    items = [item for item in found if item["pk"]["S"].startswith(f"F#{queue}#") and item["sk"]["S"] == group]
+    assert len(items) == 1, items
+    return items[0]
+
+
+def test_a_dead_letter_moved_by_a_receive_begun_on_the_lower_retention_keeps_its_group_item_alive(
+    client: QueueClient, dynamodb: Any, clock: FakeClock, clock_time: ClockTime
+) -> None:
+    """A FIFO queue's retention is raised: messages sent from `retention_from` on live longer, and every group item
+    written from then on must outlive them (the item fences the group's sequence). A receive holds the settings it
+    began with for its whole wait (up to `MAX_WAIT_SECONDS`), and began with the lower retention, read just before
+    the change (its cache still serves them). Its move of a head to the DLQ, after `retention_from`, must not set
+    the group item's time from the lower retention, below a message sent meanwhile for longer."""
+    client.create_queue("orders.fifo", fifo=True, retention_seconds=60, max_receive_count=1, visibility_timeout=20)
+    receiver = client.queue("orders.fifo", "c")
+    receiver.send("a", group_id="g")
+    assert [message.body for message in receiver.receive()] == ["a"]  # received once: the next claim moves it
+    other = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+    other.update_queue("orders.fifo", retention_seconds=limits.MAX_RETENTION_SECONDS)
+    # This process read the settings just before the change; its cache serves them to a receive begun 9 s later,
+    # whose poll 19 s after that comes past `retention_from`.
+    started, polled = limits.SETTINGS_CACHE_SECONDS - 1, limits.MAX_WAIT_SECONDS - 1
+    clock.advance(started)
+    queries = [0]
+
+    def meanwhile(event_name: str, **_: Any) -> None:
+        if not event_name.endswith(".Query") or queries[0]:
+            return
+        queries[0] += 1
+        clock.advance(polled)  # the receive waits on; meanwhile a message is sent for the raised retention
+        sender = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+        sender.queue("orders.fifo", "c").send("b", group_id="g")
+
+    dynamodb.meta.events.register("before-send.dynamodb", meanwhile)
+    try:
+        got = receiver.receive(wait_seconds=limits.MAX_WAIT_SECONDS)
+    finally:
+        dynamodb.meta.events.unregister("before-send.dynamodb", meanwhile)
+    assert [message.body for message in got] == ["b"]  # "a" went to the DLQ
+    assert [letter.body for letter in receiver.dlq_list()] == ["a"]
+    item = _group_item(dynamodb, "orders.fifo", "g")
+    b_expires = _expires_of(dynamodb, "b")
+    assert int(item["expires_at"]["N"]) >= b_expires, "the group item expires before a message of its group"
+
+
+def _expires_of(dynamodb: Any, body: str) -> int:
+    found = dynamodb.scan(TableName=TABLE)["Items"]
+    return next(int(item["expires_at"]["N"]) for item in found if item.get("body", {}).get("S") == body)

@@ -17,7 +17,7 @@ from .fifo_groups import FifoGroups, unlocked_by
 from .keys import MessageRef
 from .messages import MOVE_TRIES, dead_letter, is_expired, leaving_for_dlq, read_again
 from .receipts import new_token
-from .store import ConditionFailed, Item, TransactionCancelled
+from .store import ConditionFailed, Item, Overdue, TransactionCancelled
 from .store import groups as group_writes
 from .store import messages as writes
 
@@ -149,13 +149,20 @@ class FifoHeads(FifoGroups):
                 current, ref.dlq_key(self.space), now, settings.message_retention(now), settings.max_receive_count
             )
             try:
-                self.ctx.store.transact_writes(
-                    [
-                        leaving_for_dlq(key, current),
-                        writes.store_new(dlq),
-                        group_writes.dead_lettered(group_key, token, item["sk"], self._group_expires_at(now)),
-                    ]
-                )
+                # The group item's time comes from these settings' retention: sent late, after another process
+                # raised it and sent a message for longer (`retention_from`), it would expire under that message.
+                # A receive holds its settings for its whole wait, so the move goes by their deadline too.
+                with self.sending():
+                    self.ctx.store.transact_writes(
+                        [
+                            leaving_for_dlq(key, current),
+                            writes.store_new(dlq),
+                            group_writes.dead_lettered(group_key, token, item["sk"], self._group_expires_at(now)),
+                        ]
+                    )
+            except Overdue:
+                settings = self.settings = self.ctx.registry.get(self.queue, fresh=True)
+                continue
             except TransactionCancelled as cancelled:
                 current = read_again(cancelled)
                 continue
