@@ -137,3 +137,37 @@ def test_a_dead_letter_moved_by_a_receive_begun_on_the_lower_retention_keeps_its
 def _expires_of(dynamodb: Any, body: str) -> int:
     found = dynamodb.scan(TableName=TABLE)["Items"]
     return next(int(item["expires_at"]["N"]) for item in found if item.get("body", {}).get("S") == body)
+
+
+def test_a_standard_redrive_longer_than_its_settings_deadline_moves_every_dead_letter(
+    client: QueueClient, dynamodb: Any, clock: FakeClock, clock_time: ClockTime
+) -> None:
+    """A redrive moves its dead letters one transaction each, by the settings its process had when it began. A long
+    one (thousands of dead letters, or begun near the end of the cache's time) outlives their deadline: the rest is
+    moved by settings read afresh, as a FIFO redrive does, instead of the whole call failing as a throttle halfway
+    (what it moved untold)."""
+    client.create_queue("jobs", max_receive_count=1, shards=2)
+    jobs = client.queue("jobs", "c")
+    for n in range(3):
+        jobs.send(f"m{n}")
+    for message in jobs.receive(max_messages=10):
+        jobs.release(message.receipt_handle, 0)
+    assert jobs.receive(max_messages=10) == []  # each over its limit: moved to the DLQ
+    assert len(jobs.dlq_list()) == 3
+    clock.advance(limits.SETTINGS_CACHE_SECONDS - 1)  # the cache still serves them
+    moves = [0]
+
+    def slow(event_name: str, **_: Any) -> None:
+        if event_name.endswith(".TransactWriteItems"):
+            moves[0] += 1
+            if moves[0] == 1:
+                clock.advance(limits.SEND_GRACE_SECONDS + 2)  # the first moves took their time: past the deadline
+
+    dynamodb.meta.events.register("before-send.dynamodb", slow)
+    try:
+        moved = jobs.redrive()
+    finally:
+        dynamodb.meta.events.unregister("before-send.dynamodb", slow)
+    assert moved == 3
+    assert jobs.dlq_list() == []
+    assert sorted(message.body for message in jobs.peek()) == ["m0", "m1", "m2"]

@@ -127,7 +127,16 @@ class StandardSends(StandardSpace):
         self.announce(planned.ready)
 
     def redrive(self, dlq_items: list[Item], now: int) -> int:
-        return sum(self._redrive_item(item, now) for item in dlq_items)
+        """One transaction a dead letter. A long redrive outlives its settings' deadline: the rest goes by settings
+        read afresh (its shard and retention built again), as a FIFO redrive's do."""
+        moved = 0
+        for item in dlq_items:
+            try:
+                moved += self._redrive_item(item, now)
+            except Overdue:  # not sent: nothing of it was applied
+                self.settings = self.ctx.registry.get(self.queue, fresh=True)
+                moved += self._redrive_item(item, max(now, self.ctx.now_ms()))
+        return moved
 
     def _redrive_item(self, dlq_item: Item, now: int) -> bool:
         ref = was = MessageRef.of_live(dlq_item)
@@ -153,6 +162,8 @@ class StandardSends(StandardSpace):
                 self.ctx.store.transact_writes([writes.take_existing(dlq_key), writes.store_new(live)])
         except TransactionCancelled:
             return False
+        except Overdue:
+            raise
         except QueueError:
             self.announce_items([live])  # its outcome unknown: moved perhaps, and then found
             raise
