@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ReadTimeoutError
 from moto.core.models import botocore_stubber
-from queue_core import QueueClient, limits, registry, store
+from queue_core import QueueClient, limits, registry, shard_marks, store
 
 from tests.conftest import TABLE, FakeClock
 
@@ -171,3 +171,38 @@ def test_a_standard_redrive_longer_than_its_settings_deadline_moves_every_dead_l
     assert moved == 3
     assert jobs.dlq_list() == []
     assert sorted(message.body for message in jobs.peek()) == ["m0", "m1", "m2"]
+
+
+def test_a_process_whose_clock_runs_ahead_never_starts_a_group_where_a_late_send_cannot_find_it(
+    client: QueueClient, dynamodb: Any, clock: FakeClock
+) -> None:
+    """`placement_from` is a time of the changing process's clock, and each process compares it with its own: one
+    whose clock runs ahead (by up to `shard_marks.SKEW_SECONDS`, as the core allows elsewhere) places groups by the
+    new count that much sooner. A send built from the older settings lands up to the sum of the enforced and
+    assumed bounds after the change; the delay must cover that sum on the fastest clock too, or the two start
+    one group at two places, each with its own sequence (the second hands out the first's sequence again, and the
+    first's message id with it)."""
+    client.create_queue("orders.fifo", fifo=True, shards=1)
+    late = client.queue("orders.fifo", "c")  # this process read the settings just before the change
+    changer = QueueClient(TABLE, dynamodb=dynamodb, clock=clock)
+    changer.update_queue("orders.fifo", shards=8)
+    bounds = (
+        limits.SETTINGS_WRITE_GRACE_SECONDS
+        + limits.SETTINGS_CACHE_SECONDS
+        + limits.SEND_GRACE_SECONDS
+        + 2 * limits.LANDING_SECONDS
+    )
+    clock.advance(bounds - 0.5)  # a send built from the older settings may still land now
+    ahead = QueueClient(TABLE, dynamodb=dynamodb, clock=lambda: clock() + shard_marks.SKEW_SECONDS)
+    early = ahead.queue("orders.fifo", "c")
+    first = early.send("first", group_id="g")
+    (got,) = early.receive()
+    early.delete(got.receipt_handle)  # its key free again
+    second = late.send("second", group_id="g")  # sent in time, landing now
+    items = [
+        item
+        for item in dynamodb.scan(TableName=TABLE)["Items"]
+        if item["pk"]["S"].startswith("F#orders.fifo#") and item["sk"]["S"] == "g" and "moved" not in item
+    ]
+    assert len(items) == 1, f"group g has {len(items)} places"
+    assert first.sequence < second.sequence

@@ -134,13 +134,22 @@ SETTINGS_CACHE_SECONDS: Final = 10.0
 # - a write built from them (a send) is sent, each attempt included, within `SEND_GRACE_SECONDS` after that, or
 #   not at all: it is built again from settings read afresh;
 # - an attempt sent is applied by DynamoDB within `LANDING_SECONDS`, or never: assumed, not enforced (DynamoDB
-#   answers in milliseconds; this allows for its slowest seconds); twice, for the change and for the send.
-# 25 s in all: before the bounds were enforced it was twice the cache plus 20 s.
+#   answers in milliseconds; this allows for its slowest seconds); twice, for the change and for the send;
+# - those times are the changing process's clock (`placement_from` is `now` plus the spread), and each process
+#   compares them with its own: one whose clock runs ahead acts that much sooner, so the spread allows for
+#   `CLOCK_SKEW_SECONDS` as well.
+# 30 s in all: before the bounds were enforced it was twice the cache plus 20 s.
 SETTINGS_WRITE_GRACE_SECONDS: Final = 2.5
 SEND_GRACE_SECONDS: Final = 2.5
 LANDING_SECONDS: Final = 5.0
+# How far apart the clocks of two processes may be (NTP-synchronised hosts; Lambda is).
+CLOCK_SKEW_SECONDS: Final = 5
 SETTINGS_SPREAD_SECONDS: Final = (
-    SETTINGS_WRITE_GRACE_SECONDS + SETTINGS_CACHE_SECONDS + SEND_GRACE_SECONDS + 2 * LANDING_SECONDS
+    SETTINGS_WRITE_GRACE_SECONDS
+    + SETTINGS_CACHE_SECONDS
+    + SEND_GRACE_SECONDS
+    + 2 * LANDING_SECONDS
+    + CLOCK_SKEW_SECONDS
 )
 
 # How far the index (filled asynchronously: usually well under a second, no bound promised) is taken to lag

@@ -71,7 +71,7 @@ MARK_SECONDS: Final = 10
 # How far apart the clocks of two processes may be: a drain drops a now mark this much later than the trust in it
 # and the index's grace allow on one clock (a dropper whose clock ran 2 s ahead of a trusting sender's dropped a
 # mark that sender relied on within the grace of its write).
-SKEW_SECONDS: Final = 5
+SKEW_SECONDS: Final = limits.CLOCK_SKEW_SECONDS
 # A process that put this many marks of a sub-queue within the last second (of the queue's clock) reads the list
 # before its next put, at most once per `LIST_SECONDS`, so as to trust the marks others put: fast senders that each
 # go round hundreds of shards would otherwise each put every shard's mark, all into the one marks partition.
