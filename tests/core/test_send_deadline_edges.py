@@ -16,8 +16,10 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 from moto.core.models import botocore_stubber
 from queue_core import QueueClient, limits, registry, shard_marks, store
+from queue_core.store import Overdue, Store
 
 from tests.conftest import TABLE, FakeClock
+from tests.core.answers import LostAnswer, attached
 
 
 class ClockTime:
@@ -206,3 +208,17 @@ def test_a_process_whose_clock_runs_ahead_never_starts_a_group_where_a_late_send
     ]
     assert len(items) == 1, f"group g has {len(items)} places"
     assert first.sequence < second.sequence
+
+
+def test_an_attempt_held_back_reaches_no_handler_of_its_operation(dynamodb: Any) -> None:
+    """The scenario tests' stubs (`tests.core.answers`) hang on an operation's own `before-send` event, which
+    botocore runs before the service-wide one: the deadline must hold an attempt back before them, or a stub
+    applies a write the core refused, and the tests see what DynamoDB never would."""
+    QueueClient(TABLE, dynamodb=dynamodb).create_table()
+    kept = Store(dynamodb, TABLE)
+    item = {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "x"}, "sk": {"S": "y"}}}}
+    lost = LostAnswer("TransactWriteItems")
+    with attached(dynamodb, lost), pytest.raises(Overdue), kept.sent_by(time.monotonic() - 1):
+        kept.transact_items([item])
+    assert lost.lost == 0
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "x"}, "sk": {"S": "y"}})

@@ -232,12 +232,11 @@ _WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "T
 
 
 def _deadline_keeper(store: weakref.ref[Store]) -> Callable[..., None]:
-    """A `before-send` handler that holds back every write attempt past its thread's deadline (`Store.sent_by`),
-    the SDK's retries included: registered first, so no other handler (a test's stub) sees the attempt before it."""
+    """A `before-send` handler of each write operation that holds back every attempt past its thread's deadline
+    (`Store.sent_by`), the SDK's retries included: registered first on the operation's own event (which botocore
+    runs before the service-wide one), so no other handler (a test's stub) sees the attempt before it."""
 
-    def keep(event_name: str = "", **_: Any) -> None:
-        if event_name.rsplit(".", 1)[-1] not in _WRITES:
-            return
+    def keep(**_: Any) -> None:
         kept = store()
         deadline = getattr(kept._seen, "send_by", None) if kept is not None else None
         if deadline is not None and time.monotonic() > deadline:
@@ -260,7 +259,9 @@ class Store:
         # thread, so that a call is not charged with the throttles of other threads' calls on other queues.
         self._seen = threading.local()
         dynamodb.meta.events.register_first("needs-retry.dynamodb", _throttle_counter(weakref.ref(self)))
-        dynamodb.meta.events.register_first("before-send.dynamodb", _deadline_keeper(weakref.ref(self)))
+        keeper = _deadline_keeper(weakref.ref(self))
+        for operation in sorted(_WRITES):
+            dynamodb.meta.events.register_first(f"before-send.dynamodb.{operation}", keeper)
 
     @contextmanager
     def sent_by(self, deadline: float | None) -> Iterator[None]:
