@@ -1,5 +1,5 @@
 """An automatic FIFO queue grows to its need once, not past it, while a change is still reaching every process:
-groups are placed by a new count only `placement_from` after the change (about 25 s), and until then the load and
+groups are placed by a new count only `placement_from` after the change (about 30 s), and until then the load and
 the throttles are still those of the old placement."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settl
     """Against a DynamoDB that throttles: 160 % of a key's limit over a hundred groups from one process, received as
     it comes, needs 8 shards. The throttled sender grows the queue at once; until the groups are placed by the new
     count the old key still throttles, and its reports still measure the old placement: no second growth, sweeps
-    included. The change comes about 6 s in and settles 25 s later; a sweep 18 s after that (its minute of throttles
+    included. The change comes about 6 s in and settles 30 s later; a sweep 13 s after that (its minute of throttles
     mostly the old placement's, its longer rate windows straddling the move) and one 50 s later (the new
     placement's load alone in its rates) close the scenario: the run stops at 100 s."""
     with moto_backend() as backend, core_limits_scaled() as scale:

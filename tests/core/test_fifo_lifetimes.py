@@ -74,13 +74,13 @@ _SPREAD_MS = int(limits.SETTINGS_SPREAD_SECONDS * 1000)
 
 
 def test_an_update_of_another_setting_during_the_wait_does_not_put_the_raised_retention_off() -> None:
-    """Raised at T (in force from T + 25 s); the visibility timeout changed at T + 20 s, the retention as it is.
-    Every process's cache had the raised retention by T + 25 s already; at T + 30 s a message still getting the old
-    one, an update every twenty seconds (a script, an automatic shard change) would keep it off for good."""
+    """Raised at T (in force from T + the spread); the visibility timeout changed 5 s before that, the retention as
+    it is. Every process's cache had the raised retention by then already; 5 s after it a message still getting the
+    old one, an update every so often (a script, an automatic shard change) would keep it off for good."""
     start = 1_000_000
     settings = QueueSettings.validated("w.fifo", 0, fifo=True, retention_seconds=3_600)
     raised = settings.updated(start, _SPREAD_MS, retention_seconds=86_400)
     assert raised.message_retention(start + _SPREAD_MS - 1) == 3_600
     assert raised.message_retention(start + _SPREAD_MS + 1_000) == 86_400
-    touched = raised.updated(start + 20_000, _SPREAD_MS, visibility_timeout=60)
-    assert touched.message_retention(start + 30_000) == 86_400
+    touched = raised.updated(start + _SPREAD_MS - 5_000, _SPREAD_MS, visibility_timeout=60)
+    assert touched.message_retention(start + _SPREAD_MS + 5_000) == 86_400

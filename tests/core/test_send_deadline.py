@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
-from queue_core import QueueClient, Throttled, limits
+from queue_core import QueueClient, Throttled, limits, registry
 from queue_core.store import OutcomeUnknown, Overdue, Store
 
 from tests.conftest import TABLE, FakeClock
@@ -158,3 +158,25 @@ def test_an_automatic_change_not_sent_in_time_is_made_again_by_the_next_decision
     assert client._ctx.registry.get("orders.fifo", fresh=True).shards == 1
     monkeypatch.undo()
     assert client.reshard_automatically("orders.fifo", 8) == 8
+
+
+def test_a_change_held_back_is_made_again_from_a_new_present(
+    client: QueueClient, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change whose write was held back (a throttled write the SDK retried past its deadline) sent nothing: it is
+    made again, its times counted from the present of its new write, not from the first one's."""
+    client.create_queue("orders.fifo", fifo=True)
+    start = clock()
+    held = [True]
+
+    def deadline() -> float:
+        if held:  # the first write: its present passes while it is held back
+            held.pop()
+            clock.advance(3)
+            return time.monotonic() - 1
+        return time.monotonic() + limits.SETTINGS_WRITE_GRACE_SECONDS
+
+    monkeypatch.setattr(registry, "_deadline", deadline)
+    changed = client.update_queue("orders.fifo", shards=8)
+    assert changed.shards == 8
+    assert changed.placement_from == int((start + 3) * 1000) + int(limits.SETTINGS_SPREAD_SECONDS * 1000)

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from . import keys, leases, limits
@@ -26,7 +27,7 @@ from .keys import Space
 from .layout import LayoutGuard
 from .receipts import new_secret
 from .settings import REDRIVE_FIELDS, QueueSettings
-from .store import ConditionFailed, Store, TransactionCancelled, Write
+from .store import ConditionFailed, Overdue, Store, TransactionCancelled, Write
 from .store import registry as writes
 from .store.write import delete, put
 
@@ -83,16 +84,17 @@ class Registry:
         """Applies changes if nobody changed the queue meanwhile (a condition on its version and generation).
         The dead-letter fields (`REDRIVE_FIELDS`) change in the same write, with the target's list of sources.
         `clock` gives the present (ms): the times a change sets count from when it is read, just before the
-        write, which is sent by a deadline from then (`_deadline`)."""
+        write (`_replace_timed`)."""
         current = self.get(name, fresh=True)
-        now_ms, deadline = clock(), _deadline()
         redrive = {field: changes.pop(field) for field in REDRIVE_FIELDS if field in changes}
-        wanted = current
-        if changes:
-            wanted = current.updated(now_ms, _SPREAD_MS, **changes)
-        if redrive:
-            wanted = replace(wanted.redirected(now_ms, **redrive), version=current.version + 1)
-        return self._replace(current, wanted, deadline)
+
+        def wanted(now_ms: int) -> QueueSettings:
+            changed = current.updated(now_ms, _SPREAD_MS, **changes) if changes else current
+            if redrive:
+                changed = replace(changed.redirected(now_ms, **redrive), version=current.version + 1)
+            return changed
+
+        return self._replace_timed(current, wanted, clock)
 
     def dead_letter_sources(self, target: str, fresh: bool = False) -> list[str]:
         """The queues that name `target` as their dead-letter target, cached as settings are (from when the query
@@ -127,10 +129,8 @@ class Registry:
     def reshard(self, current: QueueSettings, shards: int, clock: Callable[[], int]) -> QueueSettings | None:
         """An automatic change of the shard count, fenced as a change by hand is (`update`); None when the queue
         changed meanwhile (the decision is made again on fresh settings next time)."""
-        now_ms, deadline = clock(), _deadline()
-        wanted = current.resharded(shards, now_ms, _SPREAD_MS)
         try:
-            return self._replace(current, wanted, deadline)
+            return self._replace_timed(current, lambda now_ms: current.resharded(shards, now_ms, _SPREAD_MS), clock)
         except QueueExists:
             return None
 
@@ -145,9 +145,9 @@ class Registry:
             current = self.get(name, fresh=True)
             if current.queue_wide:
                 return current
-            now_ms, deadline = clock(), _deadline()
             try:
-                return self._replace(current, current.marking(now_ms, _SPREAD_MS), deadline)
+                marking = partial(current.marking, spread_ms=_SPREAD_MS)
+                return self._replace_timed(current, marking, clock)
             except (QueueExists, Throttled):
                 continue
         return self.get(name, fresh=True)
@@ -160,6 +160,22 @@ class Registry:
         except QueueExists:
             return False
         return True
+
+    def _replace_timed(
+        self, current: QueueSettings, wanted: Callable[[int], QueueSettings], clock: Callable[[], int]
+    ) -> QueueSettings:
+        """`_replace` for a change whose times count from its making (`placement_from`, `markers_from`,
+        `retention_from`): made from the clock just before its write, which goes out by `_deadline` or not at all.
+        One held back (nothing of it sent: a write throttled while the SDK's retries ran out the time) is made
+        again from a new present, a few times, before the throttle is the caller's."""
+        for attempt in range(_TIMED_WRITES):
+            now_ms, deadline = clock(), _deadline()
+            try:
+                return self._replace(current, wanted(now_ms), deadline)
+            except Overdue:
+                if attempt == _TIMED_WRITES - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def _replace(self, current: QueueSettings, wanted: QueueSettings, deadline: float | None = None) -> QueueSettings:
         """The settings and their copy on the listing entry change together, conditional on the settings read;
@@ -395,6 +411,8 @@ class Registry:
 
 
 _SPREAD_MS = int(limits.SETTINGS_SPREAD_SECONDS * 1000)
+# Times a change of settings held back by its deadline is made again before the caller hears of it.
+_TIMED_WRITES = 3
 
 
 def _deadline() -> float:

@@ -119,7 +119,9 @@ class Overdue(Throttled):
     may already act on newer ones. Nothing of it was applied; built again from settings read afresh, it may go."""
 
     def __init__(self) -> None:
-        super().__init__("the queue's settings this write was built from are too old to send it; retry")
+        super().__init__(
+            "not sent: the queue settings this write rests on may have changed since; nothing was applied; retry"
+        )
 
 
 class _NotSent(BotoCoreError):
