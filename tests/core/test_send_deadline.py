@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ReadTimeoutError
-from queue_core import QueueClient, Throttled, limits, registry
+from queue_core import QueueClient, limits, registry
 from queue_core.store import OutcomeUnknown, Overdue, Store
 
 from tests.conftest import TABLE, FakeClock
@@ -76,20 +76,24 @@ def test_a_new_group_is_never_started_at_a_place_only_older_settings_give(
     assert [message.body for message in got] == ["first", "second"]
 
 
-def test_a_standard_send_on_settings_too_old_is_refused_whole_and_stores_nothing(client: QueueClient) -> None:
-    """A standard send picks its shard by the cached count: held back, it fails as a throttle does (send it again)
-    and nothing of it is stored, neither a plain batch nor a send with a dedup id."""
+def test_a_standard_send_on_settings_too_old_is_built_again_by_fresh_ones(client: QueueClient, dynamodb: Any) -> None:
+    """A standard send picks its shard by the cached count. Held back, nothing of it was sent: it is built again
+    from the settings read afresh (another process changed the count meanwhile) and stored once, a plain batch and
+    a send with a dedup id alike."""
     client.create_queue("jobs", shards=4)
     jobs = client.queue("jobs", "c")
     _aged(client, "jobs")
+    QueueClient(TABLE, dynamodb=dynamodb).update_queue("jobs", shards=1)
+    batches = _sent_attempts(dynamodb, "BatchWriteItem")
     outcome = jobs.send_batch([{"body": "a"}, {"body": "b"}])
-    assert len(outcome.failed) == 2 and not outcome.successful
-    with pytest.raises(Throttled):
-        jobs.send("c", dedup_id="d")
-    assert jobs.peek() == []
-    client._ctx.registry.get("jobs", fresh=True)
+    assert not outcome.failed and len(outcome.successful) == 2
+    assert batches[0] == 1, "the batch held back never reached DynamoDB"
+    assert client._ctx.registry.get("jobs").shards == 1, "read afresh"
+    _aged(client, "jobs")
+    transactions = _sent_attempts(dynamodb, "TransactWriteItems")
     jobs.send("c", dedup_id="d")
-    assert [message.body for message in jobs.peek()] == ["c"]
+    assert transactions[0] == 1
+    assert sorted(message.body for message in jobs.peek()) == ["a", "b", "c"]
 
 
 def test_a_transactional_send_built_on_settings_too_old_is_built_again_when_committed(

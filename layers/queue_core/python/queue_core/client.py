@@ -226,7 +226,9 @@ class QueueClient:
         carries a client request token, so the SDK's repeat of a commit whose answer was lost is answered with
         its success, not failed by its own first write. After a `Throttled`, call again with the same `token`
         within ten minutes to learn whether the first attempt committed (DynamoDB answers it without applying
-        it twice)."""
+        it twice); with sends among the items, only while the settings they were built from are young enough
+        (`QueueSettings.send_deadline`, seconds), after which that call raises `ValidationError`: check the
+        effects, then build new sends. Sends whose settings aged before a first commit are built again."""
         commit(self._ctx.store, items, token)
 
     def queue_stats(self, name: str) -> QueueStats:

@@ -127,7 +127,7 @@ SETTINGS_CACHE_SECONDS: Final = 10.0
 # Every process holds a queue's changed settings within `SETTINGS_SPREAD_SECONDS` of the change, and every write
 # built from the older ones has landed by then: FIFO groups are placed by a new count (`placement_from`), the ready
 # markers are trusted (`markers_from`) and a raised retention applies (`retention_from`) only from then on. It is
-# the sum of bounds the core enforces and one it assumes (`Store.sent_by`):
+# the sum of bounds the core enforces (`Store.sent_by`) and two it assumes:
 # - a change of the settings is sent, each of the SDK's attempts included, within `SETTINGS_WRITE_GRACE_SECONDS`
 #   of the time it counts from, or not at all;
 # - a process serves settings at most `SETTINGS_CACHE_SECONDS` after the consistent read that gave them was sent;

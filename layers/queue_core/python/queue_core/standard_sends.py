@@ -61,41 +61,67 @@ class StandardSends(StandardSpace):
             except QueueError as error:  # its body could not be offloaded: nothing of it is stored
                 results[entry.index] = error
         for start in range(0, len(built), 25):
-            chunk = built[start : start + 25]
-            try:
-                with self.sending():
-                    left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
-            except QueueError as error:
-                # Each entry fails, not the call. A refusal (DynamoDB applies none of a request it refuses)
-                # stored none of them: their objects go. Any other outcome is unknown, and keeps them.
-                if isinstance(error, MessageTooLarge):
-                    self.ctx.bodies.discard(item for _, _, item in chunk)
-                else:  # stored perhaps: then found
-                    self.announce_items([item for _, _, item in chunk])
-                results.update({entry.index: error for entry, _, _ in chunk})
-                continue
-            self.announce_items([item for position, (_, _, item) in enumerate(chunk) if position not in left])
-            for position, (entry, ref, item) in enumerate(chunk):
-                results[entry.index] = (
-                    Throttled(
-                        "DynamoDB did not confirm this entry (throttled, or its answer was lost): it may not be "
-                        "stored; send it again, with a dedup id if it must be stored once"
-                    )
-                    if position in left
-                    else sent(ref, item)
-                )
+            results.update(self._send_chunk(built[start : start + 25], now))
         for entry in entries:
             if entry.dedup_id is not None:
                 results[entry.index] = _as_result(lambda entry=entry: self._send_dedup(entry, now))
         return [results[entry.index] for entry in entries]
 
-    def _send_dedup(self, entry: Entry, now: int) -> SendResult:
-        """With a fresh time: the dedup window counts from this transaction, not from the start of the batch."""
+    def _send_chunk(
+        self, chunk: list[tuple[Entry, MessageRef, Item]], now: int, again: bool = True
+    ) -> dict[int, SendResult | QueueError]:
+        """One batch write of up to 25 entries; each fails alone, not the call. Held back before anything of it was
+        sent (its settings too old: `Overdue`), it is built again once from settings read afresh (their shard count,
+        their retention) and written."""
+        try:
+            with self.sending():
+                left = set(self.ctx.store.batch_write(puts=[item for _, _, item in chunk]))
+        except Overdue as error:
+            self.ctx.bodies.discard(item for _, _, item in chunk)  # not sent: nothing was stored
+            if not again:
+                return {entry.index: error for entry, _, _ in chunk}
+            self.settings = self.ctx.registry.get(self.queue, fresh=True)
+            now = max(now, self.ctx.now_ms())
+            rebuilt, failed = [], {}
+            for entry, _, _ in chunk:
+                try:
+                    rebuilt.append((entry, *self.build(entry, now)))
+                except QueueError as error:  # its body could not be offloaded: nothing of it is stored
+                    failed[entry.index] = error
+            return failed | (self._send_chunk(rebuilt, now, again=False) if rebuilt else {})
+        except QueueError as error:
+            # A refusal (DynamoDB applies none of a request it refuses) stored none of them: their objects go.
+            # Any other outcome is unknown, and keeps them.
+            if isinstance(error, MessageTooLarge):
+                self.ctx.bodies.discard(item for _, _, item in chunk)
+            else:  # stored perhaps: then found
+                self.announce_items([item for _, _, item in chunk])
+            return {entry.index: error for entry, _, _ in chunk}
+        self.announce_items([item for position, (_, _, item) in enumerate(chunk) if position not in left])
+        return {
+            entry.index: Throttled(
+                "DynamoDB did not confirm this entry (throttled, or its answer was lost): it may not be "
+                "stored; send it again, with a dedup id if it must be stored once"
+            )
+            if position in left
+            else sent(ref, item)
+            for position, (entry, ref, item) in enumerate(chunk)
+        }
+
+    def _send_dedup(self, entry: Entry, now: int, again: bool = True) -> SendResult:
+        """With a fresh time: the dedup window counts from this transaction, not from the start of the batch. Held
+        back (`Overdue`: nothing sent), it is built again once from settings read afresh."""
         now = max(now, self.ctx.now_ms())
         planned = self.send_writes(entry, now)
         try:
             with self.sending():
                 self.ctx.store.transact_writes(planned.writes)
+        except Overdue:
+            self.ctx.bodies.discard(write.item for write in planned.writes)  # not sent: nothing was stored
+            if not again:
+                raise
+            self.settings = self.ctx.registry.get(self.queue, fresh=True)
+            return self._send_dedup(entry, now, again=False)
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
             duplicate = duplicate_of(cancelled.reasons[0], self.settings)
@@ -103,7 +129,7 @@ class StandardSends(StandardSpace):
             original = MessageRef.parse(duplicate.message_id)
             self.announce([(original.priority, now, original.shard)])
             return duplicate
-        except (MessageTooLarge, Overdue):
+        except MessageTooLarge:
             self.ctx.bodies.discard(write.item for write in planned.writes)  # refused: nothing was stored
             raise
         except QueueError:

@@ -478,6 +478,8 @@ class Store:
                 if isinstance(error.__cause__, HTTPClientError | _NotSent):
                     pending = self._write_each_once(pending)
                     break
+                if isinstance(error, Overdue) and attempt == 0:
+                    raise  # nothing of the batch was sent: the caller may build it again
                 if attempt == _BATCH_RETRIES - 1 or at_capacity(error) or isinstance(error, Overdue):
                     # A table at its capacity stays there until its units are raised (minutes): the SDK's own
                     # retries have waited already, and more rounds would only add requests to it.
