@@ -4,8 +4,10 @@ the throttles are still those of the old placement."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from queue_core import QueueClient, Throttled, autoshard, limits
 
 from bench.backend import moto_backend
@@ -60,13 +62,16 @@ def _drain(consumer: Any) -> None:
         return
 
 
-def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settles() -> None:
+def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settles(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """Against a DynamoDB that throttles: 160 % of a key's limit over a hundred groups from one process, received as
     it comes, needs 8 shards. The throttled sender grows the queue at once; until the groups are placed by the new
     count the old key still throttles, and its reports still measure the old placement: no second growth, sweeps
     included. The change comes about 6 s in and settles 30 s later; a sweep 13 s after that (its minute of throttles
     mostly the old placement's, its longer rate windows straddling the move) and one 50 s later (the new
     placement's load alone in its rates) close the scenario: the run stops at 100 s."""
+    caplog.set_level(logging.INFO, logger="queue_core")  # the decisions, told when the scenario fails
     with moto_backend() as backend, core_limits_scaled() as scale:
         scale(SCALE)
         clock = SimClock(1_800_000_000.0)
@@ -84,7 +89,7 @@ def test_throttled_senders_do_not_grow_a_fifo_queue_again_while_its_change_settl
                 admin.sweep()
             counts.append(admin.get_queue("orders.fifo").shards)
         # The first sweep comes after the move: both sweeps judge the settled change, not only the settling one.
-        assert admin.get_queue("orders.fifo").placement_from <= (1_800_000_000 + 50) * 1000
+        assert admin.get_queue("orders.fifo").placement_from <= (1_800_000_000 + 50) * 1000, counts
         assert counts[-1] == max(counts) == 8, sorted(set(counts))
 
 
