@@ -44,6 +44,16 @@ class StandardSends(StandardSpace):
         item["gsi1sk"] = keys.message_index_sk(visible_at, ref.sequence, entry.priority)
         return ref, item
 
+    def _read_afresh(self) -> None:
+        """The settings read afresh, for a write held back (`Overdue`) to be built again by: with this process's
+        traffic of their layout, whose rotation picks a send's shard. The rotation of the older layout could place
+        it at a shard the new count no longer has, which the sweep drops once the change settled and nothing was
+        found there: a message that lands after that is never received."""
+        self.settings = self.ctx.registry.get(self.queue, fresh=True)
+        self.traffic = self.ctx.traffic(self.space, self.settings.read_shards, self.settings.shards)
+        self.picker = self.traffic.picker
+        self.gauge = self.traffic.gauge
+
     def announce_items(self, items: list[Item]) -> None:
         if items:
             self.traffic.note_bands(int(item.get("priority", 0)) for item in items)
@@ -80,7 +90,10 @@ class StandardSends(StandardSpace):
             self.ctx.bodies.discard(item for _, _, item in chunk)  # not sent: nothing was stored
             if not again:
                 return {entry.index: error for entry, _, _ in chunk}
-            self.settings = self.ctx.registry.get(self.queue, fresh=True)
+            try:
+                self._read_afresh()
+            except QueueError as unread:  # nothing of the batch is stored: each entry fails, not the call
+                return {entry.index: unread for entry, _, _ in chunk}
             now = max(now, self.ctx.now_ms())
             rebuilt, failed = [], {}
             for entry, _, _ in chunk:
@@ -120,7 +133,7 @@ class StandardSends(StandardSpace):
             self.ctx.bodies.discard(write.item for write in planned.writes)  # not sent: nothing was stored
             if not again:
                 raise
-            self.settings = self.ctx.registry.get(self.queue, fresh=True)
+            self._read_afresh()
             return self._send_dedup(entry, now, again=False)
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
@@ -160,7 +173,7 @@ class StandardSends(StandardSpace):
             try:
                 moved += self._redrive_item(item, now)
             except Overdue:  # not sent: nothing of it was applied
-                self.settings = self.ctx.registry.get(self.queue, fresh=True)
+                self._read_afresh()
                 moved += self._redrive_item(item, max(now, self.ctx.now_ms()))
         return moved
 
