@@ -98,3 +98,20 @@ def test_a_failed_fresh_read_fails_the_entries_not_the_call(
     monkeypatch.setattr(registry, "get", throttled_when_fresh)
     outcome = jobs.send_batch([{"body": "a"}, {"body": "b"}])
     assert len(outcome.failed) == 2 and not outcome.successful
+
+
+def test_a_send_held_back_while_its_queue_was_deleted_and_created_again_is_not_reported_stored_in_the_old_one(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """The settings read afresh are another generation's: the send's keys are the old generation's, which nothing
+    receives from and the sweep removes. Built again there, it is reported stored where no receive finds it."""
+    client.create_queue("jobs")
+    jobs = client.queue("jobs", "c")
+    _aged(client, "jobs")
+    other = QueueClient(TABLE, dynamodb=dynamodb)
+    other.delete_queue("jobs")
+    other.create_queue("jobs")
+    outcome = jobs.send_batch([{"body": "a"}])
+    stored = [sent["message_id"] for sent in outcome.successful]
+    got = [m.body for m in other.queue("jobs", "c").receive(max_messages=10)]
+    assert not stored or got == ["a"], "reported stored, never received"

@@ -48,8 +48,13 @@ class StandardSends(StandardSpace):
         """The settings read afresh, for a write held back (`Overdue`) to be built again by: with this process's
         traffic of their layout, whose rotation picks a send's shard. The rotation of the older layout could place
         it at a shard the new count no longer has, which the sweep drops once the change settled and nothing was
-        found there: a message that lands after that is never received."""
-        self.settings = self.ctx.registry.get(self.queue, fresh=True)
+        found there: a message that lands after that is never received. Settings of another generation (the queue
+        deleted and created again meanwhile) leave it unsent (`Overdue`): its keys are the old generation's, which
+        no receive visits; sent again, it is built for the new one."""
+        settings = self.ctx.registry.get(self.queue, fresh=True)
+        if settings.generation != self.space.generation:
+            raise Overdue()
+        self.settings = settings
         self.traffic = self.ctx.traffic(self.space, self.settings.read_shards, self.settings.shards)
         self.picker = self.traffic.picker
         self.gauge = self.traffic.gauge
