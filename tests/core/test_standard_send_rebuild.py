@@ -115,3 +115,20 @@ def test_a_send_held_back_while_its_queue_was_deleted_and_created_again_is_not_r
     stored = [sent["message_id"] for sent in outcome.successful]
     got = [m.body for m in other.queue("jobs", "c").receive(max_messages=10)]
     assert not stored or got == ["a"], "reported stored, never received"
+
+
+def test_a_fifo_send_held_back_while_its_queue_was_deleted_and_created_again_is_not_reported_stored_in_the_old_one(
+    client: QueueClient, dynamodb: Any
+) -> None:
+    """As a standard send: placed again by the new generation's settings, but at the old generation's keys."""
+    client.create_queue("orders.fifo", fifo=True)
+    orders = client.queue("orders.fifo", "c")
+    _aged(client, "orders.fifo")
+    other = QueueClient(TABLE, dynamodb=dynamodb)
+    other.delete_queue("orders.fifo")
+    other.create_queue("orders.fifo", fifo=True)
+    outcome = orders.send_batch([{"body": "a", "group_id": "g"}])
+    stored = [sent["message_id"] for sent in outcome.successful]
+    got = [m.body for m in other.queue("orders.fifo", "c").receive(max_messages=10)]
+    assert not stored or got == ["a"], "reported stored, never received"
+    assert len(outcome.failed) == 1

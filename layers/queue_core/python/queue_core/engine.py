@@ -20,7 +20,7 @@ from .messages import Entry
 from .models import Message, QueueStats, ReceivedMessage, SendResult, SweepReport, Swept
 from .receipts import Receipt
 from .settings import QueueSettings
-from .store import Item, Write
+from .store import Item, Overdue, Write
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,21 @@ class EngineBase:
         """Within it, writes are sent while these settings are young enough (`QueueSettings.send_deadline`), or
         refused with `Overdue`: a send lands before another process acts on a change it was not built for."""
         return self.ctx.store.sent_by(self.settings.send_deadline())
+
+    def read_afresh(self) -> None:
+        """The settings read afresh, for a write held back (`Overdue`) to be built again by, with this process's
+        traffic of their layout: a standard send's shard comes from its rotation, and the older layout's could place
+        it at a shard the new count no longer has, which the sweep drops once the change settled and nothing was
+        found there (a message landing after that is never received). Settings of another generation (the queue
+        deleted and created again meanwhile) leave the write unsent (`Overdue`): the engine's keys are the old
+        generation's, which no receive visits; sent again, it is built for the new one."""
+        settings = self.ctx.registry.get(self.queue, fresh=True)
+        if settings.generation != self.space.generation:
+            raise Overdue()
+        self.settings = settings
+        self.traffic = self.ctx.traffic(self.space, settings.read_shards, settings.shards)
+        self.picker = self.traffic.picker
+        self.gauge = self.traffic.gauge
 
     def announce(self, due: Iterable[tuple[int, int, int]]) -> None:
         """After a write that made messages visible at some time, `(priority, visible_at, shard)` of each: the

@@ -77,7 +77,7 @@ class FifoSends(FifoGroups):
                 # Not sent: the settings it was placed by may be behind a change another process acts on now.
                 if not any(entry.stored for entry in pending):
                     self.ctx.bodies.discard(write.item for write in actions)
-                self.settings = self.ctx.registry.get(self.queue, fresh=True)
+                self.read_afresh()
                 now = max(now, self.ctx.now_ms())
                 placement = self._placement(group, now)
                 expected = None if placement.moves else placement.known_last_seq

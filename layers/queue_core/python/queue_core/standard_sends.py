@@ -44,21 +44,6 @@ class StandardSends(StandardSpace):
         item["gsi1sk"] = keys.message_index_sk(visible_at, ref.sequence, entry.priority)
         return ref, item
 
-    def _read_afresh(self) -> None:
-        """The settings read afresh, for a write held back (`Overdue`) to be built again by: with this process's
-        traffic of their layout, whose rotation picks a send's shard. The rotation of the older layout could place
-        it at a shard the new count no longer has, which the sweep drops once the change settled and nothing was
-        found there: a message that lands after that is never received. Settings of another generation (the queue
-        deleted and created again meanwhile) leave it unsent (`Overdue`): its keys are the old generation's, which
-        no receive visits; sent again, it is built for the new one."""
-        settings = self.ctx.registry.get(self.queue, fresh=True)
-        if settings.generation != self.space.generation:
-            raise Overdue()
-        self.settings = settings
-        self.traffic = self.ctx.traffic(self.space, self.settings.read_shards, self.settings.shards)
-        self.picker = self.traffic.picker
-        self.gauge = self.traffic.gauge
-
     def announce_items(self, items: list[Item]) -> None:
         if items:
             self.traffic.note_bands(int(item.get("priority", 0)) for item in items)
@@ -96,7 +81,7 @@ class StandardSends(StandardSpace):
             if not again:
                 return {entry.index: error for entry, _, _ in chunk}
             try:
-                self._read_afresh()
+                self.read_afresh()
             except QueueError as unread:  # nothing of the batch is stored: each entry fails, not the call
                 return {entry.index: unread for entry, _, _ in chunk}
             now = max(now, self.ctx.now_ms())
@@ -138,7 +123,7 @@ class StandardSends(StandardSpace):
             self.ctx.bodies.discard(write.item for write in planned.writes)  # not sent: nothing was stored
             if not again:
                 raise
-            self._read_afresh()
+            self.read_afresh()
             return self._send_dedup(entry, now, again=False)
         except TransactionCancelled as cancelled:
             self.ctx.bodies.discard_unstored(planned.writes, cancelled.reasons)
@@ -178,7 +163,7 @@ class StandardSends(StandardSpace):
             try:
                 moved += self._redrive_item(item, now)
             except Overdue:  # not sent: nothing of it was applied
-                self._read_afresh()
+                self.read_afresh()
                 moved += self._redrive_item(item, max(now, self.ctx.now_ms()))
         return moved
 
