@@ -87,6 +87,12 @@ def read(browser: WebDriver, selector: str, what: Callable[[Any], Any]) -> Any:
                 raise
 
 
+def _priorities(browser: WebDriver) -> list[str]:
+    """The messages table's priority column, top down (read again by `until` when a refresh redraws a row)."""
+    rows = browser.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")
+    return [row.find_elements(By.TAG_NAME, "td")[2].text for row in rows]
+
+
 def click(browser: WebDriver, selector: str) -> None:
     """Finds and clicks again when the page's refresh re-rendered the element in between (it keeps its state:
     a ticked row stays ticked), as a person's click lands on what is on screen at that moment."""
@@ -212,8 +218,7 @@ def test_an_operator_takes_a_queue_through_its_life(
     until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")) == 3, "3 rows")
     assert stats(api, queue, client) == {"visible": 3, "in_flight": 0, "delayed": 0, "dlq": 0}
     assert [api.get(queue, client, message_id)["dedup_id"] for message_id in sent] == ["101", "202", "303"]
-    rows = browser.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")
-    assert [row.find_elements(By.TAG_NAME, "td")[2].text for row in rows] == ["3", "2", "1"]
+    until(browser, lambda d: _priorities(d) == ["3", "2", "1"], "the rows by priority, highest first")
     browser.find_element(By.CSS_SELECTOR, "#priority-filter option[value='2']").click()
     until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tr[data-message]")) == 1, "filtered")
     browser.find_element(By.CSS_SELECTOR, "#priority-filter option[value='']").click()

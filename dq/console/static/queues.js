@@ -365,11 +365,15 @@ export function queueView(root, queue) {
       typed: queue,
     });
     if (!sure) return;
+    // The page reads nothing more: a refresh answered while the queue goes would put its own notice (or none)
+    // in place of this one before the list opens.
+    gone = true;
     try {
       await api("DELETE", `/queues/${enc(queue)}`);
       notice(`Deleted queue ${queue} and its messages`, "ok", true);
       location.hash = link.queues();
     } catch (error) {
+      gone = false;
       notice(failure(error), "error");
     }
   }
@@ -472,11 +476,13 @@ export function queueView(root, queue) {
     try {
       answer = await api("GET", `/queues/${enc(queue)}`);
     } catch (error) {
+      if (gone) return; // deleted from this page meanwhile: its notice stands
       if (error.status !== 404) throw error;
       gone = true;
       missing(root, error, `No queue named ${queue}`);
       return;
     }
+    if (gone) return;
     const described = answer.queue;
     sample(queue, described.stats);
     refill(figures, figuresList(described.stats));
