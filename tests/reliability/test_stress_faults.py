@@ -14,7 +14,7 @@ import random
 import time
 
 import pytest
-from queue_core import QueueClient
+from queue_core import QueueClient, QueueSettings, registry
 
 from tests.conftest import FakeClock
 from tests.reliability.faults import FaultInjector, Kind
@@ -35,9 +35,30 @@ logger = logging.getLogger("tests.reliability")
 # progressing all the while: an hour stopped it there.
 pytestmark = pytest.mark.timeout(10800)
 
+# The share of writes built from cached settings, and of changes of settings, held back by their deadline.
+HELD_BACK_RATE = 0.1
+
+
+def _held_back_now_and_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Some writes built from cached settings (sends, redrives, moves to the DLQ, transactional sends) and some
+    changes of settings find their deadline passed (`Store.sent_by`), as after the SDK's retries of a slow call:
+    they are held back and built again from settings read afresh, among every other fault."""
+    held = random.Random(17)
+    send_deadline = QueueSettings.send_deadline
+
+    def sometimes_passed(settings: QueueSettings) -> float | None:
+        deadline = send_deadline(settings)
+        return time.monotonic() - 1 if deadline is not None and held.random() < HELD_BACK_RATE else deadline
+
+    write_deadline = registry._deadline
+    monkeypatch.setattr(QueueSettings, "send_deadline", sometimes_passed)
+    monkeypatch.setattr(
+        registry, "_deadline", lambda: time.monotonic() - 1 if held.random() < HELD_BACK_RATE else write_deadline()
+    )
+
 
 def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
-    client: QueueClient, clock: FakeClock, truth: TableTruth, scale: Scale
+    client: QueueClient, clock: FakeClock, truth: TableTruth, scale: Scale, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Batch writes are rarer than the other calls (plain sends only): a higher rate gives them their share. A write
     # sent again by the SDK goes after a read timeout and a backoff: others work meanwhile.
@@ -51,6 +72,7 @@ def test_throttles_timeouts_and_lost_answers_lose_and_double_nothing(
         seed=11,
     )
     run = StressRun(client, clock, truth, scale, faults=faults, seed=13)
+    _held_back_now_and_then(monkeypatch)
     run.create_queues()
     faults.attach(client.dynamodb)
     try:
