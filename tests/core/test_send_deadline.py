@@ -104,10 +104,12 @@ def test_a_transactional_send_built_on_settings_too_old_is_built_again_when_comm
     client.create_queue("orders.fifo", fifo=True)
     sub = client.queue("orders.fifo", "c")
     _aged(client, "orders.fifo")
+    aged = client._ctx.registry.get("orders.fifo").read_at
     send = sub.send_transact_items("x", group_id="g")
     attempts = _sent_attempts(dynamodb, "TransactWriteItems")
     client.transact([send])
     assert attempts[0] == 1
+    assert client._ctx.registry.get("orders.fifo").read_at > aged, "built again from settings read afresh"
     assert [message.body for message in sub.receive(max_messages=10)] == ["x"]
 
 

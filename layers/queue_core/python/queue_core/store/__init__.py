@@ -427,17 +427,12 @@ class Store:
                 )
                 return
             except Throttled as error:
-                if isinstance(error, Overdue) and attempt > 0:  # an earlier send's answers were lost
-                    raise OutcomeUnknown(
-                        "DynamoDB's answers were lost: the transaction may have committed; retry", token
-                    ) from error
-                if not _outcome_unknown(error):
+                # Held back by its deadline after an answer was lost (this send's, or an earlier send's): the
+                # request may have been applied and cannot go again.
+                held = isinstance(error.__cause__, _NotSent) or (isinstance(error, Overdue) and attempt > 0)
+                if not held and not _outcome_unknown(error):
                     raise
-                if (
-                    attempt == _TRANSACT_SENDS - 1
-                    or time.monotonic() - started > _RESEND_SECONDS
-                    or isinstance(error.__cause__, _NotSent)
-                ):
+                if held or attempt == _TRANSACT_SENDS - 1 or time.monotonic() - started > _RESEND_SECONDS:
                     raise OutcomeUnknown(
                         "DynamoDB's answers were lost: the transaction may have committed; retry", token
                     ) from error
