@@ -189,7 +189,7 @@ def test_a_message_sent_under_a_trusted_mark_to_one_of_ten_emptied_shards_comes_
 ) -> None:
     """Sent within its sender's trust of its own put (no new mark), to a shard the consumer emptied: each receive
     visits one such shard, so it comes within two rounds of the ten (a shard visited twice with nothing goes
-    behind the others), each receive two queries at most."""
+    behind the others), each receive two queries at most besides what it found."""
     consumer, senders = _drained(client, dynamodb, "silent.fifo" if fifo else "silent", fifo)
     clock.advance(1)
     before = len(_marks(consumer))
@@ -202,7 +202,9 @@ def test_a_message_sent_under_a_trusted_mark_to_one_of_ten_emptied_shards_comes_
         counter.reset()
         got = consumer.receive(max_messages=10)
         receives += 1
-        assert counter.calls["Query"] <= 2 + len(got), counter.queries
+        # A FIFO message costs its group's read besides its shard's; the receive that finds it may visit one more
+        # quiet shard (`shard_looks.behind`).
+        assert counter.calls["Query"] <= 2 + len(got) * (2 if fifo else 1), counter.queries
     assert [m.body for m in got] == ["again"], f"not received in {receives} receives"
 
 

@@ -6,10 +6,11 @@ process can tell a shard that went quiet from one that still gets such messages,
 every marked shard: a queue just drained of messages sent to 30 shards cost 31 queries a poll for 25 s, and a long
 poll paid that at each of its rounds. A receive now visits the marked shards it has no news of (a mark put or due
 since its process emptied them, a message its process sent there since, or never emptied by it), and of those it
-emptied with the same marks in place, at most `QUIET_VISITS` (the first in `ShardLooks.quiet`'s order takes the
-first such place in the order it visits shards in anyway: `shard_marks.Marks.way`), and one more each time such a
-shard gives a message its previous receive could have taken (`behind`). A message that came to such a
-shard is found by a later receive; no mark is dropped because of it, so it changes how soon, never whether.
+emptied with the same marks in place, at most `QUIET_VISITS`, after the others (in `ShardLooks.quiet`'s order),
+and one more each time such a shard gives a message its previous receive could have taken (`behind`). A message
+that came to such a shard is found by a later receive; no mark is dropped because of it, so it changes how soon,
+never whether: every few receives (`shard_marks.QUIET_EVERY`) one visits a quiet shard first, so that shards that
+keep giving never hold it back for long.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from . import limits
 
 # How many shards a receive visits that its process emptied with the marks as they still are.
 QUIET_VISITS: Final = 1
+# How long after the last take from a shard that was not quiet that shard goes first after an odd number of empty
+# receives in a row (`ShardLooks.quiet`; milliseconds): a sender that came there lately and stays refills it sooner.
+ARRIVED_MS: Final = 2_000
 
 # Looks that found a quiet shard with nothing since it last gave (in receives that found nothing at all) after which
 # it goes behind every shard taken from before its last look. More than one, so that one wrong guess does not move
@@ -51,8 +55,11 @@ class ShardLooks:
         self._idle: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}  # how many since the take, the last
         self._looked: dict[tuple[int, int], tuple[int, int]] = {}  # the last look that found nothing
         self._news: dict[tuple[int, int], int] = {}
+        # Emptied within the index's grace after this process's own send there (when sent, looked at again since).
+        self._echo: dict[tuple[int, int], tuple[int, bool]] = {}
         self._looks = 0  # orders the looks of one millisecond
         self._empty: dict[int, int] = {}  # per priority, this process's receives in a row that found nothing
+        self._arrived: dict[int, tuple[int, int]] = {}  # per priority: the last take from a shard not quiet, when
 
     def emptied(self, priority: int, shard: int, at: int, marks: Signature, took: bool) -> None:
         """A receive's query begun at `at` (the queue's clock) left the shard with nothing due (`took`: it took
@@ -68,13 +75,19 @@ class ShardLooks:
                 self._idle.pop(key, None)
                 self._looked.pop(key, None)
             news = self._news.get(key)  # this process's last send there
-            if news is not None and at <= news + limits.INDEX_LAG_GRACE_SECONDS * 1000:
-                return
+            if news is not None and at <= news:
+                return  # its own message, stored while the query ran: the shard still holds it
             if len(self._emptied) >= 4 * limits.MAX_SHARDS:
                 self._emptied.clear()
                 self._took.clear()
                 self._idle.clear()
                 self._looked.clear()
+                self._echo.clear()
+            if news is not None and at <= news + limits.INDEX_LAG_GRACE_SECONDS * 1000:
+                # Stored before the query, perhaps not yet in the index it read: the first quiet shard, once.
+                self._echo[key] = (news, key in self._echo and self._echo[key][0] == news)
+            else:
+                self._echo.pop(key, None)
             self._emptied[key] = marks
 
     def idle(self, priority: int, shards: list[tuple[int, int]], found_elsewhere: bool) -> None:
@@ -91,6 +104,12 @@ class ShardLooks:
                 self._looked[key] = (at, self._looks)
                 if not found_elsewhere:
                     self._idle[key] = (self._idle.get(key, (0, (0, 0)))[0] + 1, (at, self._looks))
+
+    def arrived(self, priority: int, shard: int, at: int) -> None:
+        """A receive took messages from a shard that was not quiet (a mark put since its process emptied it, or
+        never emptied by it): where a sender came lately, which a steady one keeps refilling."""
+        with self._lock:
+            self._arrived[priority] = (shard, at)
 
     def ended(self, priority: int, found: bool) -> None:
         """A receive of `priority` by this process ended, having found messages or not."""
@@ -116,16 +135,24 @@ class ShardLooks:
                 self._news = {key: when for key, when in self._news.items() if when > horizon}
             self._news[(priority, shard)] = max(at, self._news.get((priority, shard), at))
 
-    def quiet(self, priority: int, due: dict[int, Signature]) -> list[int]:
+    def quiet(
+        self, priority: int, due: dict[int, Signature], streak: int | None = None, now: int | None = None
+    ) -> list[int]:
         """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
-        visits them: the one it last took messages from longest ago first, as senders that go round their shards
-        refill them in that order. A shard a look found with nothing counts from `IDLE_AGE_MS` before that look at
-        least, and from the look itself once `IDLE_LOOKS` looks of receives that found nothing at all found it so
-        since it last gave: one that never gives (its marks kept young by others' changes of visibility, say) goes
-        round behind the others instead of taking every receive's one visit. After an odd number of receives in a
-        row that found nothing, the shard taken from last goes first instead: a steady sender refills its one shard
-        (standard sends stay on a shard at low rates), and its every message waited a round of the shards a burst
-        had left quiet, until their marks could go."""
+        visits them at `now`: the one it last took messages from longest ago first, as senders that go round their
+        shards refill them in that order. A shard a look found with nothing counts from `IDLE_AGE_MS` before that
+        look at least, and from the look itself once `IDLE_LOOKS` looks of receives that found nothing at all found
+        it so since it last gave: one that never gives (its marks kept young by others' changes of visibility, say)
+        goes round behind the others instead of taking every receive's one visit.
+
+        A steady sender's shard goes first instead: `streak`, the shard the last two receives that found messages
+        both took from last, as long as no look found it with nothing since it last gave (the caller gives none at
+        the other quiet shards' turns: `shard_marks.Marks.quiet_turn`); and after an odd number of receives in a row
+        that found nothing, that shard, or else the one of the last take from a shard that was not quiet, within
+        `ARRIVED_MS` of it (a steady sender that moved to another shard, whose first message came with a mark).
+        Taken longest ago first, a steady sender's every message waited a round of the shards a burst had left
+        quiet. A shard emptied within the index's grace after this process's own send there goes before all, once:
+        the index may not have shown that message yet."""
         with self._lock:
             quiet = [
                 shard
@@ -133,14 +160,22 @@ class ShardLooks:
                 if (emptied := self._emptied.get((priority, shard))) is not None and marks <= emptied
             ]
             order = {shard: self._order((priority, shard)) for shard in quiet}
-            steady = self._empty.get(priority, 0) % 2 == 1
-            taken = [shard for shard in quiet if (priority, shard) in self._took]
-            latest = max(taken, key=lambda shard: self._took[(priority, shard)], default=None)
+            empty = self._empty.get(priority, 0)
+            steady = empty % 2 == 1
+            arrived, at = self._arrived.get(priority, (None, 0))
+            if now is None or now > at + ARRIVED_MS:
+                arrived = None
+            echoes = {shard: echo[0] for shard in quiet if (echo := self._echo.get((priority, shard))) and not echo[1]}
+            keeps = streak in quiet and (priority, streak) not in self._looked
         way = sorted(quiet, key=lambda shard: order[shard])
-        if steady and latest is not None:
-            way.remove(latest)
-            way.insert(0, latest)
-        return way
+        if streak in quiet and (keeps or steady):
+            way.remove(streak)
+            way.insert(0, streak)
+        elif steady and arrived in quiet:
+            way.remove(arrived)
+            way.insert(0, arrived)
+        first = sorted(echoes, key=lambda shard: -echoes[shard])
+        return first + [shard for shard in way if shard not in echoes]
 
     def _order(self, key: tuple[int, int]) -> tuple[int, int]:
         took = self._took.get(key, (-1, 0))
@@ -162,6 +197,9 @@ class Visits:
     idle: list[tuple[int, int]] = field(default_factory=list)  # quiet shards found with nothing, when
     last_began: int | None = None  # when this process's receive before this one began
     took: int | None = None  # the shard it took messages from last
+    began: int = 0  # when it began (the queue's clock)
+    had_quiet: bool = False  # it met quiet shards besides its streak's (`shard_marks.Marks.quiet_turn`)
+    quiet_made: int = 0  # and visited this many of them
 
     def lost(self) -> int:
         """Claims this sub-queue's receives lost so far (0 when not counted)."""
@@ -174,12 +212,3 @@ def behind(found: list[Any], last_began: int | None) -> bool:
     may hold messages as old. Without this, a consumer of senders going round their shards that once fell a round
     behind them stayed behind for good, each receive finding the message of the round before."""
     return last_began is not None and any(getattr(item, "sent_at", last_began) < last_began for item in found)
-
-
-def rotated(way: list[int], quiet: list[int]) -> list[int]:
-    """`way` with its quiet shards, in their places, in `quiet`'s order (`ShardLooks.quiet`): a shard visited and
-    found with nothing keeps its place in `way` (nothing was taken from it), so without this a receive would spend
-    its one quiet visit on the same shard each time while a message waits on another."""
-    rest = iter(quiet)
-    placed = set(quiet)
-    return [next(rest) if shard in placed else shard for shard in way]

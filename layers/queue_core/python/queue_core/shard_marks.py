@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from . import limits, partial
 from .errors import QueueError, Throttled
 from .keys import Space
-from .shard_looks import ShardLooks, Signature, Visits, behind, rotated
+from .shard_looks import ShardLooks, Signature, Visits, behind
 from .shards import ShardPicker, ShardReceive, ask
 from .shards import visit as visit_every_shard
 from .store import ConditionFailed
@@ -91,6 +91,14 @@ LIST_SECONDS: Final = 1.0
 # shard at low rates), 2 queries a message. Messages marked since on other shards, or of a priority first used,
 # wait at most this many receives more.
 WARM_RECEIVES: Final = 3
+# Receives in a row, and milliseconds of the queue's clock, that may each find what they want on shards with news
+# (or on the shard a steady sender keeps refilling) and visit no other quiet shard: then one visits those first. A
+# message stored there under a trusted mark waits no longer behind shards that keep giving; a fast consumer does
+# not pay a visit of the shards its sender left every few receives.
+QUIET_EVERY: Final = 3
+QUIET_EVERY_MS: Final = 500
+# How much the last guess counts in the odds that a guess finds a message (`Marks.guessing`).
+GUESS_WEIGHT: Final = 0.3
 # A mark put that DynamoDB throttled is tried again after these pauses; then the sweep puts it.
 PUT_RETRY_PAUSES: Final = (0.05, 0.2)
 # The most marks a receive reads of one priority (every shard at the cap, with room for at marks).
@@ -144,6 +152,8 @@ class Marks:
         # Per priority: (the shard its last receive that found messages took them from last, whether the receive
         # before that one took from it too, the receives in a row since that took from it without a list).
         self._warm: dict[int, tuple[int, bool, int]] = {}
+        self._quiet_skips: dict[int, tuple[int, int]] = {}  # per priority: receives in a row, since when
+        self._guessed: dict[int, float] = {}  # per priority: how often a guess from an old list found a message
 
     def way(self, priority: int, shards: list[int]) -> list[int]:
         """The order a receive visits `shards` in (a list in random order): those another receive of this process
@@ -212,6 +222,48 @@ class Marks:
                     self._warm[priority] = (shard, False, 0)
                 return
             self._warm[priority] = (took, took == shard, streak if warm else 0)
+
+    def streak(self, priority: int) -> int | None:
+        """The shard this process's last two receives of `priority` that found messages both took them from last."""
+        with self._lock:
+            shard, repeated, _ = self._warm.get(priority, (-1, False, 0))
+            return shard if repeated else None
+
+    def guessing(self, priority: int) -> bool:
+        """Whether a receive of `priority` from a list it did not read visits a quiet shard before it reads the
+        marks: such visits found a message at least half the time lately (each saved the read of the marks when
+        it did, and cost a query when it did not). Each receive that does not guess moves the odds back towards
+        a half, so that it tries again."""
+        with self._lock:
+            odds = self._guessed.get(priority, GUESS_WEIGHT + 0.5)
+            if odds >= 0.5:
+                return True
+            self._guessed[priority] = odds + GUESS_WEIGHT * (0.5 + GUESS_WEIGHT - odds)
+            return False
+
+    def note_guess(self, priority: int, found: bool) -> None:
+        """A quiet shard visited from a list the receive did not read gave messages (`found`), or nothing."""
+        with self._lock:
+            odds = self._guessed.get(priority, GUESS_WEIGHT + 0.5)
+            self._guessed[priority] = odds + GUESS_WEIGHT * (float(found) - odds)
+
+    def quiet_turn(self, priority: int, now: int) -> bool:
+        """Whether a receive of `priority` beginning at `now` visits the quiet shards before the others, its streak's
+        shard as any other (`ShardLooks.quiet`): `QUIET_EVERY` receives in a row, over `QUIET_EVERY_MS` at least,
+        met quiet shards and visited none of them but that one, each finding what it wanted first elsewhere."""
+        with self._lock:
+            skips, since = self._quiet_skips.get(priority, (0, now))
+            return skips >= QUIET_EVERY and now >= since + QUIET_EVERY_MS
+
+    def note_quiet(self, priority: int, had: bool, made: bool, now: int) -> None:
+        """A receive of `priority` that began at `now` ended: it met quiet shards besides its streak's (`had`),
+        and visited one of them (`made`)."""
+        with self._lock:
+            if made or not had:
+                self._quiet_skips.pop(priority, None)
+            else:
+                skips, since = self._quiet_skips.get(priority, (0, now))
+                self._quiet_skips[priority] = (skips + 1, since)
 
     def began(self, priority: int, now: int) -> int | None:
         """When the last receive of `priority` by this process began to visit shards (None: none did); `now`
@@ -457,7 +509,8 @@ def visit(
     fresh = read is not None and since is not None and read[0] >= since
     if read is None and marks.throttled_since(since):
         return visit_every_shard(picker, want, receive_shard)
-    visited = Visits(hides=hides, conflicts=conflicts, last_began=marks.began(priority, ctx.now_ms()))
+    began = ctx.now_ms()
+    visited = Visits(hides=hides, conflicts=conflicts, last_began=marks.began(priority, began), began=began)
     if read is None:
         warm = marks.warm(priority, ctx.now_ms())
         if warm is not None:
@@ -494,6 +547,7 @@ def _ended(marks: Marks, priority: int, visited: Visits, got: list[Any], warm: b
     if visited.idle:
         marks.looks.idle(priority, visited.idle, found_elsewhere=bool(got))
     marks.looks.ended(priority, bool(got))
+    marks.note_quiet(priority, visited.had_quiet, visited.quiet_made > 0, visited.began)
     marks.note_ended(priority, visited.took if got else None, warm)
     return got
 
@@ -539,21 +593,30 @@ def _visit(
     order = list(due)
     random.shuffle(order)  # ties in random order, so that receivers of different processes spread
     signatures = {shard: _signature(due[shard]) for shard in order}
-    quiet = marks.looks.quiet(priority, signatures)
+    turn = marks.quiet_turn(priority, visited.began)
+    streak = None if turn else marks.streak(priority)
+    quiet = marks.looks.quiet(priority, signatures, streak, now)
     quiet_set = set(quiet)
     got: list[Any] = []
     throttle: Throttled | None = None
-    way = rotated(marks.way(priority, order), quiet)
+    news = [shard for shard in marks.way(priority, order) if shard not in quiet_set]
+    way = quiet + news if turn else news + quiet
+    # From a list it did not read, a receive guesses which quiet shard a message came to since only while such
+    # guesses find one at least half the time (`Marks.guessing`); otherwise it reads the marks first.
+    guessing = guesses is None or marks.guessing(priority)
+    visited.had_quiet = visited.had_quiet or any(shard != streak for shard in quiet)
     passed: list[int] = []  # quiet shards left out; a throttle to be raised visits them too
     while way:
         shard = way.pop(0)
         if len(got) >= want:
             break
-        if shard in quiet_set and throttle is None:
-            if visited.quiet <= 0:
+        guess = shard in quiet_set and throttle is None
+        if guess:
+            if visited.quiet <= 0 or (guesses is not None and shard != streak and not guessing):
                 passed.append(shard)
                 continue
             visited.quiet -= 1
+            visited.quiet_made += shard != streak
         visited.shards.add(shard)
         need = want - len(got)
         looked_at = ctx.now_ms()
@@ -572,6 +635,8 @@ def _visit(
             marks.visiting(priority, shard, -1)
         lost = visited.lost() - lost
         got += found
+        if guess and guesses is not None and shard != streak and not throttled:
+            marks.note_guess(priority, bool(found))
         if throttled:
             throttle = partial.kept(throttle, throttled)
             way, passed = way + passed, []
@@ -579,6 +644,8 @@ def _visit(
         if found:
             marks.note_taken(priority, shard, looked_at)
             visited.took = shard
+            if shard not in quiet_set:
+                marks.looks.arrived(priority, shard, looked_at)
         if not saw_candidates or (visited.hides and found and len(found) < need and not lost):
             marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found))
             if not found and shard in quiet_set:
