@@ -8,7 +8,7 @@ botocore meter, per call of the public API, in a consumer process of its own (it
   `shard_marks.MARK_SECONDS`, `SKEW_SECONDS` and the index's grace (the marks drained);
 - low load: one message sent at a time by one producer, each received with receive(10) by the consumer (and, for
   the standard queue, with receive(1)), `LOW_LOAD_MESSAGES` messages; and the same from `SENDERS` producers,
-  each its own process, one message each in turn.
+  each its own process, one message each in turn; and a tight loop in real time (`TIGHT_LOOPS`).
 Time is the queue's: the clock is moved on, not waited for. The same figures at one shard are the baseline: a
 receive of a one-shard queue reads that shard and nothing else.
 """
@@ -41,6 +41,8 @@ _LATE_ROUNDS: Final = 200
 # producer again, each receive finding the marks it read too old to serve (receives a second or more apart in real
 # time: it reads them again, unless it goes first to the shard its last receives took from: `WARM_RECEIVES`).
 LOW_LOADS: Final = (("one_sender", 1, 10), ("senders", SENDERS, 10), ("receive_1", 1, 1), ("uncached", 1, 10))
+# (label, whether the producer is the consumer's process): one message at a time in real time, no pause (`_tight`).
+TIGHT_LOOPS: Final = (("tight_same", True), ("tight_two", False))
 
 
 class _Clock:
@@ -144,7 +146,34 @@ def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool) -> 
     row["drained_poll_later"] = sum(drained_later[1:]) / (len(drained_later) - 1)
     row["drained_poll_max_later"] = max(drained_later)
     row["drained_poll_apart"] = sum(drained_apart) / len(drained_apart)
+    for label, same in TIGHT_LOOPS:  # last: their consumers are other processes, whose takes this one never saw
+        _settle(clock, consumer)
+        row.update(_tight(backend, meter, clock, queue, groups, label, same, messages))
     return row
+
+
+def _tight(
+    backend: Any, meter: Any, clock: _Clock, queue: str, groups: int, label: str, same: bool, messages: int
+) -> dict[str, Any]:
+    """One message sent at a time and received at once, in real time with no pause (a test's loop, a fast
+    producer-consumer pair): the queue's clock is not moved, so the marks a process read stay fresh for
+    `shard_marks.LIST_SECONDS` across many rounds, and a standard sender sending more than `SendRotation.RUN` a
+    second moves on to the next shard every `RUN` messages. `same`: the producer is the consumer's process."""
+    producer = _process(backend, clock, queue, groups)
+    consumer = producer if same else _process(backend, clock, queue, groups)
+    delivered = 0
+    with meter.window() as cost:
+        for number in range(messages + _LATE_ROUNDS):
+            if number < messages:
+                producer.send(f"tight {number}")
+            elif delivered >= messages:
+                break
+            got = consumer.receive(10)
+            while got:
+                consumer.delete_batch([message.handle for message in got])
+                delivered += len(got)
+                got = consumer.receive(10) if len(got) == 10 else []
+    return {f"{label}_queries_per_delivered": cost.calls["Query"] / max(delivered, 1), f"{label}_delivered": delivered}
 
 
 def _late(row: dict[str, Any]) -> str:
@@ -175,6 +204,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                     f"{row['senders_queries_per_delivered']:.2f} ({SENDERS} senders), "
                     f"{row['uncached_queries_per_delivered']:.2f} (one sender, receives a second or more apart)"
                     + (f", {row['receive_1_queries_per_delivered']:.2f} (receive(1))" if not fifo else "")
+                    + f"; a tight loop {row['tight_same_queries_per_delivered']:.2f} (one process) / "
+                    f"{row['tight_two_queries_per_delivered']:.2f} (two)"
                 )
                 print("    delivered late (most rounds late): " + _late(row))
         name = backend.name
@@ -192,7 +223,10 @@ def section(results: dict[str, Any]) -> list[str]:
         f"{_PAST_TRUST} s later (the first poll drains the marks, "
         "the most in brackets); and queries per delivered message at low load: one message at a time, 0.2 s apart on "
         f"the queue's clock, {LOW_LOAD_MESSAGES} messages, from one producer and from {SENDERS} (each a process of its "
-        "own), received with receive(10) until a receive comes back short (and with receive(1), standard), each "
+        "own), received with receive(10) until a receive comes back short (and with receive(1), standard), and in "
+        "a tight loop (real time, no pause: one message sent and received at once, the producer the consumer's own "
+        "process or another; the marks a process read stay fresh across many rounds, and a standard sender of more "
+        "than ten a second moves to the next shard every ten messages), each "
         "figure from a queue whose marks were drained; each figure counts as well the receives of up to "
         f"{_LATE_ROUNDS} more rounds (no sends) until every message came, and the last column says how many came in "
         "a later round than their own, and how many rounds late at most (a receive visits one shard its process "
@@ -209,9 +243,9 @@ def section(results: dict[str, Any]) -> list[str]:
         "",
         "| queue | shards | empty receive: first / a poll (never sent) | drained: at once / later (most) / later, "
         "polls a second or more apart | queries per delivered: one sender / 5 senders / receive(1) | one sender, "
-        "receives a second or more apart | delivered in a later round (most rounds late), in the order of the low-load "
-        "columns |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "receives a second or more apart | a tight loop: one process / two | delivered in a later round (most rounds "
+        "late), in the order of the low-load columns |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in results["rows"]:
         one = f"{row['receive_1_queries_per_delivered']:.2f}" if "receive_1_queries_per_delivered" in row else "-"
@@ -222,7 +256,8 @@ def section(results: dict[str, Any]) -> list[str]:
             f"({row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}) / "
             f"{row['drained_poll_apart']:.1f} | "
             f"{row['one_sender_queries_per_delivered']:.2f} / {row['senders_queries_per_delivered']:.2f} / {one} | "
-            f"{row['uncached_queries_per_delivered']:.2f} | {_late(row)} |"
+            f"{row['uncached_queries_per_delivered']:.2f} | {row['tight_same_queries_per_delivered']:.2f} / "
+            f"{row['tight_two_queries_per_delivered']:.2f} | {_late(row)} |"
         )
     lines += ["", f"Backend: {results['backend']}. Rerun: `.venv/bin/python -m bench.run --only idle`.", ""]
     return lines

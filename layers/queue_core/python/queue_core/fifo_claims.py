@@ -22,6 +22,7 @@ from .keys import MessageRef
 from .messages import received
 from .models import ReceivedMessage
 from .receipts import Receipt, new_token
+from .shards import Seen
 from .store import ConditionFailed, Item
 from .store import groups as group_writes
 from .store import messages as writes
@@ -136,6 +137,8 @@ class FifoClaims(FifoGroups):
                 position += len(batch)
             if throttle is not None:
                 raise partial.after(throttle, got) from throttle
+            if not start and got and position >= len(groups):
+                return got, Seen.TAKEN  # every available group read was claimed, and the query read them all
             if len(got) >= want or not start:
                 break
         return got, saw_candidates

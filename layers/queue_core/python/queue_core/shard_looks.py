@@ -55,16 +55,28 @@ class ShardLooks:
         self._idle: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}  # how many since the take, the last
         self._looked: dict[tuple[int, int], tuple[int, int]] = {}  # the last look that found nothing
         self._news: dict[tuple[int, int], int] = {}
+        self._sent_after: dict[tuple[int, int], int] = {}  # the number (`begin`) of the last send noted there
+        self._sends = 0
         # Emptied within the index's grace after this process's own send there (when sent, looked at again since).
         self._echo: dict[tuple[int, int], tuple[int, bool]] = {}
         self._looks = 0  # orders the looks of one millisecond
         self._empty: dict[int, int] = {}  # per priority, this process's receives in a row that found nothing
         self._arrived: dict[int, tuple[int, int]] = {}  # per priority: the last take from a shard not quiet, when
 
-    def emptied(self, priority: int, shard: int, at: int, marks: Signature, took: bool) -> None:
-        """A receive's query begun at `at` (the queue's clock) left the shard with nothing due (`took`: it took
-        what there was). Not noted when this process had news of the shard within the index's grace before that
-        query or since (its own send, stored while the query ran or too lately for the index to show)."""
+    def begin(self) -> int:
+        """A number that orders a query about to begin after this process's sends noted so far (`sent`), and before
+        those noted later, however close on the clock."""
+        with self._lock:
+            self._sends += 1
+            return self._sends
+
+    def emptied(self, priority: int, shard: int, at: int, marks: Signature, took: bool, began: int = 0) -> None:
+        """A receive's query begun at `at` (the queue's clock; `began`, from `begin` just before) left the shard with
+        nothing due (`took`: it took what there was). Not noted when this process stored a message there while that
+        query ran or since (`sent`); one it stored before, within the index's grace, may not have shown in the
+        index yet, so the shard is the first quiet one a later receive visits, once (before, such a shard stayed
+        one to visit for the whole grace: each receive of a process that sends and receives visited every shard it
+        had sent to in the last 10 s)."""
         key = (priority, shard)
         with self._lock:
             if self._took.get(key, (-1, 0))[0] > at:
@@ -75,7 +87,7 @@ class ShardLooks:
                 self._idle.pop(key, None)
                 self._looked.pop(key, None)
             news = self._news.get(key)  # this process's last send there
-            if news is not None and at <= news:
+            if news is not None and self._sent_after.get(key, 0) > began:
                 return  # its own message, stored while the query ran: the shard still holds it
             if len(self._emptied) >= 4 * limits.MAX_SHARDS:
                 self._emptied.clear()
@@ -133,7 +145,10 @@ class ShardLooks:
             if len(self._news) >= 4 * limits.MAX_SHARDS:
                 horizon = at - 2 * limits.INDEX_LAG_GRACE_SECONDS * 1000
                 self._news = {key: when for key, when in self._news.items() if when > horizon}
+                self._sent_after = {key: seq for key, seq in self._sent_after.items() if key in self._news}
             self._news[(priority, shard)] = max(at, self._news.get((priority, shard), at))
+            self._sends += 1
+            self._sent_after[(priority, shard)] = self._sends
 
     def quiet(
         self, priority: int, due: dict[int, Signature], streak: int | None = None, now: int | None = None
@@ -171,7 +186,7 @@ class ShardLooks:
         if streak in quiet and (keeps or steady):
             way.remove(streak)
             way.insert(0, streak)
-        elif steady and arrived in quiet:
+        elif arrived in quiet and steady:
             way.remove(arrived)
             way.insert(0, arrived)
         first = sorted(echoes, key=lambda shard: -echoes[shard])

@@ -54,7 +54,7 @@ from . import limits, partial
 from .errors import QueueError, Throttled
 from .keys import Space
 from .shard_looks import ShardLooks, Signature, Visits, behind
-from .shards import ShardPicker, ShardReceive, ask
+from .shards import Seen, ShardPicker, ShardReceive, ask
 from .shards import visit as visit_every_shard
 from .store import ConditionFailed
 from .store import shard_marks as writes
@@ -619,12 +619,12 @@ def _visit(
             visited.quiet_made += shard != streak
         visited.shards.add(shard)
         need = want - len(got)
-        looked_at = ctx.now_ms()
+        looked_at, began = ctx.now_ms(), marks.looks.begin()
         of_shard = [mark for mark in listed if mark.shard == shard]
         ripe = drains and shard in quiet_set and all(mark.put_at <= mark.cutoff(looked_at) for mark in due[shard])
         # Emptied here before, and every mark may go: the look at its first entry is the query that drains.
         if ripe and _drain(ctx, space, marks, due[shard], of_shard, looked_at, look):
-            marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=False)
+            marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=False, began=began)
             visited.idle.append((shard, looked_at))
             continue
         marks.visiting(priority, shard, 1)
@@ -646,8 +646,9 @@ def _visit(
             visited.took = shard
             if shard not in quiet_set:
                 marks.looks.arrived(priority, shard, looked_at)
-        if not saw_candidates or (visited.hides and found and len(found) < need and not lost):
-            marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found))
+        drained = len(found) < need or saw_candidates == Seen.TAKEN
+        if not saw_candidates or (visited.hides and found and drained and not lost):
+            marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found), began=began)
             if not found and shard in quiet_set:
                 visited.idle.append((shard, looked_at))
         elif found:

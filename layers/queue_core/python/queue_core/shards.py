@@ -12,6 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
+from enum import IntEnum
 from typing import Any, Final
 
 from . import partial
@@ -58,7 +59,10 @@ class ConflictGauge:
         self.level = 0.0
 
     def window(self, need: int) -> int:
-        return need + need // 2 + int(self.level * self.WIDEN * need)
+        """How many entries a receive of `need` reads: one more at least, so that it knows whether it took the last
+        (`Seen.TAKEN`: a receive of one message that empties its shard says so, and the next visits it only if a
+        mark says it was refilled)."""
+        return need + max(1, need // 2) + int(self.level * self.WIDEN * need)
 
     def record(self, attempts: int, lost: int) -> None:
         if attempts:
@@ -67,6 +71,15 @@ class ConflictGauge:
     @property
     def contended(self) -> bool:
         return self.level > 0.02
+
+
+class Seen(IntEnum):
+    """What a shard's query saw besides what the receive took from it (the second part of a `ShardReceive`'s
+    answer; a plain bool means NONE or MORE)."""
+
+    NONE = 0  # no candidate: nothing due there
+    MORE = 1  # candidates, and perhaps more than it took
+    TAKEN = 2  # candidates, every one of them taken (or lost to another receive), and the query read them all
 
 
 ShardReceive = Callable[[int, int], tuple[list[Any], bool]]

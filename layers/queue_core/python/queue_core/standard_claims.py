@@ -19,6 +19,7 @@ from .keys import MessageRef
 from .messages import MOVE_TRIES, dead_letter, is_expired, leaving_for_dlq, read_again, received
 from .models import ReceivedMessage
 from .receipts import Receipt, new_token
+from .shards import Seen
 from .standard_space import StandardSpace
 from .store import ConditionFailed, Item, TransactionCancelled
 from .store import messages as writes
@@ -187,6 +188,8 @@ class StandardClaims(StandardSpace):
                 got += self._claim_candidates(candidates, need, visibility, now, secret)
             except Throttled as error:  # with what the earlier rounds claimed
                 raise partial.after(error, got + partial.received(error)) from partial.original(error)
+            if not start and got and len(candidates) <= need:
+                return got, Seen.TAKEN  # every due entry read was tried, and the query read them all
             if len(got) >= want or not start:
                 break
         return got, saw_candidates
