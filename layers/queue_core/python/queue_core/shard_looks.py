@@ -151,7 +151,12 @@ class ShardLooks:
             self._sent_after[(priority, shard)] = self._sends
 
     def quiet(
-        self, priority: int, due: dict[int, Signature], streak: int | None = None, now: int | None = None
+        self,
+        priority: int,
+        due: dict[int, Signature],
+        streak: int | None = None,
+        now: int | None = None,
+        turn: bool = False,
     ) -> list[int]:
         """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
         visits them at `now`: the one it last took messages from longest ago first, as senders that go round their
@@ -167,7 +172,9 @@ class ShardLooks:
         `ARRIVED_MS` of it (a steady sender that moved to another shard, whose first message came with a mark).
         Taken longest ago first, a steady sender's every message waited a round of the shards a burst had left
         quiet. A shard emptied within the index's grace after this process's own send there goes before all, once:
-        the index may not have shown that message yet."""
+        the index may not have shown that message yet; but not at a quiet turn (`turn`), whose one visit is for the
+        shards held back longest (a process that sent now and then to a shard it took from at once spent every
+        turn on its own shard, and a message on another quiet shard waited for good)."""
         with self._lock:
             quiet = [
                 shard
@@ -180,7 +187,11 @@ class ShardLooks:
             arrived, at = self._arrived.get(priority, (None, 0))
             if now is None or now > at + ARRIVED_MS:
                 arrived = None
-            echoes = {shard: echo[0] for shard in quiet if (echo := self._echo.get((priority, shard))) and not echo[1]}
+            echoes = {
+                shard: echo[0]
+                for shard in quiet
+                if not turn and (echo := self._echo.get((priority, shard))) and not echo[1]
+            }
             keeps = streak in quiet and (priority, streak) not in self._looked
         way = sorted(quiet, key=lambda shard: order[shard])
         if streak in quiet and (keeps or steady):

@@ -595,7 +595,7 @@ def _visit(
     signatures = {shard: _signature(due[shard]) for shard in order}
     turn = marks.quiet_turn(priority, visited.began)
     streak = None if turn else marks.streak(priority)
-    quiet = marks.looks.quiet(priority, signatures, streak, now)
+    quiet = marks.looks.quiet(priority, signatures, streak, now, turn=turn)
     quiet_set = set(quiet)
     got: list[Any] = []
     throttle: Throttled | None = None
