@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from queue_core import QueueClient
 
-from tests.core.test_shard_marks import _other, _process_on
+from tests.core.test_shard_marks import _other, _process_on, listed_on_queue_time  # noqa: F401 (a fixture)
 
 SHARDS = 8
 
@@ -50,3 +51,71 @@ def test_a_message_on_a_quiet_shard_comes_though_own_sends_leave_a_shard_to_look
         clock.advance(0.1)
     assert "waiting" in bodies, f"not received in {step * 0.1:.1f} s"
     assert step <= 100, f"received after {step * 0.1:.1f} s"
+
+
+@pytest.mark.parametrize("layout", [(1, 2, 3, 4, 5), (1, 2, 3, 4, 1)], ids=["five shards", "two senders share one"])
+@pytest.mark.usefixtures("listed_on_queue_time")
+def test_a_trickle_from_five_standard_senders_in_turn_comes_at_most_a_round_late(
+    client: QueueClient, dynamodb: Any, clock: Any, layout: tuple[int, ...]
+) -> None:
+    """Five senders (processes of their own) in turn, one message each 0.2 s, each trusting its own mark after its
+    first send: their shards are quiet to the consumer, whose receive(10) each round visits one of them (and one
+    more when it gives a message its last receive could have taken: `shard_looks.behind`)."""
+    client.create_queue("five", shards=64)
+    senders = [_process_on(client, dynamodb, "five", shard) for shard in layout]
+    consumer = _other(client, dynamodb).queue("five", "t")
+    late: list[int] = []
+    for number in range(30 + 20):
+        if number < 30:
+            senders[number % 5].send(f"m{number}")
+        elif len(late) == 30:
+            break
+        for message in consumer.receive(max_messages=10):
+            consumer.delete(message.receipt_handle)
+            late.append(number - int(message.body[1:]))
+        clock.advance(0.2)
+    assert len(late) == 30
+    assert max(late) <= 2, str(late)
+
+
+def test_a_send_committed_in_the_callers_own_transaction_is_found_at_once_by_its_own_process(
+    client: QueueClient, dynamodb: Any, clock: Any
+) -> None:
+    """The mark of a send built for the caller's own transaction is put (or trusted) before the commit, and this
+    process notes the send then (`shard_marks.ahead`): its receives that visit the shard before the commit find
+    nothing there. Once committed, the message must come at once, though another shard keeps giving (a receive
+    of one message at a time), as it does to a consumer of another process."""
+    client.create_queue("outbox", shards=SHARDS)
+    process = _other(client, dynamodb)
+    sub = process.queue("outbox", "t")
+    own = sub.engine().traffic.rotation._next
+    busy = _process_on(client, dynamodb, "outbox", next(shard for shard in range(SHARDS) if shard != own))
+    first = sub.send_transact_items("first")
+    dynamodb.transact_write_items(TransactItems=first.items)
+    bodies: list[str] = []
+    for number in range(3):
+        busy.send(f"b{number}")
+    for _ in range(3):  # the own shard emptied, a backlog elsewhere
+        for message in sub.receive(max_messages=1):
+            bodies.append(message.body)
+            sub.delete(message.receipt_handle)
+        busy.send(f"b{len(bodies)}")
+        clock.advance(0.1)
+    assert "first" in bodies, bodies
+    send = sub.send_transact_items("second")  # the mark trusted: no new put
+    for _ in range(4):  # receives before the commit: the own shard has nothing yet
+        for message in sub.receive(max_messages=1):
+            bodies.append(message.body)
+            sub.delete(message.receipt_handle)
+        busy.send(f"b{len(bodies)}")
+        clock.advance(0.1)
+    dynamodb.transact_write_items(TransactItems=send.items)
+    receives = 0
+    while "second" not in bodies and receives < 20:
+        receives += 1
+        for message in sub.receive(max_messages=1):
+            bodies.append(message.body)
+            sub.delete(message.receipt_handle)
+        busy.send(f"b{len(bodies)}")
+        clock.advance(0.1)
+    assert "second" in bodies and receives <= 2, f"{receives} receives: {bodies}"

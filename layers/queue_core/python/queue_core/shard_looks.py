@@ -57,6 +57,8 @@ class ShardLooks:
         self._news: dict[tuple[int, int], int] = {}
         self._sent_after: dict[tuple[int, int], int] = {}  # the number (`begin`) of the last send noted there
         self._sends = 0
+        # Sends noted before their write (`shard_marks.ahead`): until when the write may land.
+        self._ahead: dict[tuple[int, int], int] = {}
         # Emptied within the index's grace after this process's own send there (when sent, looked at again since).
         self._echo: dict[tuple[int, int], tuple[int, bool]] = {}
         self._looks = 0  # orders the looks of one millisecond
@@ -89,6 +91,8 @@ class ShardLooks:
             news = self._news.get(key)  # this process's last send there
             if news is not None and self._sent_after.get(key, 0) > began:
                 return  # its own message, stored while the query ran: the shard still holds it
+            if self._ahead.get(key, -1) >= at:
+                return  # its own write, committed by its caller later perhaps: the query may have come before it
             if len(self._emptied) >= 4 * limits.MAX_SHARDS:
                 self._emptied.clear()
                 self._took.clear()
@@ -138,9 +142,15 @@ class ShardLooks:
             self._idle.pop(key, None)
             self._looked.pop(key, None)
 
-    def sent(self, priority: int, shard: int, at: int) -> None:
-        """This process stored a message on the shard (`at`, the queue's clock, after the write)."""
+    def sent(self, priority: int, shard: int, at: int, ahead_ms: int = 0) -> None:
+        """This process stored a message on the shard (`at`, the queue's clock, after the write); or, with
+        `ahead_ms`, its caller commits it within that time (a query before the commit finds nothing, and the shard
+        is not taken for emptied until then: the message comes at once once committed)."""
         with self._lock:
+            if ahead_ms:
+                if len(self._ahead) >= 4 * limits.MAX_SHARDS:
+                    self._ahead = {key: until for key, until in self._ahead.items() if until >= at}
+                self._ahead[(priority, shard)] = max(at + ahead_ms, self._ahead.get((priority, shard), 0))
             self._emptied.pop((priority, shard), None)
             if len(self._news) >= 4 * limits.MAX_SHARDS:
                 horizon = at - 2 * limits.INDEX_LAG_GRACE_SECONDS * 1000

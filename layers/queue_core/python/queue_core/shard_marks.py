@@ -404,7 +404,7 @@ def ahead(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
     within that time is found at once; later, once the next sweep pass puts its mark."""
     marks = _marks(ctx, space)
     for priority, shard in sorted(set(due)):
-        marks.looks.sent(priority, shard, ctx.now_ms())
+        marks.looks.sent(priority, shard, ctx.now_ms(), ahead_ms=AHEAD_SECONDS * 1000)
         if not _trusted(ctx, space, marks, priority, shard, AHEAD_SECONDS * 1000):
             _put(ctx, space, marks, priority, shard, 0)
 
