@@ -68,6 +68,7 @@ def test_a_trickle_from_five_standard_senders_in_turn_comes_at_most_a_round_late
     for number in range(30 + 20):
         if number < 30:
             senders[number % 5].send(f"m{number}")
+            clock.advance(0.01)  # the receive comes a moment after the send
         elif len(late) == 30:
             break
         for message in consumer.receive(max_messages=10):
