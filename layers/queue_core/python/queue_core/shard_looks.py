@@ -24,9 +24,6 @@ from . import limits
 
 # How many shards a receive visits that its process emptied with the marks as they still are.
 QUIET_VISITS: Final = 1
-# How long after the last take from a shard that was not quiet that shard goes first after an odd number of empty
-# receives in a row (`ShardLooks.quiet`; milliseconds): a sender that came there lately and stays refills it sooner.
-ARRIVED_MS: Final = 2_000
 
 # Looks that found a quiet shard with nothing since it last gave (in receives that found nothing at all) after which
 # it goes behind every shard taken from before its last look. More than one, so that one wrong guess does not move
@@ -63,7 +60,6 @@ class ShardLooks:
         self._echo: dict[tuple[int, int], tuple[int, bool]] = {}
         self._looks = 0  # orders the looks of one millisecond
         self._empty: dict[int, int] = {}  # per priority, this process's receives in a row that found nothing
-        self._arrived: dict[int, tuple[int, int]] = {}  # per priority: the last take from a shard not quiet, when
 
     def begin(self) -> int:
         """A number that orders a query about to begin after this process's sends noted so far (`sent`), and before
@@ -121,12 +117,6 @@ class ShardLooks:
                 if not found_elsewhere:
                     self._idle[key] = (self._idle.get(key, (0, (0, 0)))[0] + 1, (at, self._looks))
 
-    def arrived(self, priority: int, shard: int, at: int) -> None:
-        """A receive took messages from a shard that was not quiet (a mark put since its process emptied it, or
-        never emptied by it): where a sender came lately, which a steady one keeps refilling."""
-        with self._lock:
-            self._arrived[priority] = (shard, at)
-
     def ended(self, priority: int, found: bool) -> None:
         """A receive of `priority` by this process ended, having found messages or not."""
         with self._lock:
@@ -165,11 +155,11 @@ class ShardLooks:
         priority: int,
         due: dict[int, Signature],
         streak: int | None = None,
-        now: int | None = None,
         turn: bool = False,
+        sole: bool = False,
     ) -> list[int]:
         """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
-        visits them at `now`: the one it last took messages from longest ago first, as senders that go round their
+        visits them: the one it last took messages from longest ago first, as senders that go round their
         shards refill them in that order. A shard a look found with nothing counts from `IDLE_AGE_MS` before that
         look at least, and from the look itself once `IDLE_LOOKS` looks of receives that found nothing at all found
         it so since it last gave: one that never gives (its marks kept young by others' changes of visibility, say)
@@ -178,11 +168,13 @@ class ShardLooks:
         A steady sender's shard goes first instead: `streak`, the shard the last two receives that found messages
         both took from last, as long as no look found it with nothing since it last gave (the caller gives none at
         the other quiet shards' turns: `shard_marks.Marks.quiet_turn`); and after an odd number of receives in a row
-        that found nothing, that shard, or else the one of the last take from a shard that was not quiet, within
-        `ARRIVED_MS` of it (a steady sender that moved to another shard, whose first message came with a mark).
-        Taken longest ago first, a steady sender's every message waited a round of the shards a burst had left
-        quiet. A shard emptied within the index's grace after this process's own send there goes before all, once:
-        the index may not have shown that message yet; but not at a quiet turn (`turn`), whose one visit is for the
+        that found nothing, that shard when the last few such receives all took from it (`sole`), or else the one
+        taken from last (a steady sender slower than its consumer, or one that moved to another shard, or two
+        senders going round that share one). Taken longest ago first, a steady sender's every message waited a
+        round of the shards a burst had left quiet.
+
+        A shard emptied within the index's grace after this process's own send there goes before all, once: the
+        index may not have shown that message yet; but not at a quiet turn (`turn`), whose one visit is for the
         shards held back longest (a process that sent now and then to a shard it took from at once spent every
         turn on its own shard, and a message on another quiet shard waited for good)."""
         with self._lock:
@@ -194,9 +186,8 @@ class ShardLooks:
             order = {shard: self._order((priority, shard)) for shard in quiet}
             empty = self._empty.get(priority, 0)
             steady = empty % 2 == 1
-            arrived, at = self._arrived.get(priority, (None, 0))
-            if now is None or now > at + ARRIVED_MS:
-                arrived = None
+            taken = [shard for shard in quiet if (priority, shard) in self._took]
+            latest = max(taken, key=lambda shard: self._took[(priority, shard)], default=None)
             echoes = {
                 shard: echo[0]
                 for shard in quiet
@@ -204,12 +195,12 @@ class ShardLooks:
             }
             keeps = streak in quiet and (priority, streak) not in self._looked
         way = sorted(quiet, key=lambda shard: order[shard])
-        if streak in quiet and (keeps or steady):
+        if streak in quiet and (keeps or (steady and sole)):
             way.remove(streak)
             way.insert(0, streak)
-        elif arrived in quiet and steady:
-            way.remove(arrived)
-            way.insert(0, arrived)
+        elif steady and latest is not None:
+            way.remove(latest)
+            way.insert(0, latest)
         first = sorted(echoes, key=lambda shard: -echoes[shard])
         return first + [shard for shard in way if shard not in echoes]
 

@@ -97,6 +97,10 @@ WARM_RECEIVES: Final = 3
 # not pay a visit of the shards its sender left every few receives.
 QUIET_EVERY: Final = 3
 QUIET_EVERY_MS: Final = 500
+# Receives that found messages, all from one shard last, after which that shard goes first after an odd number of
+# empty receives too (`ShardLooks.quiet`): one steady sender slower than its consumer, not two senders of several
+# going round that happened to share a shard (each round of those wasted two receives on it).
+SOLE_TAKES: Final = 4
 # How much the last guess counts in the odds that a guess finds a message (`Marks.guessing`).
 GUESS_WEIGHT: Final = 0.3
 # A mark put that DynamoDB throttled is tried again after these pauses; then the sweep puts it.
@@ -153,6 +157,7 @@ class Marks:
         # before that one took from it too, the receives in a row since that took from it without a list).
         self._warm: dict[int, tuple[int, bool, int]] = {}
         self._quiet_skips: dict[int, tuple[int, int]] = {}  # per priority: receives in a row, since when
+        self._takes: dict[int, list[int]] = {}  # per priority: the shards the last receives that found took from last
         self._guessed: dict[int, float] = {}  # per priority: how often a guess from an old list found a message
 
     def way(self, priority: int, shards: list[int]) -> list[int]:
@@ -222,12 +227,16 @@ class Marks:
                     self._warm[priority] = (shard, False, 0)
                 return
             self._warm[priority] = (took, took == shard, streak if warm else 0)
+            self._takes[priority] = [*self._takes.get(priority, [])[1 - SOLE_TAKES :], took]
 
-    def streak(self, priority: int) -> int | None:
-        """The shard this process's last two receives of `priority` that found messages both took them from last."""
+    def streak(self, priority: int) -> tuple[int | None, bool]:
+        """The shard this process's last two receives of `priority` that found messages both took them from last,
+        and whether its last `SOLE_TAKES` such receives all did (one steady sender, not senders going round)."""
         with self._lock:
             shard, repeated, _ = self._warm.get(priority, (-1, False, 0))
-            return shard if repeated else None
+            takes = self._takes.get(priority, [])
+            sole = repeated and len(takes) == SOLE_TAKES and all(take == shard for take in takes)
+            return (shard if repeated else None), sole
 
     def guessing(self, priority: int) -> bool:
         """Whether a receive of `priority` from a list it did not read visits a quiet shard before it reads the
@@ -594,8 +603,8 @@ def _visit(
     random.shuffle(order)  # ties in random order, so that receivers of different processes spread
     signatures = {shard: _signature(due[shard]) for shard in order}
     turn = marks.quiet_turn(priority, visited.began)
-    streak = None if turn else marks.streak(priority)
-    quiet = marks.looks.quiet(priority, signatures, streak, now, turn=turn)
+    streak, sole = (None, False) if turn else marks.streak(priority)
+    quiet = marks.looks.quiet(priority, signatures, streak, turn=turn, sole=sole)
     quiet_set = set(quiet)
     got: list[Any] = []
     throttle: Throttled | None = None
@@ -644,8 +653,6 @@ def _visit(
         if found:
             marks.note_taken(priority, shard, looked_at)
             visited.took = shard
-            if shard not in quiet_set:
-                marks.looks.arrived(priority, shard, looked_at)
         drained = len(found) < need or saw_candidates == Seen.TAKEN
         if not saw_candidates or (visited.hides and found and drained and not lost):
             marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found), began=began)
