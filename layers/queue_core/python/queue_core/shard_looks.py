@@ -204,6 +204,15 @@ class ShardLooks:
         first = sorted(echoes, key=lambda shard: -echoes[shard])
         return first + [shard for shard in way if shard not in echoes]
 
+    def echoes(self, priority: int, shards: list[int]) -> set[int]:
+        """Those of `shards` that `quiet` puts first for this process's own send there (outside a quiet turn). A
+        visit of one is no visit of the shards held back (`shard_marks.Marks.note_quiet`): a worker that sends a
+        follow-up now and then, takes it at once and looks there again once, else met no quiet turn for good."""
+        with self._lock:
+            return {
+                shard for shard in shards if (echo := self._echo.get((priority, shard))) is not None and not echo[1]
+            }
+
     def _order(self, key: tuple[int, int]) -> tuple[int, int]:
         took = self._took.get(key, (-1, 0))
         idle, last = self._idle.get(key, (0, (0, 0)))

@@ -606,6 +606,8 @@ def _visit(
     streak, sole = (None, False) if turn else marks.streak(priority)
     quiet = marks.looks.quiet(priority, signatures, streak, turn=turn, sole=sole)
     quiet_set = set(quiet)
+    # Visits that do not count as the quiet shards' (`Marks.note_quiet`): the steady sender's, an own send's echo.
+    own = {streak} | (set() if turn else marks.looks.echoes(priority, quiet))
     got: list[Any] = []
     throttle: Throttled | None = None
     news = [shard for shard in marks.way(priority, order) if shard not in quiet_set]
@@ -613,7 +615,7 @@ def _visit(
     # From a list it did not read, a receive guesses which quiet shard a message came to since only while such
     # guesses find one at least half the time (`Marks.guessing`); otherwise it reads the marks first.
     guessing = guesses is None or marks.guessing(priority)
-    visited.had_quiet = visited.had_quiet or any(shard != streak for shard in quiet)
+    visited.had_quiet = visited.had_quiet or any(shard not in own for shard in quiet)
     passed: list[int] = []  # quiet shards left out; a throttle to be raised visits them too
     while way:
         shard = way.pop(0)
@@ -625,7 +627,7 @@ def _visit(
                 passed.append(shard)
                 continue
             visited.quiet -= 1
-            visited.quiet_made += shard != streak
+            visited.quiet_made += shard not in own
         visited.shards.add(shard)
         need = want - len(got)
         looked_at, began = ctx.now_ms(), marks.looks.begin()
