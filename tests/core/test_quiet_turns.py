@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from queue_core import QueueClient
+from queue_core import QueueClient, shard_marks
 
 from tests.core.test_shard_marks import _other, _process_on, listed_on_queue_time  # noqa: F401 (a fixture)
 
@@ -120,3 +120,43 @@ def test_a_send_committed_in_the_callers_own_transaction_is_found_at_once_by_its
         busy.send(f"b{len(bodies)}")
         clock.advance(0.1)
     assert "second" in bodies and receives <= 2, f"{receives} receives: {bodies}"
+
+
+@pytest.mark.parametrize("pause", [1.1, 0.1], ids=["a second apart", "fast"])
+@pytest.mark.parametrize("receives", [2, 3], ids=["no idle poll", "an idle poll"])
+def test_a_message_on_a_quiet_shard_comes_to_a_worker_that_sends_follow_ups_it_takes_itself(
+    client: QueueClient, dynamodb: Any, clock: Any, monkeypatch: pytest.MonkeyPatch, receives: int, pause: float
+) -> None:
+    """A worker receives ten at a time, each receive reading the marks (a second or more apart in real time), and
+    sends a follow-up of what it handled, which lands on its own shard and which its next receive takes; then it
+    takes a message another producer sent (a process of its own each time, so each puts its mark), looks at its
+    own shard again once (the index may not have shown its send), and polls once more. Counted as visits of the
+    quiet shards, the look at its own shard and, after that empty receive, the one at the shard it took from last
+    kept every quiet turn from coming: a message stored under a trusted mark on another shard it emptied waited
+    for good."""
+    monkeypatch.setattr(shard_marks, "LIST_SECONDS", 0.0)
+    client.create_queue("work", shards=SHARDS)
+    worker = _other(client, dynamodb).queue("work", "t")
+    own = worker.engine().traffic.rotation._next
+    quiet_shard, busy_shard = [shard for shard in range(SHARDS) if shard != own][:2]
+    quiet = _process_on(client, dynamodb, "work", quiet_shard)
+    quiet.send("first")
+    got = worker.receive(max_messages=10)
+    assert [m.body for m in got] == ["first"]
+    worker.delete(got[0].receipt_handle)
+    clock.advance(0.5)
+    quiet.send("waiting")  # within its sender's trust: no new mark
+    bodies: list[str] = []
+    for cycle in range(30):
+        worker.send(f"f{cycle}")
+        for step in range(receives + 1):
+            if step == 1:
+                _process_on(client, dynamodb, "work", busy_shard).send(f"x{cycle}")
+            for message in worker.receive(max_messages=10):
+                bodies.append(message.body)
+                worker.delete(message.receipt_handle)
+            clock.advance(pause)
+        if "waiting" in bodies:
+            break
+    assert "waiting" in bodies, f"not received in {cycle + 1} cycles: {bodies}"
+    assert cycle <= 3, f"received in cycle {cycle + 1}"

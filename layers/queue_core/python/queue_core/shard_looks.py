@@ -158,6 +158,17 @@ class ShardLooks:
         turn: bool = False,
         sole: bool = False,
     ) -> list[int]:
+        """The quiet shards of `due` in the order a receive visits them (`order`)."""
+        return self.order(priority, due, streak, turn, sole)[0]
+
+    def order(
+        self,
+        priority: int,
+        due: dict[int, Signature],
+        streak: int | None = None,
+        turn: bool = False,
+        sole: bool = False,
+    ) -> tuple[list[int], set[int]]:
         """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
         visits them: the one it last took messages from longest ago first, as senders that go round their
         shards refill them in that order. A shard a look found with nothing counts from `IDLE_AGE_MS` before that
@@ -176,7 +187,13 @@ class ShardLooks:
         A shard emptied within the index's grace after this process's own send there goes before all, once: the
         index may not have shown that message yet; but not at a quiet turn (`turn`), whose one visit is for the
         shards held back longest (a process that sent now and then to a shard it took from at once spent every
-        turn on its own shard, and a message on another quiet shard waited for good)."""
+        turn on its own shard, and a message on another quiet shard waited for good). Nor does the shard taken
+        from last go first at a turn: a turn comes after receives that visited no quiet shard, often after an odd
+        number that found nothing, and a worker whose receives came round in fours spent every turn there.
+
+        Also returned: the shards put first by these rules rather than by age. A visit of one is no visit of the
+        shards held back (`shard_marks.Marks.note_quiet`): counted as one, an own send's echo and the shard taken
+        from last after an empty receive kept a worker that sends follow-ups from every quiet turn for good."""
         with self._lock:
             quiet = [
                 shard
@@ -195,23 +212,17 @@ class ShardLooks:
             }
             keeps = streak in quiet and (priority, streak) not in self._looked
         way = sorted(quiet, key=lambda shard: order[shard])
+        promoted = set(echoes)
         if streak in quiet and (keeps or (steady and sole)):
             way.remove(streak)
             way.insert(0, streak)
-        elif steady and latest is not None:
+            promoted.add(streak)
+        elif steady and latest is not None and not turn:
             way.remove(latest)
             way.insert(0, latest)
+            promoted.add(latest)
         first = sorted(echoes, key=lambda shard: -echoes[shard])
-        return first + [shard for shard in way if shard not in echoes]
-
-    def echoes(self, priority: int, shards: list[int]) -> set[int]:
-        """Those of `shards` that `quiet` puts first for this process's own send there (outside a quiet turn). A
-        visit of one is no visit of the shards held back (`shard_marks.Marks.note_quiet`): a worker that sends a
-        follow-up now and then, takes it at once and looks there again once, else met no quiet turn for good."""
-        with self._lock:
-            return {
-                shard for shard in shards if (echo := self._echo.get((priority, shard))) is not None and not echo[1]
-            }
+        return first + [shard for shard in way if shard not in echoes], promoted
 
     def _order(self, key: tuple[int, int]) -> tuple[int, int]:
         took = self._took.get(key, (-1, 0))
@@ -234,7 +245,7 @@ class Visits:
     last_began: int | None = None  # when this process's receive before this one began
     took: int | None = None  # the shard it took messages from last
     began: int = 0  # when it began (the queue's clock)
-    had_quiet: bool = False  # it met quiet shards besides its streak's (`shard_marks.Marks.quiet_turn`)
+    had_quiet: bool = False  # it met quiet shards besides those put first by a rule (`shard_marks.Marks.quiet_turn`)
     quiet_made: int = 0  # and visited this many of them
 
     def lost(self) -> int:

@@ -257,16 +257,17 @@ class Marks:
             self._guessed[priority] = odds + GUESS_WEIGHT * (float(found) - odds)
 
     def quiet_turn(self, priority: int, now: int) -> bool:
-        """Whether a receive of `priority` beginning at `now` visits the quiet shards before the others, its streak's
-        shard as any other (`ShardLooks.quiet`): `QUIET_EVERY` receives in a row, over `QUIET_EVERY_MS` at least,
-        met quiet shards and visited none of them but that one, each finding what it wanted first elsewhere."""
+        """Whether a receive of `priority` beginning at `now` visits the quiet shards before the others, taken
+        longest ago first, its streak's shard as any other (`ShardLooks.order`): `QUIET_EVERY` receives in a row,
+        over `QUIET_EVERY_MS` at least, met quiet shards and visited none of them but those put first by a rule
+        (the streak's, an own send's echo, the one taken from last after an empty receive)."""
         with self._lock:
             skips, since = self._quiet_skips.get(priority, (0, now))
             return skips >= QUIET_EVERY and now >= since + QUIET_EVERY_MS
 
     def note_quiet(self, priority: int, had: bool, made: bool, now: int) -> None:
-        """A receive of `priority` that began at `now` ended: it met quiet shards besides its streak's (`had`),
-        and visited one of them (`made`)."""
+        """A receive of `priority` that began at `now` ended: it met quiet shards besides those put first by a rule
+        (`had`), and visited one of them (`made`)."""
         with self._lock:
             if made or not had:
                 self._quiet_skips.pop(priority, None)
@@ -604,10 +605,10 @@ def _visit(
     signatures = {shard: _signature(due[shard]) for shard in order}
     turn = marks.quiet_turn(priority, visited.began)
     streak, sole = (None, False) if turn else marks.streak(priority)
-    quiet = marks.looks.quiet(priority, signatures, streak, turn=turn, sole=sole)
+    quiet, promoted = marks.looks.order(priority, signatures, streak, turn=turn, sole=sole)
     quiet_set = set(quiet)
-    # Visits that do not count as the quiet shards' (`Marks.note_quiet`): the steady sender's, an own send's echo.
-    own = {streak} | (set() if turn else marks.looks.echoes(priority, quiet))
+    # Visits that do not count as the quiet shards' (`Marks.note_quiet`): those put first by a rule, not by age.
+    own = {streak} | promoted
     got: list[Any] = []
     throttle: Throttled | None = None
     news = [shard for shard in marks.way(priority, order) if shard not in quiet_set]
