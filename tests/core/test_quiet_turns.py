@@ -160,3 +160,45 @@ def test_a_message_on_a_quiet_shard_comes_to_a_worker_that_sends_follow_ups_it_t
             break
     assert "waiting" in bodies, f"not received in {cycle + 1} cycles: {bodies}"
     assert cycle <= 3, f"received in cycle {cycle + 1}"
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "FIFO"])
+def test_a_message_not_deleted_in_time_comes_back_soon_while_other_shards_keep_giving(
+    client: QueueClient, dynamodb: Any, clock: Any, fifo: bool
+) -> None:
+    """A receive of one message takes its shard's last (`shards.Seen.TAKEN`) and the consumer does not delete it:
+    when its visibility ends it is back with no write, so no mark says so, on a shard that process emptied. A
+    backlog on other shards (other groups) keeps every receive busy, and a burst left 64 shards quiet: the shard
+    must be the first quiet one a receive visits once the claim ran out, not wait a round of them (a FIFO group
+    whose lock ended came 29 s late)."""
+    name = "back.fifo" if fifo else "back"
+    client.create_queue(name, fifo=fifo, shards=64)
+    producer = _other(client, dynamodb).queue(name, "t")
+    consumer = _other(client, dynamodb).queue(name, "t")
+    for batch in range(10):
+        producer.send_batch(
+            [{"body": f"b{batch}.{i}", **({"group_id": f"g{batch}.{i}"} if fifo else {})} for i in range(10)]
+        )
+    drained = 0
+    while drained < 100:
+        got = consumer.receive(max_messages=10)
+        consumer.delete_batch([m.receipt_handle for m in got])
+        drained += len(got)
+    clock.advance(0.5)
+    _other(client, dynamodb).queue(name, "t").send("late", **({"group_id": "late"} if fifo else {}))
+    got = consumer.receive(max_messages=1, visibility_timeout=2)
+    assert [m.body for m in got] == ["late"]  # not deleted: back in 2 s
+    busy = _other(client, dynamodb).queue(name, "t")
+    for number in range(100):
+        busy.send(f"x{number}", **({"group_id": f"x{number % 5}"} if fifo else {}))
+    waited = 0.0
+    while waited < 10:
+        clock.advance(0.1)
+        waited += 0.1
+        got = consumer.receive(max_messages=1)
+        if got:
+            consumer.delete(got[0].receipt_handle)
+        if any(m.body == "late" for m in got):
+            break
+    assert any(m.body == "late" for m in got), "not back within 10 s"
+    assert waited <= 3.5, f"back after {waited:.1f} s"

@@ -82,6 +82,7 @@ class FifoClaims(FifoGroups):
             shard_receive,
             self.first_at,
             hides=visibility > 0,
+            returns_in=visibility * 1000,
             conflicts=lambda: self.claim_conflicts,
         )
         return got, any(seen)

@@ -58,6 +58,9 @@ class ShardLooks:
         self._ahead: dict[tuple[int, int], int] = {}
         # Emptied within the index's grace after this process's own send there (when sent, looked at again since).
         self._echo: dict[tuple[int, int], tuple[int, bool]] = {}
+        # Emptied by a receive that took what was there: when its claims run out, what it took comes back with no
+        # write (no mark put: a message not deleted in time, a FIFO group whose lock ended).
+        self._back: dict[tuple[int, int], int] = {}
         self._looks = 0  # orders the looks of one millisecond
         self._empty: dict[int, int] = {}  # per priority, this process's receives in a row that found nothing
 
@@ -68,15 +71,26 @@ class ShardLooks:
             self._sends += 1
             return self._sends
 
-    def emptied(self, priority: int, shard: int, at: int, marks: Signature, took: bool, began: int = 0) -> None:
+    def emptied(
+        self, priority: int, shard: int, at: int, marks: Signature, took: bool, began: int = 0, back_at: int = 0
+    ) -> None:
         """A receive's query begun at `at` (the queue's clock; `began`, from `begin` just before) left the shard with
         nothing due (`took`: it took what there was). Not noted when this process stored a message there while that
         query ran or since (`sent`); one it stored before, within the index's grace, may not have shown in the
         index yet, so the shard is the first quiet one a later receive visits, once (before, such a shard stayed
         one to visit for the whole grace: each receive of a process that sends and receives visited every shard it
-        had sent to in the last 10 s)."""
+        had sent to in the last 10 s). `back_at`: when what it took comes back unless settled (its claims' end):
+        from then on the shard is the first quiet one a receive visits, once, as a mark come due would make it
+        one with news (a FIFO receive of one message that took its shard's last left a group whose lock ran out
+        on a quiet shard, found a round of the quiet shards later: 30 s at 64 shards while other groups kept
+        the consumer busy)."""
         key = (priority, shard)
         with self._lock:
+            pending = self._back.get(key)
+            if pending is not None and at >= pending:
+                self._back.pop(key)  # a look once the claims ran out
+            if took and back_at > at:
+                self._back[key] = min(back_at, self._back.get(key, back_at))
             if self._took.get(key, (-1, 0))[0] > at:
                 return  # a receive begun later took from it since (another thread's): this look is out of date
             self._looks += 1
@@ -95,6 +109,7 @@ class ShardLooks:
                 self._idle.clear()
                 self._looked.clear()
                 self._echo.clear()
+                self._back.clear()
             if news is not None and at <= news + limits.INDEX_LAG_GRACE_SECONDS * 1000:
                 # Stored before the query, perhaps not yet in the index it read: the first quiet shard, once.
                 self._echo[key] = (news, key in self._echo and self._echo[key][0] == news)
@@ -122,10 +137,13 @@ class ShardLooks:
         with self._lock:
             self._empty[priority] = 0 if found else self._empty.get(priority, 0) + 1
 
-    def forget(self, priority: int, shard: int, at: int) -> None:
-        """A receive took messages from the shard, in a query begun at `at`, and did not empty it."""
+    def forget(self, priority: int, shard: int, at: int, back_at: int = 0) -> None:
+        """A receive took messages from the shard, in a query begun at `at`, and did not empty it (`back_at`: as
+        for `emptied`, kept for when a later look empties it before then)."""
         key = (priority, shard)
         with self._lock:
+            if back_at > at:
+                self._back[key] = min(back_at, self._back.get(key, back_at))
             self._looks += 1
             self._emptied.pop(key, None)
             self._took[key] = (at, self._looks)
@@ -157,9 +175,10 @@ class ShardLooks:
         streak: int | None = None,
         turn: bool = False,
         sole: bool = False,
+        now: int | None = None,
     ) -> list[int]:
         """The quiet shards of `due` in the order a receive visits them (`order`)."""
-        return self.order(priority, due, streak, turn, sole)[0]
+        return self.order(priority, due, streak, turn, sole, now)[0]
 
     def order(
         self,
@@ -168,6 +187,7 @@ class ShardLooks:
         streak: int | None = None,
         turn: bool = False,
         sole: bool = False,
+        now: int | None = None,
     ) -> tuple[list[int], set[int]]:
         """The shards of `due` this process emptied with no due mark put or come since, in the order a receive
         visits them: the one it last took messages from longest ago first, as senders that go round their
@@ -191,6 +211,9 @@ class ShardLooks:
         from last go first at a turn: a turn comes after receives that visited no quiet shard, often after an odd
         number that found nothing, and a worker whose receives came round in fours spent every turn there.
 
+        Before all, at `now`, a shard whose claims ran out since a receive emptied it taking them (`emptied`'s
+        `back_at`), at a turn too: what they took may be back.
+
         Also returned: the shards put first by these rules rather than by age. A visit of one is no visit of the
         shards held back (`shard_marks.Marks.note_quiet`): counted as one, an own send's echo and the shard taken
         from last after an empty receive kept a worker that sends follow-ups from every quiet turn for good."""
@@ -211,6 +234,11 @@ class ShardLooks:
                 if not turn and (echo := self._echo.get((priority, shard))) and not echo[1]
             }
             keeps = streak in quiet and (priority, streak) not in self._looked
+            back = {
+                shard: at
+                for shard in quiet
+                if now is not None and (at := self._back.get((priority, shard))) is not None and at <= now
+            }
         way = sorted(quiet, key=lambda shard: order[shard])
         promoted = set(echoes)
         if streak in quiet and (keeps or (steady and sole)):
@@ -221,8 +249,10 @@ class ShardLooks:
             way.remove(latest)
             way.insert(0, latest)
             promoted.add(latest)
-        first = sorted(echoes, key=lambda shard: -echoes[shard])
-        return first + [shard for shard in way if shard not in echoes], promoted
+        promoted |= set(back)
+        first = sorted(back, key=lambda shard: back[shard])
+        first += [shard for shard in sorted(echoes, key=lambda shard: -echoes[shard]) if shard not in back]
+        return first + [shard for shard in way if shard not in first], promoted
 
     def _order(self, key: tuple[int, int]) -> tuple[int, int]:
         took = self._took.get(key, (-1, 0))
@@ -247,6 +277,7 @@ class Visits:
     began: int = 0  # when it began (the queue's clock)
     had_quiet: bool = False  # it met quiet shards besides those put first by a rule (`shard_marks.Marks.quiet_turn`)
     quiet_made: int = 0  # and visited this many of them
+    returns_in: int = 0  # milliseconds after which what it takes comes back unless settled (its visibility)
 
     def lost(self) -> int:
         """Claims this sub-queue's receives lost so far (0 when not counted)."""

@@ -503,6 +503,7 @@ def visit(
     hides: bool = True,
     conflicts: Callable[[], int] | None = None,
     yields: bool = False,
+    returns_in: int = 0,
 ) -> list[Any]:
     """`shards.visit` over the shards the marks name (a sub-queue of one shard: that shard). `look(priority,
     shard)`: when the shard has an entry next (its first index entry, due or not), None when it has none. A list
@@ -511,7 +512,8 @@ def visit(
     receive takes stays out of sight for a while (a visibility above 0), so a shard that gave fewer than asked
     was emptied (`shard_looks`) unless claims there were lost to another receive (`conflicts()`: how many this
     sub-queue's receives lost so far). `yields`: when the marks this visit reads name a priority above
-    `priority`, `HigherPriority` is raised before any shard is visited."""
+    `priority`, `HigherPriority` is raised before any shard is visited. `returns_in`: milliseconds after which
+    what it takes comes back unless settled (`shard_looks.ShardLooks.emptied`'s `back_at`)."""
     if read_shards <= 1:
         return visit_every_shard(picker, want, receive_shard)
     marks = _marks(ctx, space)
@@ -520,7 +522,9 @@ def visit(
     if read is None and marks.throttled_since(since):
         return visit_every_shard(picker, want, receive_shard)
     began = ctx.now_ms()
-    visited = Visits(hides=hides, conflicts=conflicts, last_began=marks.began(priority, began), began=began)
+    visited = Visits(
+        hides=hides, conflicts=conflicts, last_began=marks.began(priority, began), began=began, returns_in=returns_in
+    )
     if read is None:
         warm = marks.warm(priority, ctx.now_ms())
         if warm is not None:
@@ -605,7 +609,7 @@ def _visit(
     signatures = {shard: _signature(due[shard]) for shard in order}
     turn = marks.quiet_turn(priority, visited.began)
     streak, sole = (None, False) if turn else marks.streak(priority)
-    quiet, promoted = marks.looks.order(priority, signatures, streak, turn=turn, sole=sole)
+    quiet, promoted = marks.looks.order(priority, signatures, streak, turn=turn, sole=sole, now=now)
     quiet_set = set(quiet)
     # Visits that do not count as the quiet shards' (`Marks.note_quiet`): those put first by a rule, not by age.
     own = {streak} | promoted
@@ -658,11 +662,14 @@ def _visit(
             visited.took = shard
         drained = len(found) < need or saw_candidates == Seen.TAKEN
         if not saw_candidates or (visited.hides and found and drained and not lost):
-            marks.looks.emptied(priority, shard, looked_at, signatures[shard], took=bool(found), began=began)
+            back_at = looked_at + visited.returns_in if found and visited.returns_in else 0
+            marks.looks.emptied(
+                priority, shard, looked_at, signatures[shard], took=bool(found), began=began, back_at=back_at
+            )
             if not found and shard in quiet_set:
                 visited.idle.append((shard, looked_at))
         elif found:
-            marks.looks.forget(priority, shard, looked_at)
+            marks.looks.forget(priority, shard, looked_at, looked_at + visited.returns_in if visited.returns_in else 0)
         if not saw_candidates and drains:
             _drain(ctx, space, marks, due[shard], of_shard, looked_at, look)
         if found and shard in quiet_set and behind(found, visited.last_began):

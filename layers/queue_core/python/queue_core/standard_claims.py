@@ -99,6 +99,7 @@ class StandardClaims(StandardSpace):
             self.first_at,
             began,
             hides=visibility > 0,
+            returns_in=visibility * 1000,
             conflicts=lambda: self.claim_conflicts,
             yields=yields,
         )
