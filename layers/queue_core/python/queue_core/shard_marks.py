@@ -91,14 +91,14 @@ LIST_SECONDS: Final = 1.0
 # shard at low rates), 2 queries a message. Messages marked since on other shards, or of a priority first used,
 # wait at most this many receives more.
 WARM_RECEIVES: Final = 3
-# Receives in a row, and milliseconds of the queue's clock, that may each find what they want on shards with news
-# (or on the shard a steady sender keeps refilling) and visit no other quiet shard: then one visits those first. A
-# message stored there under a trusted mark waits no longer behind shards that keep giving; a fast consumer does
-# not pay a visit of the shards its sender left every few receives.
+# Receives in a row, and milliseconds of the queue's clock, that may each meet quiet shards and visit none of them by
+# age (only shards with news, or quiet ones put first by a rule: a steady sender's, an own send's): then one visits
+# the quiet shards first, by age. A message stored there under a trusted mark waits no longer behind shards that
+# keep giving; a fast consumer does not pay a visit of the shards its sender left every few receives.
 QUIET_EVERY: Final = 3
 QUIET_EVERY_MS: Final = 500
 # Receives that found messages, all from one shard last, after which that shard goes first after an odd number of
-# empty receives too (`ShardLooks.quiet`): one steady sender slower than its consumer, not two senders of several
+# empty receives too (`ShardLooks.order`): one steady sender slower than its consumer, not two senders of several
 # going round that happened to share a shard (each round of those wasted two receives on it).
 SOLE_TAKES: Final = 4
 # How much the last guess counts in the odds that a guess finds a message (`Marks.guessing`).
@@ -241,8 +241,8 @@ class Marks:
     def guessing(self, priority: int) -> bool:
         """Whether a receive of `priority` from a list it did not read visits a quiet shard before it reads the
         marks: such visits found a message at least half the time lately (each saved the read of the marks when
-        it did, and cost a query when it did not). Each receive that does not guess moves the odds back towards
-        a half, so that it tries again."""
+        it did, and cost a query when it did not). Each receive that does not guess raises the odds (towards
+        `0.5 + GUESS_WEIGHT`), so that it tries again after a receive or two."""
         with self._lock:
             odds = self._guessed.get(priority, GUESS_WEIGHT + 0.5)
             if odds >= 0.5:
