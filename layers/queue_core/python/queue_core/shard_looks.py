@@ -6,7 +6,7 @@ process can tell a shard that went quiet from one that still gets such messages,
 every marked shard: a queue just drained of messages sent to 30 shards cost 31 queries a poll for 25 s, and a long
 poll paid that at each of its rounds. A receive now visits the marked shards it has no news of (a mark put or due
 since its process emptied them, a message its process sent there since, or never emptied by it), and of those it
-emptied with the same marks in place, at most `QUIET_VISITS`, after the others (in `ShardLooks.quiet`'s order),
+emptied with the same marks in place, at most `QUIET_VISITS`, after the others (in `ShardLooks.order`'s order),
 and one more each time such a shard gives a message its previous receive could have taken (`behind`). A message
 that came to such a shard is found by a later receive; no mark is dropped because of it, so it changes how soon,
 never whether: every few receives (`shard_marks.QUIET_EVERY`) one visits a quiet shard first, so that shards that
@@ -166,18 +166,6 @@ class ShardLooks:
             self._news[(priority, shard)] = max(at, self._news.get((priority, shard), at))
             self._sends += 1
             self._sent_after[(priority, shard)] = self._sends
-
-    def quiet(
-        self,
-        priority: int,
-        due: dict[int, Signature],
-        streak: int | None = None,
-        turn: bool = False,
-        sole: bool = False,
-        now: int | None = None,
-    ) -> list[int]:
-        """The quiet shards of `due` in the order a receive visits them (`order`)."""
-        return self.order(priority, due, streak, turn, sole, now)[0]
 
     def order(
         self,
