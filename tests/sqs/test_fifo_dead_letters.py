@@ -158,10 +158,12 @@ def test_fifo_dlq_writes_whose_answers_were_lost_hold_and_give_back_their_group_
     assert _bodies(held) == ["m1", "m2", "m3", "h1"]
     assert _receive(sqs, dead_letters) == []
 
-    extension = LostAnswer("UpdateItem", expression_has("SET held_until = :until"))
+    # Within the group's 60 s, the dead letter's own write alone (a longer one joins the group's in a transaction,
+    # which the SDK's retry with its client request token makes idempotent).
+    extension = LostAnswer("UpdateItem", expression_has("SET dlq_until = :until"))
     with attached(dynamodb, extension):
         sqs.change_message_visibility(
-            QueueUrl=dead_letters, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=90
+            QueueUrl=dead_letters, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=50
         )
     release = LostAnswer("UpdateItem", expression_has("DELETE held_copies"), times=4)
     with attached(dynamodb, release):
@@ -171,6 +173,30 @@ def test_fifo_dlq_writes_whose_answers_were_lost_hold_and_give_back_their_group_
             )
     assert (extension.lost, release.lost) == (1, 4)
     assert _bodies(_receive(sqs, dead_letters)) == ["m1", "m2", "m3", "h1"]
+
+
+def test_a_handle_whose_dead_letter_is_gone_holds_its_group_no_longer(
+    core: QueueClient, clock: FakeClock, sqs: Any
+) -> None:
+    """A claim holds m1 and m2 for 30 s; m2 leaves the DLQ without its claim's handle (a look's handle deletes
+    it, as a move task takes it). m2's handle is stale: a change of visibility with it is refused and moves the
+    group's time no later, so m1 comes back when its own time runs out, not after m2's asked-for 120 s."""
+    _dead_letter(core, clock, sqs, "jobs.fifo", ("g", "m1"), ("g", "m2"), ("g", "m3"))
+    url = _url(sqs, "jobs.dlq.fifo")
+    held = _receive(sqs, url, most=2, VisibilityTimeout=30)
+    assert _bodies(held) == ["m1", "m2"]
+    source = core.queue("jobs.fifo", "default")
+    look = next(dead for dead in source.dlq_read() if dead.message.body == "m2")
+    assert source.dlq_delete(look.receipt_handle)
+
+    code = "unset"
+    try:
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=120)
+    except sqs.exceptions.ClientError as error:
+        code = error.response["Error"]["Code"]
+    assert code == _STALE
+    clock.advance(31)
+    assert _bodies(_receive(sqs, url, VisibilityTimeout=30)) == ["m1", "m3"], "the group is free after m1's 30 s"
 
 
 # A receive repeated with its ReceiveRequestAttemptId.
@@ -265,7 +291,8 @@ def test_a_repeat_that_finds_a_dead_letter_taken_after_its_check_gives_back_what
     def delete_the_dead_letter() -> None:
         other.delete_message(QueueUrl=target, ReceiptHandle=dead["ReceiptHandle"])
 
-    with attached(core.dynamodb, Interleave("UpdateItem", delete_the_dead_letter, expression_has("held_until"))):
+    holds_its_group = Interleave("TransactWriteItems", delete_the_dead_letter, lambda body: "held_until" in str(body))
+    with attached(core.dynamodb, holds_its_group):
         repeat = _receive(sqs, target, VisibilityTimeout=30, ReceiveRequestAttemptId="x")
     assert _bodies(repeat) == ["own"]
     assert _handles(repeat) != [first[0]["ReceiptHandle"]], "a new receive's claim"

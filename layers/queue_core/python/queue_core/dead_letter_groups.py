@@ -25,7 +25,8 @@ dead letter was taken from under it. A group whose dead letters show a live hold
 claim its dead letters do not show (a claim made longer by another of its dead letters) costs one refused
 UpdateItem, and a claim whose dead letters all left the DLQ one BatchGetItem and one more UpdateItem to take the
 group over. Offloaded bodies are read from S3 as any read of the DLQ does. A change of visibility with a handle
-costs two UpdateItems, a delete a DeleteItem and an UpdateItem.
+costs one TransactWriteItems of two updates (four write units; one UpdateItem more when the group is held as long
+already), a release two UpdateItems, a delete a DeleteItem and an UpdateItem.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .errors import MessageBodyMissing
 from .keys import MessageRef, Space
 from .messages import DLQ, looked_at
 from .models import Message
-from .store import ConditionFailed, Item
+from .store import ConditionFailed, Item, TransactionCancelled
 from .store import dead_letter_groups as writes
 
 
@@ -170,15 +171,21 @@ def hold(
         return dead_letters.hold(ctx, space, ref, receipt, until, again) and _give_back(
             ctx, key, receipt.token, [ref.sequence]
         )
+    # The group and the dead letter in one transaction: the dead letter is never held past its group, and a
+    # handle whose dead letter is gone (a move task took it) or was taken since moves the group's time no more than
+    # the dead letter's (a group held on for nobody).
+    group = writes.hold(key, receipt.token, ref.sequence, until)
     try:
-        ctx.store.write(writes.hold(key, receipt.token, ref.sequence, until))
-    except ConditionFailed as failed:
-        old = failed.item
-        if old is None or old.get("tok") != receipt.token or ref.sequence not in old.get("held_copies", set()):
-            return False
-    # The group first: the dead letter is never held past its group.
-    if dead_letters.hold(ctx, space, ref, receipt, until, again):
+        ctx.store.transact_writes([group, dead_letters.hold_write(space, ref, receipt, until, again)])
         return True
+    except TransactionCancelled as cancelled:
+        old = cancelled.reasons[0][1] if 0 in cancelled.failed() else None
+    if old is not None:
+        if old.get("tok") != receipt.token or ref.sequence not in old.get("held_copies", set()):
+            return False  # the claim holds the group no longer
+        # Held as long already, for the claim's other dead letters: the dead letter alone.
+        if dead_letters.hold(ctx, space, ref, receipt, until, again):
+            return True
     if not again:  # a repeat refused for a change by the holder: the holder still holds it, and the group for it
         _give_back(ctx, key, receipt.token, [ref.sequence])
     return False

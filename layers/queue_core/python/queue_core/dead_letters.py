@@ -26,7 +26,7 @@ from .errors import ValidationError
 from .keys import MessageRef, Space
 from .models import Message
 from .receipts import signed, unsigned, verified
-from .store import ConditionFailed, Item
+from .store import ConditionFailed, Item, Write
 from .store import messages as writes
 
 _VERSION = "d1"
@@ -156,13 +156,16 @@ def hold(
     receive's hold, also False once the holder changed it (`writes.hold_dead_letter`)."""
     if not receipt.token:
         return False
-    key = ref.dlq_key(space)
-    write = writes.hold_dead_letter(key, receipt.moved_at, receipt.copy, receipt.token, until, again)
     try:
-        ctx.store.write(write)
+        ctx.store.write(hold_write(space, ref, receipt, until, again))
     except ConditionFailed:
         return False
     return True
+
+
+def hold_write(space: Space, ref: MessageRef, receipt: DeadLetterReceipt, until: int, again: bool = False) -> Write:
+    """`hold`'s write, for a caller that joins it to another (a FIFO DLQ's group moves with it)."""
+    return writes.hold_dead_letter(ref.dlq_key(space), receipt.moved_at, receipt.copy, receipt.token, until, again)
 
 
 def delete(ctx: Context, space: Space, ref: MessageRef, receipt: DeadLetterReceipt) -> bool:
