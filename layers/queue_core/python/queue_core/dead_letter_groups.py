@@ -25,8 +25,10 @@ dead letter was taken from under it. A group whose dead letters show a live hold
 claim its dead letters do not show (a claim made longer by another of its dead letters) costs one refused
 UpdateItem, and a claim whose dead letters all left the DLQ one BatchGetItem and one more UpdateItem to take the
 group over. Offloaded bodies are read from S3 as any read of the DLQ does. A change of visibility with a handle
-costs one TransactWriteItems of two updates (four write units; one UpdateItem more when the group is held as long
-already), a release two UpdateItems, a delete a DeleteItem and an UpdateItem.
+costs one TransactWriteItems of two updates (twice a plain write's units: four for items up to 1 KB, more for a
+dead letter whose body is stored in its item); when the group is held as long already, that transaction is refused
+(charged as one write of each item) and one UpdateItem of the dead letter follows. A release costs two UpdateItems,
+a delete a DeleteItem and an UpdateItem.
 """
 
 from __future__ import annotations

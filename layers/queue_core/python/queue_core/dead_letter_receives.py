@@ -11,8 +11,9 @@ back, given back at once rather than left hidden for a visibility timeout with n
 spent: the repeat is a new receive.
 
 Cost of a repeat, in DynamoDB calls, besides the attempt record's read: per dead letter one GetItem of its copy
-(and one of its group's claim in a FIFO DLQ) to check, then the change of visibility of `dead_letter_groups` (two
-UpdateItems; one in a standard DLQ); the live messages' one transaction.
+(and one of its group's claim in a FIFO DLQ) to check, then the change of visibility of `dead_letter_groups` (a
+TransactWriteItems, refused and followed by an UpdateItem once the group is held as long; one UpdateItem in a
+standard DLQ); the live messages' one transaction.
 """
 
 from __future__ import annotations
