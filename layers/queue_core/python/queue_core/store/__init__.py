@@ -66,6 +66,8 @@ _THROTTLES = frozenset(
         "InternalServerError",
         "ServiceUnavailable",
         "TransactionConflict",
+        # A single write refused because a transaction is writing the same item (nothing applied).
+        "TransactionConflictException",
         "TransactionInProgressException",
     }
 )
