@@ -484,7 +484,14 @@ def test_a_receive_repeated_with_its_attempt_id_at_a_fifo_dlq_is_not_spent_by_a_
     }
     first = [message["ReceiptHandle"] for message in sqs.receive_message(**request)["Messages"]]
 
-    hold_group = ThrottleOne("UpdateItem", lambda body: body["Key"]["pk"]["S"].endswith("#dlq"))
+    # The group's hold: one transaction with the dead letter's (`dead_letter_groups.hold`).
+    hold_group = ThrottleOne(
+        "TransactWriteItems",
+        lambda body: any(
+            item.get("Update", {}).get("Key", {}).get("pk", {}).get("S", "").endswith("#dlq")
+            for item in body.get("TransactItems", [])
+        ),
+    )
     with throttled(dynamodb, hold_group):
         try:
             again = [message["ReceiptHandle"] for message in sqs.receive_message(**request).get("Messages", [])]
