@@ -8,7 +8,8 @@ botocore meter, per call of the public API, in a consumer process of its own (it
   `shard_marks.MARK_SECONDS`, `SKEW_SECONDS` and the index's grace (the marks drained);
 - low load: one message sent at a time by one producer, each received with receive(10) by the consumer (and, for
   the standard queue, with receive(1)), `LOW_LOAD_MESSAGES` messages; and the same from `SENDERS` producers,
-  each its own process, one message each in turn; and a tight loop in real time (`TIGHT_LOOPS`).
+  each its own process, one message each in turn; a tight loop in real time (`TIGHT_LOOPS`); and one producer's
+  messages received by `CONSUMERS` processes in turn.
 Time is the queue's: the clock is moved on, not waited for. The same figures at one shard are the baseline: a
 receive of a one-shard queue reads that shard and nothing else.
 """
@@ -43,6 +44,9 @@ _LATE_ROUNDS: Final = 200
 LOW_LOADS: Final = (("one_sender", 1, 10), ("senders", SENDERS, 10), ("receive_1", 1, 1), ("uncached", 1, 10))
 # (label, whether the producer is the consumer's process): one message at a time in real time, no pause (`_tight`).
 TIGHT_LOOPS: Final = (("tight_same", True), ("tight_two", False))
+# Consumer processes that take turns, one receive a round, as a fleet's containers do (`_consumers`): none of them
+# knows which shards the others emptied.
+CONSUMERS: Final = 4
 
 
 class _Clock:
@@ -149,7 +153,22 @@ def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool) -> 
     for label, same in TIGHT_LOOPS:  # last: their consumers are other processes, whose takes this one never saw
         _settle(clock, consumer)
         row.update(_tight(backend, meter, clock, queue, groups, label, same, messages))
+    _settle(clock, consumer)
+    row.update(_consumers(backend, meter, clock, queue, groups, producer, messages))
     return row
+
+
+def _consumers(
+    backend: Any, meter: Any, clock: _Clock, queue: str, groups: int, producer: OursQueue, messages: int
+) -> dict[str, Any]:
+    """The low-load trickle of one producer received by `CONSUMERS` processes in turn, one a round (0.2 s of the
+    queue's clock): a fleet's containers behind one queue. A process visits the shards the marks name that it did
+    not empty itself, so the marks a send puts cost a query in each consumer that has not looked since; none is
+    told what the others emptied (that would be a write per shard emptied)."""
+    fleet = [_process(backend, clock, queue, groups) for _ in range(CONSUMERS)]
+    for consumer in fleet:
+        consumer.receive(10)
+    return _rounds(meter, clock, producer, fleet, messages, "consumers", step=0.2)
 
 
 def _tight(
@@ -161,18 +180,35 @@ def _tight(
     second moves on to the next shard every `RUN` messages. `same`: the producer is the consumer's process."""
     producer = _process(backend, clock, queue, groups)
     consumer = producer if same else _process(backend, clock, queue, groups)
+    return _rounds(meter, clock, producer, [consumer], messages, label)
+
+
+def _rounds(
+    meter: Any,
+    clock: _Clock,
+    producer: OursQueue,
+    consumers: list[OursQueue],
+    messages: int,
+    label: str,
+    step: float = 0.0,
+) -> dict[str, Any]:
+    """Rounds of one message sent while any is left, then received by the next consumer in turn (receive(10),
+    again while a receive comes back full), the queue's clock moved `step` seconds after each; `_LATE_ROUNDS`
+    more at most until every message came. Queries per delivered message, labelled."""
     delivered = 0
     with meter.window() as cost:
         for number in range(messages + _LATE_ROUNDS):
             if number < messages:
-                producer.send(f"tight {number}")
+                producer.send(f"{label} {number}")
             elif delivered >= messages:
                 break
+            consumer = consumers[number % len(consumers)]
             got = consumer.receive(10)
             while got:
                 consumer.delete_batch([message.handle for message in got])
                 delivered += len(got)
                 got = consumer.receive(10) if len(got) == 10 else []
+            clock.skew += step
     return {f"{label}_queries_per_delivered": cost.calls["Query"] / max(delivered, 1), f"{label}_delivered": delivered}
 
 
@@ -205,7 +241,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                     f"{row['uncached_queries_per_delivered']:.2f} (one sender, receives a second or more apart)"
                     + (f", {row['receive_1_queries_per_delivered']:.2f} (receive(1))" if not fifo else "")
                     + f"; a tight loop {row['tight_same_queries_per_delivered']:.2f} (one process) / "
-                    f"{row['tight_two_queries_per_delivered']:.2f} (two)"
+                    f"{row['tight_two_queries_per_delivered']:.2f} (two); "
+                    f"{row['consumers_queries_per_delivered']:.2f} ({CONSUMERS} consumers in turn)"
                 )
                 print("    delivered late (most rounds late): " + _late(row))
         name = backend.name
@@ -226,7 +263,9 @@ def section(results: dict[str, Any]) -> list[str]:
         "own), received with receive(10) until a receive comes back short (and with receive(1), standard), and in "
         "a tight loop (real time, no pause: one message sent and received at once, the producer the consumer's own "
         "process or another; the marks a process read stay fresh across many rounds, and a standard sender of more "
-        "than ten a second moves to the next shard every ten messages), each "
+        "than ten a second moves to the next shard every ten messages), and from one producer received by "
+        f"{CONSUMERS} consumer processes in turn, one receive a round (a fleet's containers: each visits the marked "
+        "shards it did not empty itself), each "
         "figure from a queue whose marks were drained; each figure counts as well the receives of up to "
         f"{_LATE_ROUNDS} more rounds (no sends) until every message came, and the last column says how many came in "
         "a later round than their own, and how many rounds late at most (a receive visits one shard its process "
@@ -243,9 +282,10 @@ def section(results: dict[str, Any]) -> list[str]:
         "",
         "| queue | shards | empty receive: first / a poll (never sent) | drained: at once / later (most) / later, "
         "polls a second or more apart | queries per delivered: one sender / 5 senders / receive(1) | one sender, "
-        "receives a second or more apart | a tight loop: one process / two | delivered in a later round (most rounds "
-        "late), in the order of the low-load columns |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "receives a second or more apart | a tight loop: one process / two | one sender, "
+        f"{CONSUMERS} consumers in turn | delivered in a later round (most rounds late), in the order of the low-load "
+        "columns |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in results["rows"]:
         one = f"{row['receive_1_queries_per_delivered']:.2f}" if "receive_1_queries_per_delivered" in row else "-"
@@ -257,7 +297,8 @@ def section(results: dict[str, Any]) -> list[str]:
             f"{row['drained_poll_apart']:.1f} | "
             f"{row['one_sender_queries_per_delivered']:.2f} / {row['senders_queries_per_delivered']:.2f} / {one} | "
             f"{row['uncached_queries_per_delivered']:.2f} | {row['tight_same_queries_per_delivered']:.2f} / "
-            f"{row['tight_two_queries_per_delivered']:.2f} | {_late(row)} |"
+            f"{row['tight_two_queries_per_delivered']:.2f} | {row['consumers_queries_per_delivered']:.2f} | "
+            f"{_late(row)} |"
         )
     lines += ["", f"Backend: {results['backend']}. Rerun: `.venv/bin/python -m bench.run --only idle`.", ""]
     return lines
