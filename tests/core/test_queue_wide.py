@@ -6,7 +6,7 @@ import datetime
 import random
 
 import pytest
-from queue_core import QueueClient, ReceiptHandleStale, ValidationError
+from queue_core import QueueClient, ReceiptHandleStale, ValidationError, limits
 
 from tests.core.answers import LostAnswer, attached, expression_has
 
@@ -343,3 +343,27 @@ def test_a_receive_reads_no_lower_priority_than_it_needs(client: QueueClient, co
         assert message_queries and all(bound.startswith("P9#") for query in message_queries for bound in query)
         for message in got:
             fresh.change_visibility(message.receipt_handle, 0)
+
+
+@pytest.mark.parametrize("order", ["newest", "oldest"])
+def test_a_client_ready_by_two_markers_is_served_once_and_never_answers_a_message_twice(
+    client: QueueClient, clock, order: str
+) -> None:
+    """A client whose delayed message came due while it was ready already has two markers of one priority (ready
+    now, and the time that came). Served once for each, it split its share between two receives of its own, and
+    with a claim for no time the second took again what the first had just claimed: one answer carried a message
+    twice, its receive count raised twice."""
+    client.create_queue("jobs", visibility_timeout=30, queue_wide=True)
+    wide = client.queue_wide("jobs")
+    wide.receive()
+    clock.advance(limits.INDEX_LAG_GRACE_SECONDS + 1)
+    client.sweep()
+    assert client.get_queue("jobs").markers_built
+    sub = client.queue("jobs", "a")
+    sub.send("later", delay_seconds=5)
+    sub.send_batch([{"body": "m1"}, {"body": "m2"}])
+    clock.advance(6)
+
+    got = wide.receive(max_messages=3, visibility_timeout=0, order=order)
+    assert sorted(message.body for message in got) == ["later", "m1", "m2"]
+    assert all(message.receive_count == 1 for message in got)

@@ -141,7 +141,9 @@ class Reference:
     # Receiving: standard queues are predicted exactly.
     def receive_standard(self, want: int, visibility: int | None, order: str, now: int) -> tuple[list[str], list[str]]:
         """(bodies claimed in the order returned, bodies moved to the DLQ on the way), for one shard: up to three
-        index pages of `need + need // 2` visible entries each, over-limit entries moved, the rest claimed."""
+        index pages of `need + max(1, need // 2)` visible entries each (`shards.ConflictGauge.window`: one more
+        at least, so that a receive knows whether it took its shard's last), over-limit entries moved, the rest
+        claimed."""
         entries = sorted(
             (m for m in self.live.values() if m.visible_at <= now),
             key=lambda m: (m.visible_at, m.seq),
@@ -152,7 +154,7 @@ class Reference:
         position = 0
         for _ in range(3):
             need = want - len(got)
-            page = entries[position : position + need + need // 2]
+            page = entries[position : position + need + max(1, need // 2)]
             position += len(page)
             candidates = []
             for message in page:

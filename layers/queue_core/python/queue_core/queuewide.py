@@ -188,11 +188,17 @@ class QueueWide:
             return
         pk = keys.ready_index_pk(settings.name, settings.generation)
         start = None
+        # One marker per client and priority, the first read (ready now before a time that came): a client served
+        # once for each of two markers split its share in two receives of its own, and with a claim for no time
+        # the second took again what the first had just claimed, so one answer carried a message twice.
+        listed: set[tuple[str, int]] = set()
         while len(found) < MARKERS_READ:
             items, start, _ = self._ctx.store.ready_markers(pk, keys.index_upper(now), MARKERS_READ - len(found), start)
             for item in items:
                 at, priority, client = keys.ready_marker_parts(item["gsi1sk"])
-                if item["pk"] == f"R#{settings.name}#{client}#{settings.generation}":
+                ours = item["pk"] == f"R#{settings.name}#{client}#{settings.generation}"
+                if ours and (client, priority) not in listed:
+                    listed.add((client, priority))
                     found.append(Marker(client, priority, at, {"pk": item["pk"], "sk": item["sk"]}, item["gsi1sk"]))
             if not start:
                 break
