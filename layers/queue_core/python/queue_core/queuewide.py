@@ -188,17 +188,11 @@ class QueueWide:
             return
         pk = keys.ready_index_pk(settings.name, settings.generation)
         start = None
-        # One marker per client and priority, the first read (ready now before a time that came): a client served
-        # once for each of two markers split its share in two receives of its own, and with a claim for no time
-        # the second took again what the first had just claimed, so one answer carried a message twice.
-        listed: set[tuple[str, int]] = set()
         while len(found) < MARKERS_READ:
             items, start, _ = self._ctx.store.ready_markers(pk, keys.index_upper(now), MARKERS_READ - len(found), start)
             for item in items:
                 at, priority, client = keys.ready_marker_parts(item["gsi1sk"])
-                ours = item["pk"] == f"R#{settings.name}#{client}#{settings.generation}"
-                if ours and (client, priority) not in listed:
-                    listed.add((client, priority))
+                if item["pk"] == f"R#{settings.name}#{client}#{settings.generation}":
                     found.append(Marker(client, priority, at, {"pk": item["pk"], "sk": item["sk"]}, item["gsi1sk"]))
             if not start:
                 break
@@ -219,29 +213,36 @@ class QueueWide:
         return found
 
     def _serve(self, rotation: Rotation, want: int, visibility: int, order: str, now: int) -> list[ReceivedMessage]:
-        """Priority by priority, an even share from each ready client of it, again until nothing more comes."""
+        """Priority by priority, an even share from each ready client of it, again until nothing more comes. A
+        client ready by several markers of one priority (ready now, and a delayed message's time that came) is
+        one client of the band: served once for each, it split its share between receives of its own, and with a
+        claim for no time the second took again what the first had just claimed (one answer carried a message
+        twice)."""
         got: list[ReceivedMessage] = []
         with rotation.lock:
             markers = list(rotation.markers)
         for priority in sorted({m.priority for m in markers}, reverse=True):
-            band = rotation.order([m for m in markers if m.priority == priority], now)
+            band = _by_client(rotation.order([m for m in markers if m.priority == priority], now))
             while band and len(got) < want:
                 share = -(-(want - len(got)) // len(band))
-                more: list[Marker] = []
-                for marker in band:
+                more: list[list[Marker]] = []
+                for ready in band:
                     asked = min(share, want - len(got))
                     if asked <= 0:
                         break
-                    taken = self._serve_client(rotation, marker, asked, visibility, order, now)
+                    taken = self._serve_client(rotation, ready, asked, visibility, order, now)
                     got += taken
                     if len(taken) == asked and visibility:
-                        more.append(marker)  # it may have more; a client that gave less is out of them
+                        more.append(ready)  # it may have more; a client that gave less is out of them
                 band = more
         return got
 
     def _serve_client(
-        self, rotation: Rotation, marker: Marker, want: int, visibility: int, order: str, now: int
+        self, rotation: Rotation, ready: list[Marker], want: int, visibility: int, order: str, now: int
     ) -> list[ReceivedMessage]:
+        """One receive of the client the markers `ready` name (one client, one priority), then each marker
+        dealt with as that receive found the client."""
+        marker = ready[0]
         sub = self.sub_queue(marker.client)
         try:
             engine = sub.engine()
@@ -261,13 +262,14 @@ class QueueWide:
             return []
         if found:
             rotation.note_served(marker.client, len(found), now + visibility * 1000, now)
-            if marker.at:
+        for each in ready:
+            if found and each.at:
                 # Its time came and it has messages: it joins the clients that are ready now.
-                self._promote(engine, marker, now)
-        elif not saw:
-            rotation.forget(marker)
-            if marker.key:
-                drain(self._ctx, engine, marker.priority, marker.key, marker.gsi1sk, now)
+                self._promote(engine, each, now)
+            elif not found and not saw:
+                rotation.forget(each)
+                if each.key:
+                    drain(self._ctx, engine, each.priority, each.key, each.gsi1sk, now)
         return found
 
     def _promote(self, engine: Any, marker: Marker, now: int) -> None:
@@ -342,3 +344,11 @@ class QueueWide:
         for client in self._ctx.registry.clients(settings.name, settings.generation):
             total = total + self.sub_queue(client).stats()
         return total
+
+
+def _by_client(markers: list[Marker]) -> list[list[Marker]]:
+    """Markers of one priority grouped by client, in the order of each client's first."""
+    grouped: dict[str, list[Marker]] = {}
+    for marker in markers:
+        grouped.setdefault(marker.client, []).append(marker)
+    return list(grouped.values())

@@ -168,6 +168,7 @@ class StandardClaims(StandardSpace):
         saw_candidates = False
         start = None
         partition = self.partition_key(shard)
+        tried: set[str] = set()  # a claim for no time moves its entry to now, where a later round would read it again
         for _ in range(_CLAIM_ROUNDS):
             need = want - len(got)
             try:
@@ -178,7 +179,8 @@ class StandardClaims(StandardSpace):
                 raise partial.after(error, got) from error
             saw_candidates = saw_candidates or bool(items)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
-            own = [item for item in items if item["pk"] == partition]
+            own = [item for item in items if item["pk"] == partition and item["sk"] not in tried]
+            tried |= {item["sk"] for item in own}
             try:
                 candidates = [item for item in own if not self._housekeep_candidate(item, now)]
             except Throttled as error:
