@@ -26,11 +26,13 @@ evenly, and a shard's heaviest group is left out (more shards cannot split it). 
 power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one layout change, not a staircase).
 Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times, since senders that back off
 measure less than they want to send; throttles counted before every process sends by the current count (`counted_from`)
-are the previous count's and are left out. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says why
+are the previous count's and are left out, and so are those of calls that acted where an earlier count placed a FIFO
+group (a group stays at its old place while it has messages, so a backlog keeps its old key busy after the change:
+more shards would not move it). A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says why
 (`Decision.held`), in a log line (the sweep's once a pass; a throttled process's that decided, at most once a minute
 each, as a sweep's pass may fail or be minutes away) and in the sweep's report, for a metric: the measured load does
 not explain the throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone
-(`"one_group"`), the last change is still reaching every process (`"settling"`), it changed less than
+(`"one_group"`), the last change is still reaching every process or FIFO group (`"settling"`), it changed less than
 `GROW_COOLDOWN_SECONDS` ago (`"cooldown"`), it is at its `max_shards` (`"max_shards"`), it keeps too many layouts
 to change now (`"layouts_full"`), or the change could not be written (throttled, or not sent in time: `"unwritten"`).
 
@@ -104,10 +106,12 @@ def note_traffic(
     entries: Iterable[Entry],
     throttles: int,
     stored_at_most: int | None,
+    at_old_places: bool = False,
 ) -> None:
     """Called after a send (its `entries`, sent or not) or a receive (none) and the `throttles` DynamoDB answered
-    it: writes the report they complete, if any, and when it carried throttles, decides whether to grow at once.
-    Never fails the caller: a report is only a hint."""
+    it (`at_old_places`: the call acted where an earlier count placed a FIFO group): writes the report they
+    complete, if any, and when it carried throttles, decides whether to grow at once. Never fails the caller: a
+    report is only a hint."""
     if not settings.auto_shards:
         return
     now = ctx.now_ms()
@@ -115,7 +119,8 @@ def note_traffic(
         (float(message_units(entry.body, entry.attributes, stored_at_most)), entry.group_id if settings.fifo else None)
         for entry in entries
     ]
-    sample = ctx.load.record(space, now, unit_quantum(settings.shards), THROTTLES_PER_REPORT, units, throttles)
+    old = throttles if at_old_places else 0
+    sample = ctx.load.record(space, now, unit_quantum(settings.shards), THROTTLES_PER_REPORT, units, throttles, old)
     if sample is None:
         return
     try:
@@ -151,6 +156,8 @@ def _item(sample: Sample) -> dict[str, Any]:
         item |= {"wu": sample.units, "q": sample.quantum}
     if sample.groups:
         item["groups"] = sample.groups
+    if sample.at_old_places:
+        item["old"] = sample.at_old_places
     return item
 
 
@@ -172,6 +179,7 @@ def _sample(item: dict[str, Any]) -> Sample:
         groups,
         float(item.get("q", 0)),
         reporter=reporter,
+        at_old_places=float(item.get("old", 0)),
     )
 
 
@@ -194,11 +202,13 @@ def read_reports(ctx: Context, settings: QueueSettings, clients: list[str], now:
 @dataclass(frozen=True)
 class Load:
     """One client's traffic as its reports estimate it: write units a second, those of the FIFO groups that carried
-    a large part (by group), throttles a minute."""
+    a large part (by group), throttles a minute (`at_old_places`: those of them met where an earlier count placed
+    a FIFO group)."""
 
     units: float = 0.0
     groups: dict[str, float] = field(default_factory=dict)
     throttles: float = 0.0
+    at_old_places: float = 0.0
 
     def busiest(self, shards: int) -> float:
         """Units a second on the busiest shard key at a count of `shards` that more shards could move elsewhere:
@@ -234,8 +244,9 @@ def _estimate(reports: Reports, start: int, end: int, with_end: bool = True) -> 
     enough = HEAVY_QUANTA * min((sample.quantum or sample.units for sample in carried), default=0.0)
     heavy = {group: units / seconds for group, units in groups.items() if units >= enough}
     units = sum(sample.units for sample in carried)
-    load = Load(units / seconds, heavy, sum(sample.throttles for sample in chosen) * 60 / seconds)
-    return load, _error(carried) / seconds
+    throttles = sum(sample.throttles for sample in chosen) * 60 / seconds
+    old = sum(sample.at_old_places for sample in chosen) * 60 / seconds
+    return Load(units / seconds, heavy, throttles, old), _error(carried) / seconds
 
 
 def _error(samples: list[Sample]) -> float:
@@ -260,7 +271,7 @@ def recent_load(reports: Reports, now: int) -> Load:
         load, error = _estimate(reports, now - window * 1000, now)
         if load.units - error > best_units:
             best, best_units = load, load.units - error
-    return Load(best_units, best.groups, best.throttles)
+    return Load(best_units, best.groups, best.throttles, best.at_old_places)
 
 
 @dataclass(frozen=True)
@@ -294,16 +305,16 @@ def counted_from(settings: QueueSettings) -> int:
     return settings.shards_changed_at + int(limits.SETTINGS_CACHE_SECONDS * 1000)
 
 
-def _throttles(reports: list[Reports], start: int, now: int) -> float:
+def _throttles(reports: list[Reports], start: int, now: int, counted: bool = False) -> float:
     """The highest rate of throttles a minute any client's reports show over the last 5, 10, 20 or 60 seconds,
-    from `start` on."""
-    rates = [
-        _estimate(client, max(start, now - window * 1000), now)[0].throttles
+    from `start` on (`counted`: those met at the current count's places only)."""
+    loads = [
+        _estimate(client, max(start, now - window * 1000), now)[0]
         for client in reports
         for window in (*RATE_WINDOWS, THROTTLE_SECONDS)
         if max(start, now - window * 1000) < now
     ]
-    return max(rates, default=0.0)
+    return max((load.throttles - (load.at_old_places if counted else 0.0) for load in loads), default=0.0)
 
 
 def wanted_shards(settings: QueueSettings, reports: list[Reports], now: int) -> int:
@@ -319,7 +330,7 @@ def decision(settings: QueueSettings, reports: list[Reports], now: int) -> Decis
     loads = [recent_load(client, now) for client in reports]
     share = max((load.busiest(current) for load in loads), default=0.0) / KEY_WRITE_UNITS
     seen = _throttles(reports, now - THROTTLE_SECONDS * 1000, now)
-    counted = _throttles(reports, counted_from(settings), now)
+    counted = _throttles(reports, counted_from(settings), now, counted=True)
     throttled = counted >= THROTTLES_PER_MINUTE
     explained = share >= SIZE_FOR
     cooled = since_change >= GROW_COOLDOWN_SECONDS * 1000
@@ -344,7 +355,7 @@ def decision(settings: QueueSettings, reports: list[Reports], now: int) -> Decis
 
 def _held(settings: QueueSettings, loads: list[Load], throttled: bool, explained: bool) -> str:
     """Why a throttled queue does not grow now: `throttled` False when its throttles came before every process had
-    the current count."""
+    the current count, or where an earlier count placed FIFO groups that are still there."""
     if settings.shards >= settings.max_shards:
         return "max_shards"
     if not throttled:
@@ -372,7 +383,7 @@ def _quiet_loads(reports: list[Reports], now: int) -> list[Load] | None:
 
 _WHY: Final = {
     "max_shards": "the queue is at its max_shards",
-    "settling": "the last change of shards is still reaching every process",
+    "settling": "the last change of shards is still reaching every process or the FIFO groups active at old places",
     "cooldown": "the count changed less than a cooldown ago",
     "unexplained": "the measured load does not explain them (a table-level quota?): more shards would not help",
     "one_group": "one FIFO group carries its key alone: more shards would not move it",

@@ -161,6 +161,8 @@ class FifoClaims(FifoGroups):
         """Locks an available group, then takes up to `budget` messages from its head, in order. With a budget
         of 0 it only tidies the head (expired and over-limit messages) and unlocks again."""
         key = {"pk": entry["pk"], "sk": entry["sk"]}
+        if not self._at_current_place(entry, now):
+            self.at_old_places += 1
         token = new_token()
         until = now + max(visibility, 1) * 1000
         try:

@@ -11,7 +11,9 @@ number of reports stays about the load over the quantum, never one per process.
 
 A report also says which groups of a FIFO queue carried a large part of the units since the previous report
 (`HEAVY_SHARE` of them or more), each with its part of the report's worth: a group keeps to one shard at any
-count, so how the load is split among groups decides what more shards can spread (see `autoshard`).
+count, so how the load is split among groups decides what more shards can spread (see `autoshard`). And it says
+which part of its throttles came from calls that acted where an earlier count placed a FIFO group (a group stays
+there while it has messages): those keys are the old count's, which a larger count would not relieve.
 
 The meter knows nothing of DynamoDB's limits nor of decisions: its caller gives the quanta and writes the reports.
 """
@@ -45,7 +47,8 @@ class Sample:
     """One report, made at `at` (ms), of what a process carried since its previous one, as estimates: `units`
     write units, `throttles` throttles, and `groups` the units of the FIFO groups that carried a large part.
     `quantum` is what one report stands for (`units` is a whole number of them); `number` tells apart the
-    reports of one meter; `reporter` is the meter's, as read back."""
+    reports of one meter; `reporter` is the meter's, as read back; `at_old_places` is the part of `throttles`
+    met by calls that acted at a FIFO group's place of an earlier count."""
 
     at: int
     units: float
@@ -54,6 +57,7 @@ class Sample:
     quantum: float = 0.0
     number: int = 0
     reporter: str = ""
+    at_old_places: float = 0.0
 
 
 @dataclass
@@ -66,6 +70,8 @@ class _Tally:
     throttle_credit: float
     units: float = 0.0
     groups: dict[str, float] = field(default_factory=dict)
+    throttles: float = 0.0
+    at_old_places: float = 0.0
 
 
 def _crossings(credit: float, quantum: float) -> tuple[int, float]:
@@ -104,9 +110,11 @@ class LoadMeter:
         throttle_quantum: float,
         units: list[tuple[float, str | None]],
         throttles: int = 0,
+        at_old_places: int = 0,
     ) -> Sample | None:
-        """Counts `units` (each a message's write units and its FIFO group, or None) and `throttles`; the report
-        they complete, or None. The first credit of a sub-queue is drawn at random in (0, quantum]."""
+        """Counts `units` (each a message's write units and its FIFO group, or None) and `throttles`, of which
+        `at_old_places` met at a FIFO group's place of an earlier count; the report they complete, or None. The
+        first credit of a sub-queue is drawn at random in (0, quantum]."""
         with self._lock:
             tally = self._tallies.get(space)
             if tally is None:
@@ -129,6 +137,8 @@ class LoadMeter:
                 if group is not None:
                     tally.groups[group] = tally.groups.get(group, 0.0) + amount
             unit_reports, tally.unit_credit = _crossings(tally.unit_credit - sum(a for a, _ in units), unit_quantum)
+            tally.throttles += throttles
+            tally.at_old_places += at_old_places
             throttle_reports, tally.throttle_credit = _crossings(tally.throttle_credit - throttles, throttle_quantum)
             if not unit_reports and not throttle_reports:
                 return None
@@ -142,7 +152,11 @@ class LoadMeter:
                 }
                 tally.units, tally.groups = 0.0, {}
             throttled = throttle_reports * throttle_quantum
-            return Sample(now, worth, throttled, groups, unit_quantum, next(self._numbers))
+            old = 0.0
+            if throttle_reports:
+                old = throttled * min(1.0, tally.at_old_places / max(tally.throttles, 1.0))
+                tally.throttles, tally.at_old_places = 0.0, 0.0
+            return Sample(now, worth, throttled, groups, unit_quantum, next(self._numbers), at_old_places=old)
 
     def may_decide(self, space: Space, now: int, every_ms: int) -> bool:
         """Called when a report of `space` carried throttles: whether this process may read the sub-queue's reports

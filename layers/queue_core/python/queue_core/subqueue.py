@@ -152,11 +152,11 @@ class SubQueue(SubQueueDeadLetters):
             if entry.dedup_id is not None:
                 firsts[entry.dedup_id] = entry.index
             unique.append(entry)
-        throttles = self._ctx.store.throttles
+        before = self._traffic_so_far(engine)
         try:
             sent = engine.send(unique, now)
         finally:
-            self._note_load(engine, unique, throttles)
+            self._note_load(engine, unique, before)
         results = {entry.index: result for entry, result in zip(unique, sent, strict=True)}
         for index, first in repeats.items():
             outcome = results[first]
@@ -228,13 +228,18 @@ class SubQueue(SubQueueDeadLetters):
         )
 
     # Receive.
-    def _note_load(self, engine: Engine, sent: list[Entry], throttles_before: int) -> None:
+    def _traffic_so_far(self, engine: Engine) -> tuple[int, int]:
+        """The throttles this thread met and the calls of `engine` at old places so far (`_note_load`'s start)."""
+        return self._ctx.store.throttles, engine.at_old_places
+
+    def _note_load(self, engine: Engine, sent: list[Entry], before: tuple[int, int]) -> None:
         """What this call put on the queue's shard keys and the throttles it met, for an automatic shard count
         (memory, and now and then a report; see `load_meter`)."""
         bodies = self._ctx.bodies
-        throttles = self._ctx.store.throttles - throttles_before
+        throttles = self._ctx.store.throttles - before[0]
         stored_at_most = bodies.offload_bytes if bodies.bucket else None
-        autoshard.note_traffic(self._ctx, engine.settings, engine.space, sent, throttles, stored_at_most)
+        old = engine.at_old_places > before[1]
+        autoshard.note_traffic(self._ctx, engine.settings, engine.space, sent, throttles, stored_at_most, old)
 
     def receive(
         self,
@@ -263,11 +268,11 @@ class SubQueue(SubQueueDeadLetters):
             conflicts = engine.claim_conflicts
             # No secret: nothing was ever sent to this sub-queue in this generation, so there is nothing to claim.
             secret = engine.secret()
-            throttles = self._ctx.store.throttles
+            before = self._traffic_so_far(engine)
             try:
                 got = engine.receive(want, visibility, order, self._now(), secret) if secret else []
             finally:
-                self._note_load(engine, [], throttles)
+                self._note_load(engine, [], before)
             self.claim_conflicts += engine.claim_conflicts - conflicts
             left = deadline - time.monotonic()
             if got or left <= 0:
