@@ -142,3 +142,25 @@ def test_a_report_tells_which_part_of_its_throttles_was_met_at_old_places() -> N
     calls = ((4, 4), (2, 0), (4, 1))
     made = [meter.record(space, 1_000, 1e9, 1, [], throttles, old) for throttles, old in calls]
     assert [(report.throttles, report.at_old_places) for report in made if report] == [(4, 4), (2, 0), (4, 1)]
+
+
+def test_throttles_before_every_process_has_the_new_count_are_the_old_counts(client: QueueClient) -> None:
+    """A FIFO queue grown to 8 fifteen seconds ago, its groups placed by 8 only from `placement_from` on: the
+    throttles its senders meet until then are on the old places, whatever the count says. Counted, they would grow
+    it four times more (to 32) on top of its need (16: 2,400 a second over a hundred groups); the count waits, and
+    says why."""
+    at = 1_000_000.0
+    settings = client.create_queue("orders.fifo").resharded(8, now_ms=int((at - 15) * 1000), spread_ms=SPREAD_MS)
+    assert settings.placement_from > at * 1000
+    samples = [
+        autoshard.Sample(int((at - second - 0.5) * 1000), 2_400, 5, quantum=24, reporter="p") for second in range(20)
+    ]
+    reports = [autoshard.Reports(samples, 0)]
+    waiting = autoshard.decision(settings, reports, int(at * 1000))
+    assert (waiting.shards, waiting.held) == (8, "settling")
+    settled = settings.placement_from / 1000 + 20
+    later = [
+        autoshard.Sample(int((settled - second - 0.5) * 1000), 2_400, 5, quantum=24, reporter="p")
+        for second in range(20)
+    ]
+    assert autoshard.decision(settings, [autoshard.Reports(later, 0)], int(settled * 1000)).shards == 32

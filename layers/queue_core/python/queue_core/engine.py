@@ -43,9 +43,6 @@ class Engine(Protocol):
     settings: QueueSettings
     space: Space
     claim_conflicts: int
-    # Calls of this engine that acted where an earlier shard count placed a FIFO group (its throttles are that
-    # count's: see `autoshard`).
-    at_old_places: int
 
     def secret(self) -> str | None:
         """The sub-queue's receipt secret; None when nothing was ever sent to it in this generation."""
@@ -150,7 +147,6 @@ class EngineBase:
         self.client = client
         self.space = Space(settings.name, client, settings.generation)
         self.claim_conflicts = 0
-        self.at_old_places = 0
         self.traffic = ctx.traffic(self.space, settings.read_shards, settings.shards)
         self.picker = self.traffic.picker
         self.gauge = self.traffic.gauge

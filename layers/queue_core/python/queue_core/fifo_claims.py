@@ -46,7 +46,6 @@ class FifoClaims(FifoGroups):
         try:
             return self.receive_priority(0, want, visibility, order, now, secret)[0]
         except Throttled as error:
-            self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
             if partial.left_locked(error):
                 self._give_back_claimed(partial.received(error), secret)
                 raise partial.original(error) from None
@@ -114,6 +113,9 @@ class FifoClaims(FifoGroups):
             saw_candidates = saw_candidates or bool(entries)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
             groups = [entry for entry in entries if entry["pk"] == partition]
+            # A partition that still holds a group an earlier count placed here carries that count's load: its
+            # throttles, whichever group's claim meets them, say nothing of the current count (`autoshard`).
+            old = any(not self._at_current_place(entry, now) for entry in groups)
             if self.gauge.contended:
                 random.shuffle(groups)
             position = 0
@@ -123,11 +125,10 @@ class FifoClaims(FifoGroups):
                 batch = groups[position : position + need]
                 budgets = [need // len(batch) + (1 if i < need % len(batch) else 0) for i in range(len(batch))]
                 conflicts = self.claim_conflicts
-                outcomes = list(
-                    self.ctx.pool.map(
-                        lambda pair: self._claim_group_or_throttle(pair[0], pair[1], visibility, now, secret),
-                        zip(batch, budgets, strict=True),
-                    )
+                outcomes = self.ctx.store.map_counted(
+                    self.ctx.pool,
+                    lambda pair, old=old: self._claim_group_or_throttle(pair[0], pair[1], visibility, now, secret, old),
+                    zip(batch, budgets, strict=True),
                 )
                 self.gauge.record(len(batch), self.claim_conflicts - conflicts)
                 for messages in outcomes:
@@ -145,13 +146,15 @@ class FifoClaims(FifoGroups):
         return got, saw_candidates
 
     def _claim_group_or_throttle(
-        self, entry: Item, budget: int, visibility: int, now: int, secret: str
+        self, entry: Item, budget: int, visibility: int, now: int, secret: str, at_old_place: bool
     ) -> list[ReceivedMessage] | Throttled:
         """`_claim_group`, its throttle returned instead of raised, so that the other groups' claims are kept. A
         lock whose answer was lost may have been applied: that group then waits for its lock to run out, as SQS
-        leaves a message whose receive answer was lost."""
+        leaves a message whose receive answer was lost. `at_old_place`: its partition holds a group placed by an
+        earlier count."""
         try:
-            return self._claim_group(entry, budget, visibility, now, secret)
+            with self.ctx.store.at_old_place(at_old_place):
+                return self._claim_group(entry, budget, visibility, now, secret)
         except Throttled as error:
             return error
 
@@ -161,8 +164,6 @@ class FifoClaims(FifoGroups):
         """Locks an available group, then takes up to `budget` messages from its head, in order. With a budget
         of 0 it only tidies the head (expired and over-limit messages) and unlocks again."""
         key = {"pk": entry["pk"], "sk": entry["sk"]}
-        if not self._at_current_place(entry, now):
-            self.at_old_places += 1
         token = new_token()
         until = now + max(visibility, 1) * 1000
         try:
@@ -193,7 +194,9 @@ class FifoClaims(FifoGroups):
             else:
                 self._let_go(key, lambda: self.finish_group(key, token, now, empty_at=str(group_item["last_seq"])))
             return []
-        outcomes = list(self.ctx.inner_pool.map(lambda item: self._mark(item, key, token, now), taken))
+        outcomes = self.ctx.store.map_counted(
+            self.ctx.inner_pool, lambda item: self._mark(item, key, token, now), taken
+        )
         throttle = next((outcome for outcome in outcomes if isinstance(outcome, Throttled)), None)
         marked, stuck = _in_order(outcomes)
         marked, stuck_body = self._with_bodies(marked, key, token, now)

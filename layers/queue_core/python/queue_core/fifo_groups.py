@@ -68,7 +68,6 @@ class FifoGroups(EngineBase):
         found = [item for item in read if not item.get("moved")]
         active = [item for item in found if "gsi1sk" in item]
         if active:
-            self.at_old_places += 1
             return Placement({"pk": active[0]["pk"], "sk": group}, False, known_last_seq=int(active[0]["last_seq"]))
         moves = [
             group_writes.move_away({"pk": item["pk"], "sk": group}, int(item["last_seq"]), self._group_expires_at(now))

@@ -56,7 +56,6 @@ class StandardClaims(StandardSpace):
                 bands = sorted({*bands, *higher.priorities, priority} - visited, reverse=True)
                 continue
             except Throttled as error:
-                self.ctx.store.note_throttled(partial.original(error))  # counted on the pool's thread
                 return partial.answer(error, got + partial.received(error))
             got += found
             if len(got) >= want:
@@ -218,8 +217,8 @@ class StandardClaims(StandardSpace):
         while len(claimed) < need and position < len(candidates) and throttle is None:
             batch = candidates[position : position + need - len(claimed)]
             conflicts = self.claim_conflicts
-            outcomes = list(
-                self.ctx.pool.map(lambda item: self._claim_or_throttle(item, visibility, now, secret), batch)
+            outcomes = self.ctx.store.map_counted(
+                self.ctx.pool, lambda item: self._claim_or_throttle(item, visibility, now, secret), batch
             )
             self.gauge.record(len(batch), self.claim_conflicts - conflicts)
             throttle = next((outcome for outcome in outcomes if isinstance(outcome, Throttled)), None)

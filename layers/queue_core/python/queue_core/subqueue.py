@@ -152,7 +152,7 @@ class SubQueue(SubQueueDeadLetters):
             if entry.dedup_id is not None:
                 firsts[entry.dedup_id] = entry.index
             unique.append(entry)
-        before = self._traffic_so_far(engine)
+        before = self._traffic_so_far()
         try:
             sent = engine.send(unique, now)
         finally:
@@ -228,9 +228,10 @@ class SubQueue(SubQueueDeadLetters):
         )
 
     # Receive.
-    def _traffic_so_far(self, engine: Engine) -> tuple[int, int]:
-        """The throttles this thread met and the calls of `engine` at old places so far (`_note_load`'s start)."""
-        return self._ctx.store.throttles, engine.at_old_places
+    def _traffic_so_far(self) -> tuple[int, int]:
+        """The throttles this thread met so far, and of them those at FIFO groups' old places (`_note_load`'s
+        start)."""
+        return self._ctx.store.throttles, self._ctx.store.old_place_throttles
 
     def _note_load(self, engine: Engine, sent: list[Entry], before: tuple[int, int]) -> None:
         """What this call put on the queue's shard keys and the throttles it met, for an automatic shard count
@@ -238,7 +239,7 @@ class SubQueue(SubQueueDeadLetters):
         bodies = self._ctx.bodies
         throttles = self._ctx.store.throttles - before[0]
         stored_at_most = bodies.offload_bytes if bodies.bucket else None
-        old = engine.at_old_places > before[1]
+        old = self._ctx.store.old_place_throttles - before[1]
         autoshard.note_traffic(self._ctx, engine.settings, engine.space, sent, throttles, stored_at_most, old)
 
     def receive(
@@ -268,7 +269,7 @@ class SubQueue(SubQueueDeadLetters):
             conflicts = engine.claim_conflicts
             # No secret: nothing was ever sent to this sub-queue in this generation, so there is nothing to claim.
             secret = engine.secret()
-            before = self._traffic_so_far(engine)
+            before = self._traffic_so_far()
             try:
                 got = engine.receive(want, visibility, order, self._now(), secret) if secret else []
             finally:

@@ -14,10 +14,11 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import (
@@ -35,6 +36,9 @@ from ..errors import InternalError, MessageTooLarge, Throttled, ValidationError
 from ..keys import band_due_range, band_range, index_upper
 from ..table import INDEX_NAME
 from .write import Write, serialize
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 __all__ = [
     "ConditionFailed",
@@ -282,10 +286,27 @@ class Store:
         finally:
             self._seen.send_by = outer
 
+    @contextmanager
+    def at_old_place(self, old: bool = True) -> Iterator[None]:
+        """Within it (with `old`), this thread's requests act where an earlier shard count placed a FIFO group:
+        the key throttles they meet are counted in `old_place_throttles` too (the old count's keys, which a larger
+        count would not relieve; see `autoshard`)."""
+        outer = getattr(self._seen, "at_old", False)
+        self._seen.at_old = outer or old
+        try:
+            yield
+        finally:
+            self._seen.at_old = outer
+
     @property
     def throttles(self) -> int:
         """Throttles of a key answered to this thread so far (what an automatic shard count grows for)."""
         return getattr(self._seen, "count", 0)
+
+    @property
+    def old_place_throttles(self) -> int:
+        """Of `throttles`, those met by requests at a FIFO group's old place (`at_old_place`)."""
+        return getattr(self._seen, "old", 0)
 
     @property
     def capacity_throttles(self) -> int:
@@ -298,11 +319,36 @@ class Store:
             self._seen.capacity = self.capacity_throttles + 1
         else:
             self._seen.count = self.throttles + 1
+            if getattr(self._seen, "at_old", False):
+                self._seen.old = self.old_place_throttles + 1
 
-    def note_throttled(self, error: Throttled) -> None:
-        """Counts on this thread a throttle that another thread met and raised as `error`."""
-        cause = error.__cause__
-        self.note_throttle(cause.response if isinstance(cause, ClientError) else None)
+    def map_counted(self, pool: Executor, action: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+        """`pool.map(action, items)`, each task's throttles counted on this thread as if it had met them itself
+        (and at an old place when this thread is `at_old_place`): a call is charged with what its parallel parts
+        met, which the pool's threads would otherwise keep. A task's exception is raised once every count is in."""
+        at_old = getattr(self._seen, "at_old", False)
+
+        def counted(item: _T) -> tuple[_R | None, Exception | None, tuple[int, int, int]]:
+            before = (self.throttles, self.old_place_throttles, self.capacity_throttles)
+            outcome: _R | None = None
+            error: Exception | None = None
+            with self.at_old_place(at_old):
+                try:
+                    outcome = action(item)
+                except Exception as raised:  # raised on the caller's thread, once every count is in
+                    error = raised
+            after = (self.throttles, self.old_place_throttles, self.capacity_throttles)
+            return outcome, error, (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+
+        done = list(pool.map(counted, items))
+        for _, _, (count, old, capacity) in done:
+            self._seen.count = self.throttles + count
+            self._seen.old = self.old_place_throttles + old
+            self._seen.capacity = self.capacity_throttles + capacity
+        failed = next((error for _, error, _ in done if error is not None), None)
+        if failed is not None:
+            raise failed
+        return [outcome for outcome, _, _ in done]  # type: ignore[misc]
 
     def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
         self._seen.maybe_applied = False
