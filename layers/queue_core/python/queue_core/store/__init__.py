@@ -224,6 +224,7 @@ def _throttle_counter(store: weakref.ref[Store]) -> Callable[..., None]:
             return
         if isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in _KEY_THROTTLES:
             counted.note_throttle(parsed)
+            counted._seen.counted_answer = parsed  # the last attempt's answer is the error `_call` then sees
         status = parsed.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) if isinstance(parsed, dict) else 0
         if isinstance(caught_exception, _NotSent):
             return  # never sent
@@ -352,11 +353,14 @@ class Store:
 
     def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
         self._seen.maybe_applied = False
+        self._seen.counted_answer = None
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
-            if code in _KEY_THROTTLES:
+            if code in _KEY_THROTTLES and error.response is not getattr(self._seen, "counted_answer", None):
+                # Counted here only when no attempt's answer went through the SDK's retry handler (an answer given
+                # before the request was sent, as a stub gives it): else that handler counted it already.
                 self.note_throttle(error.response)
             if caller_input and code in _REFUSED_INPUT:
                 message = error.response.get("Error", {}).get("Message", "") or code
