@@ -8,13 +8,14 @@ the scenarios quickly; every figure keeps its ratio to the limit."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from queue_core import QueueClient, autoshard, keys
+from queue_core import QueueClient, Throttled, autoshard, keys
 
 from tests.conftest import FakeClock
 from tests.throttle_hooks import ThrottleAll, request_body, throttle_error
@@ -203,13 +204,14 @@ def test_every_claim_a_receive_has_throttled_is_counted(
     assert sum(throttles for throttles, _ in told) == hook.thrown, f"{hook.thrown} claims throttled, told {told}"
 
 
-def test_claims_in_a_partition_that_still_holds_a_group_at_its_old_place_are_the_old_counts(
+def test_claims_in_a_partition_that_still_holds_a_group_at_its_old_place_are_the_old_counts_in_its_share(
     client: QueueClient, clock: FakeClock, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a growth from 1 to 4, partition 0 holds a group left at its old place (a backlog nobody deletes) and
-    groups the count of 4 places there too. That partition carries the old count's load, whichever group meets
-    its throttles: the throttled claims of the groups at their current place there are told to the load meter as
-    the old places' (a larger count would not relieve a key an old placement keeps busy)."""
+    four groups the count of 4 places there too. That partition carries the old placement's load in the part that
+    group is of its due groups, whichever group meets its throttles: a fifth of the throttled claims of the groups
+    at their current place there is told to the load meter as the old places' (a larger count would not relieve
+    the part of a key an old placement keeps busy)."""
     stuck = _stuck_group(4)
     _grown_with_a_backlog(client, clock, "orders.fifo", stuck, 4)
     sub = client.queue("orders.fifo", "c")
@@ -232,4 +234,100 @@ def test_claims_in_a_partition_that_still_holds_a_group_at_its_old_place_are_the
         dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
     throttled = [(throttles, old) for _, throttles, old in told if throttles]
     assert hook.thrown and sum(throttles for throttles, _ in throttled) == hook.thrown
-    assert all(old == throttles for throttles, old in throttled), throttled
+    assert all(old == pytest.approx(throttles / 5) for throttles, old in throttled), throttled  # 1 group of 5 old
+
+
+def _at_partition_zero_but_the_stuck_group(name: str) -> Any:
+    """Claims (UpdateItem) on partition 0 of queue `name`, but the stuck group's: the key is past its limit for
+    the groups the current count places there."""
+
+    def match(body: dict[str, Any]) -> bool:
+        pk = str(body.get("Key", {}).get("pk", {}).get("S", ""))
+        return pk.startswith(f"F#{name}#") and pk.endswith("#0") and STUCK not in json.dumps(body)
+
+    return match
+
+
+def _sent_and_received(client: QueueClient, clock: FakeClock, name: str, seconds: int) -> None:
+    """Each second a batch of 8 new groups (the load of `test_autoshard_old_places`: 40 % of a key's limit on each
+    of 4 keys) and a receive of 10 for no time (a consumer that never deletes: the groups stay due)."""
+    sub = client.queue(name, "c")
+    for second in range(seconds):
+        groups = [f"g{second}-{i}" for i in range(8)]
+        sub.send_batch([{"body": f"{group}:{BODY}", "group_id": group} for group in groups])
+        with contextlib.suppress(Throttled):
+            sub.receive(max_messages=10, visibility_timeout=0)
+        clock.advance(1)
+
+
+def test_one_message_at_an_old_place_does_not_hold_the_growth_its_partitions_other_groups_need(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """Two FIFO queues grown from 1 to 4, then sent the same load and received alike; every claim on partition 0
+    of a group the count of 4 places there is throttled (a larger count would spread those groups over two keys).
+    The control grows. The other differs in one thing: a group with a backlog nobody deletes stayed at its old
+    place, partition 0 (the count of 1's only one), and is due at each receive. Its claims pass; the throttles of
+    its partition count as the old placement's only in the part that group is of the partition's due groups, so
+    the queue grows as the control does."""
+    stuck = _stuck_group(4)
+    for name in ("control.fifo", "orders.fifo"):
+        _grown_with_a_backlog(client, clock, name, stuck if name == "orders.fifo" else None, 4)
+    hooks = [
+        ThrottleAll("UpdateItem", _at_partition_zero_but_the_stuck_group(n)) for n in ("control.fifo", "orders.fifo")
+    ]
+    for hook in hooks:
+        dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
+    try:
+        _sent_and_received(client, clock, "control.fifo", 25)
+        _sent_and_received(client, clock, "orders.fifo", 25)
+    finally:
+        for hook in hooks:
+            dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
+    assert hooks[0].thrown and hooks[1].thrown, [hook.thrown for hook in hooks]
+    client.reshard_automatically("control.fifo")
+    client.reshard_automatically("orders.fifo")
+    control = client.get_queue("control.fifo").shards
+    assert control > 4, f"the control did not grow ({[hook.thrown for hook in hooks]} claims throttled)"
+    assert client.get_queue("orders.fifo").shards == control, [hook.thrown for hook in hooks]
+
+
+def test_a_backlog_drained_at_an_old_place_does_not_hold_the_growth_its_partitions_other_groups_need(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """The scenario of `test_one_message_at_an_old_place_...` with a consumer that works as usual (claims for 30 s,
+    deletes what it got): the group left at its old place has a backlog of 300 messages, drained a batch a
+    receive, so it is due at each receive until it is empty. Every other group of its partition is throttled:
+    the queue draining the backlog grows as the control does, though the backlog takes long to drain."""
+    stuck = _stuck_group(4)
+    for name in ("control.fifo", "orders.fifo"):
+        client.create_queue(name, max_receive_count=0)
+        if name == "orders.fifo":
+            sub = client.queue(name, "c")
+            for start in range(0, 300, 10):
+                sub.send_batch([{"body": f"backlog {i}", "group_id": stuck} for i in range(start, start + 10)])
+        assert client.reshard_automatically(name, 4) == 4
+        settings = client.get_queue(name)
+        clock.advance(max(settings.placement_from / 1000 - clock(), autoshard.GROW_COOLDOWN_SECONDS) + 1)
+    hooks = [
+        ThrottleAll("UpdateItem", _at_partition_zero_but_the_stuck_group(n)) for n in ("control.fifo", "orders.fifo")
+    ]
+    for hook in hooks:
+        dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
+    try:
+        for name in ("control.fifo", "orders.fifo"):
+            sub = client.queue(name, "c")
+            for second in range(25):
+                sub.send_batch([{"body": f"g{second}-{i}:{BODY}", "group_id": f"g{second}-{i}"} for i in range(8)])
+                with contextlib.suppress(Throttled):
+                    got = sub.receive(max_messages=10)
+                    if got:
+                        sub.delete_batch([message.receipt_handle for message in got])
+                clock.advance(1)
+    finally:
+        for hook in hooks:
+            dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
+    client.reshard_automatically("control.fifo")
+    client.reshard_automatically("orders.fifo")
+    control = client.get_queue("control.fifo").shards
+    assert control > 4, f"the control did not grow ({[hook.thrown for hook in hooks]} claims throttled)"
+    assert client.get_queue("orders.fifo").shards == control, [hook.thrown for hook in hooks]

@@ -27,8 +27,9 @@ power of two whose busiest key carries at most `SIZE_FOR` of a key's limit (one 
 Throttles grow it when the measured load explains them, at least `THROTTLE_GROWTH` times, since senders that back off
 measure less than they want to send; throttles counted before every process sends by the current count (`counted_from`)
 are the previous count's and are left out, and so are those of requests at a place where an earlier count put a FIFO
-group that is still there (a send to such a group, a claim in a partition that holds one): a group stays at its old
-place while it has messages, so a backlog keeps its old key busy after the change, and more shards would not move it.
+group that is still there (a send to such a group; a claim in a partition that holds some, in the part they are of its
+due groups): a group stays at its old place while it has messages, so a backlog keeps its old key busy after the
+change, and more shards would not move it.
 A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says why
 (`Decision.held`), in a log line (the sweep's once a pass; a throttled process's that decided, at most once a minute
 each, as a sweep's pass may fail or be minutes away) and in the sweep's report, for a metric: the measured load does
@@ -107,10 +108,10 @@ def note_traffic(
     entries: Iterable[Entry],
     throttles: int,
     stored_at_most: int | None,
-    at_old_places: int = 0,
+    at_old_places: float = 0.0,
 ) -> None:
     """Called after a send (its `entries`, sent or not) or a receive (none) and the `throttles` DynamoDB answered
-    it, `at_old_places` of them to requests where an earlier count placed a FIFO group: writes the report they
+    it, `at_old_places` of them the old placement's (`Store.at_old_place`): writes the report they
     complete, if any, and when it carried throttles, decides whether to grow at once. Never fails the caller: a
     report is only a hint."""
     if not settings.auto_shards:

@@ -113,9 +113,12 @@ class FifoClaims(FifoGroups):
             saw_candidates = saw_candidates or bool(entries)
             # An index entry of an item outside this partition is not ours, whatever its index key says.
             groups = [entry for entry in entries if entry["pk"] == partition]
-            # A partition that still holds a group an earlier count placed here carries that count's load: its
-            # throttles, whichever group's claim meets them, say nothing of the current count (`autoshard`).
-            old = any(not self._at_current_place(entry, now) for entry in groups)
+            # A partition that still holds groups an earlier count placed here carries that count's load: the part
+            # of its throttles their share of its due groups stands for says nothing of the current count, whichever
+            # group's claim meets them; an old group's own claim is all the old count's (`autoshard`).
+            old = [not self._at_current_place(entry, now) for entry in groups]
+            share = sum(old) / len(old) if old else 0.0
+            shares = {entry["sk"]: 1.0 if at_old else share for entry, at_old in zip(groups, old, strict=True)}
             if self.gauge.contended:
                 random.shuffle(groups)
             position = 0
@@ -127,7 +130,9 @@ class FifoClaims(FifoGroups):
                 conflicts = self.claim_conflicts
                 outcomes = self.ctx.store.map_counted(
                     self.ctx.pool,
-                    lambda pair, old=old: self._claim_group_or_throttle(pair[0], pair[1], visibility, now, secret, old),
+                    lambda pair, shares=shares: self._claim_group_or_throttle(
+                        pair[0], pair[1], visibility, now, secret, shares[pair[0]["sk"]]
+                    ),
                     zip(batch, budgets, strict=True),
                 )
                 self.gauge.record(len(batch), self.claim_conflicts - conflicts)
@@ -146,12 +151,12 @@ class FifoClaims(FifoGroups):
         return got, saw_candidates
 
     def _claim_group_or_throttle(
-        self, entry: Item, budget: int, visibility: int, now: int, secret: str, at_old_place: bool
+        self, entry: Item, budget: int, visibility: int, now: int, secret: str, at_old_place: float
     ) -> list[ReceivedMessage] | Throttled:
         """`_claim_group`, its throttle returned instead of raised, so that the other groups' claims are kept. A
         lock whose answer was lost may have been applied: that group then waits for its lock to run out, as SQS
-        leaves a message whose receive answer was lost. `at_old_place`: its partition holds a group placed by an
-        earlier count."""
+        leaves a message whose receive answer was lost. `at_old_place`: the part of its partition's load an
+        earlier count's placement puts there (see `Store.at_old_place`)."""
         try:
             with self.ctx.store.at_old_place(at_old_place):
                 return self._claim_group(entry, budget, visibility, now, secret)

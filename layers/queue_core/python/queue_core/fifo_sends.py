@@ -67,7 +67,7 @@ class FifoSends(FifoGroups):
             now = max(now, self.ctx.now_ms())
             actions, refs = self._append_actions(group, pending, expected, now, placement)
             try:
-                with self.sending(), self.ctx.store.at_old_place(not placement.current):
+                with self.sending(), self.ctx.store.at_old_place(0.0 if placement.current else 1.0):
                     self.ctx.store.transact_writes(actions + placement.moves + extra)
             except MessageTooLarge:
                 if not any(entry.stored for entry in pending):  # refused: nothing was stored, its objects go

@@ -110,7 +110,7 @@ class LoadMeter:
         throttle_quantum: float,
         units: list[tuple[float, str | None]],
         throttles: int = 0,
-        at_old_places: int = 0,
+        at_old_places: float = 0.0,
     ) -> Sample | None:
         """Counts `units` (each a message's write units and its FIFO group, or None) and `throttles`, of which
         `at_old_places` met at a FIFO group's place of an earlier count; the report they complete, or None. The

@@ -228,12 +228,12 @@ class SubQueue(SubQueueDeadLetters):
         )
 
     # Receive.
-    def _traffic_so_far(self) -> tuple[int, int]:
+    def _traffic_so_far(self) -> tuple[int, float]:
         """The throttles this thread met so far, and of them those at FIFO groups' old places (`_note_load`'s
         start)."""
         return self._ctx.store.throttles, self._ctx.store.old_place_throttles
 
-    def _note_load(self, engine: Engine, sent: list[Entry], before: tuple[int, int]) -> None:
+    def _note_load(self, engine: Engine, sent: list[Entry], before: tuple[int, float]) -> None:
         """What this call put on the queue's shard keys and the throttles it met, for an automatic shard count
         (memory, and now and then a report; see `load_meter`)."""
         bodies = self._ctx.bodies

@@ -288,12 +288,12 @@ class Store:
             self._seen.send_by = outer
 
     @contextmanager
-    def at_old_place(self, old: bool = True) -> Iterator[None]:
-        """Within it (with `old`), this thread's requests act where an earlier shard count placed a FIFO group:
-        the key throttles they meet are counted in `old_place_throttles` too (the old count's keys, which a larger
-        count would not relieve; see `autoshard`)."""
-        outer = getattr(self._seen, "at_old", False)
-        self._seen.at_old = outer or old
+    def at_old_place(self, share: float = 1.0) -> Iterator[None]:
+        """Within it, this thread's requests act where an earlier shard count placed a FIFO group (`share`: the
+        part of the key's load that placement puts there): that part of each key throttle they meet is counted in
+        `old_place_throttles` too (the old count's load, which a larger count would not relieve; see `autoshard`)."""
+        outer = getattr(self._seen, "at_old", 0.0)
+        self._seen.at_old = max(outer, share)
         try:
             yield
         finally:
@@ -305,9 +305,9 @@ class Store:
         return getattr(self._seen, "count", 0)
 
     @property
-    def old_place_throttles(self) -> int:
-        """Of `throttles`, those met by requests at a FIFO group's old place (`at_old_place`)."""
-        return getattr(self._seen, "old", 0)
+    def old_place_throttles(self) -> float:
+        """Of `throttles`, the part met at FIFO groups' old places (`at_old_place`)."""
+        return getattr(self._seen, "old", 0.0)
 
     @property
     def capacity_throttles(self) -> int:
@@ -320,16 +320,15 @@ class Store:
             self._seen.capacity = self.capacity_throttles + 1
         else:
             self._seen.count = self.throttles + 1
-            if getattr(self._seen, "at_old", False):
-                self._seen.old = self.old_place_throttles + 1
+            self._seen.old = self.old_place_throttles + getattr(self._seen, "at_old", 0.0)
 
     def map_counted(self, pool: Executor, action: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
         """`pool.map(action, items)`, each task's throttles counted on this thread as if it had met them itself
         (and at an old place when this thread is `at_old_place`): a call is charged with what its parallel parts
         met, which the pool's threads would otherwise keep. A task's exception is raised once every count is in."""
-        at_old = getattr(self._seen, "at_old", False)
+        at_old = getattr(self._seen, "at_old", 0.0)
 
-        def counted(item: _T) -> tuple[_R | None, Exception | None, tuple[int, int, int]]:
+        def counted(item: _T) -> tuple[_R | None, Exception | None, tuple[int, float, int]]:
             before = (self.throttles, self.old_place_throttles, self.capacity_throttles)
             outcome: _R | None = None
             error: Exception | None = None
