@@ -1,7 +1,8 @@
 """Throttles met at a FIFO group's old place are the old count's and do not grow a queue; those met at the current
 count's places still grow it. What is at an old place is told request by request, on the thread that sent it (a
-batch's other groups, a receive's claims in other partitions, another thread's calls are not), and a receive tells
-the load meter every throttle its claims met, though they run in the claim pool's threads.
+batch's other groups, a receive's claims in other partitions, another thread's calls are not), and a receive, its
+sub-queue's own or a queue-wide one, tells the load meter every throttle its claims met, though they run in the
+claim pool's threads.
 
 DynamoDB's per-key limit is scaled down (`autoshard.KEY_WRITE_UNITS`), and the load with it, so that moto carries
 the scenarios quickly; every figure keeps its ratio to the limit."""
@@ -331,3 +332,30 @@ def test_a_backlog_drained_at_an_old_place_does_not_hold_the_growth_its_partitio
     control = client.get_queue("control.fifo").shards
     assert control > 4, f"the control did not grow ({[hook.thrown for hook in hooks]} claims throttled)"
     assert client.get_queue("orders.fifo").shards == control, [hook.thrown for hook in hooks]
+
+
+def test_a_queue_wide_receive_tells_the_load_meter_the_throttles_its_claims_met(
+    client: QueueClient, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO queue received queue-wide (`QueueClient.queue_wide`), every claim throttled: a queue-wide receive
+    serves each client by its engine, not by `SubQueue.receive`, and tells the load meter the throttles its claims
+    met as the client's own receive does (`SubQueue.metered`): a queue consumed only queue-wide grows by its
+    consumers' throttles too, the ones the design counts on for a FIFO queue."""
+    client.create_queue("orders.fifo", max_receive_count=0)
+    sub = client.queue("orders.fifo", "c")
+    for i in range(10):
+        sub.send("m", group_id=f"g{i}")
+    told = _told(client, monkeypatch)
+    hook = ThrottleAll("UpdateItem", lambda body: '"F#orders.fifo#' in json.dumps(body))
+    wide = client.queue_wide("orders.fifo")
+    store = client._ctx.store
+    before = store.throttles
+    dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
+    try:
+        for _ in range(5):
+            with contextlib.suppress(Throttled):
+                wide.receive(max_messages=10)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
+    assert hook.thrown and store.throttles - before == hook.thrown  # counted on the receiving thread
+    assert sum(throttles for _, throttles, _ in told) == hook.thrown, f"{hook.thrown} claims throttled, told {told}"

@@ -29,9 +29,8 @@ measure less than they want to send; throttles counted before every process send
 are the previous count's and are left out, and so are those of requests at a place where an earlier count put a FIFO
 group that is still there (a send to such a group; a claim in a partition that holds some, in the part they are of its
 due groups): a group stays at its old place while it has messages, so a backlog keeps its old key busy after the
-change, and more shards would not move it.
-A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says why
-(`Decision.held`), in a log line (the sweep's once a pass; a throttled process's that decided, at most once a minute
+change, and more shards would not move it. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says
+why (`Decision.held`), in a log line (the sweep's once a pass; a throttled process's that decided, at most once a minute
 each, as a sweep's pass may fail or be minutes away) and in the sweep's report, for a metric: the measured load does
 not explain the throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone
 (`"one_group"`), the last change is still reaching every process or FIFO group (`"settling"`), it changed less than
@@ -204,8 +203,8 @@ def read_reports(ctx: Context, settings: QueueSettings, clients: list[str], now:
 @dataclass(frozen=True)
 class Load:
     """One client's traffic as its reports estimate it: write units a second, those of the FIFO groups that carried
-    a large part (by group), throttles a minute (`at_old_places`: those of them met where an earlier count placed
-    a FIFO group)."""
+    a large part (by group), throttles a minute (`at_old_places`: the part of them an earlier count's placement
+    of FIFO groups stands for)."""
 
     units: float = 0.0
     groups: dict[str, float] = field(default_factory=dict)

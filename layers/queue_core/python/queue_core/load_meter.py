@@ -12,8 +12,8 @@ number of reports stays about the load over the quantum, never one per process.
 A report also says which groups of a FIFO queue carried a large part of the units since the previous report
 (`HEAVY_SHARE` of them or more), each with its part of the report's worth: a group keeps to one shard at any
 count, so how the load is split among groups decides what more shards can spread (see `autoshard`). And it says
-which part of its throttles came from calls that acted where an earlier count placed a FIFO group (a group stays
-there while it has messages): those keys are the old count's, which a larger count would not relieve.
+which part of its throttles was the old placement's, met where an earlier count placed FIFO groups that are still
+there (a group stays while it has messages; `Store.at_old_place`): a larger count would not relieve that load.
 
 The meter knows nothing of DynamoDB's limits nor of decisions: its caller gives the quanta and writes the reports.
 """
@@ -48,7 +48,7 @@ class Sample:
     write units, `throttles` throttles, and `groups` the units of the FIFO groups that carried a large part.
     `quantum` is what one report stands for (`units` is a whole number of them); `number` tells apart the
     reports of one meter; `reporter` is the meter's, as read back; `at_old_places` is the part of `throttles`
-    met by calls that acted at a FIFO group's place of an earlier count."""
+    that was an earlier count's placement's (`Store.at_old_place`)."""
 
     at: int
     units: float
@@ -113,8 +113,8 @@ class LoadMeter:
         at_old_places: float = 0.0,
     ) -> Sample | None:
         """Counts `units` (each a message's write units and its FIFO group, or None) and `throttles`, of which
-        `at_old_places` met at a FIFO group's place of an earlier count; the report they complete, or None. The
-        first credit of a sub-queue is drawn at random in (0, quantum]."""
+        `at_old_places` an earlier count's placement's; the report they complete, or None. The first credit of a
+        sub-queue is drawn at random in (0, quantum]."""
         with self._lock:
             tally = self._tallies.get(space)
             if tally is None:

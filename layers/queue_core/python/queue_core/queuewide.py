@@ -248,11 +248,12 @@ class QueueWide:
             engine = sub.engine()
             secret = engine.secret()
             conflicts = engine.claim_conflicts
-            found, saw = (
-                engine.receive_priority(marker.priority, want, visibility, order, now, secret)
-                if secret
-                else ([], False)
-            )
+            with sub.metered(engine):  # its throttles count for the client's shard count, as its own receive's
+                found, saw = (
+                    engine.receive_priority(marker.priority, want, visibility, order, now, secret)
+                    if secret
+                    else ([], False)
+                )
             self.claim_conflicts += engine.claim_conflicts - conflicts
         except Throttled as error:
             # Throttled in this client's partitions only: what it claimed first is served, not lost (see

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -152,11 +153,8 @@ class SubQueue(SubQueueDeadLetters):
             if entry.dedup_id is not None:
                 firsts[entry.dedup_id] = entry.index
             unique.append(entry)
-        before = self._traffic_so_far()
-        try:
+        with self.metered(engine, unique):
             sent = engine.send(unique, now)
-        finally:
-            self._note_load(engine, unique, before)
         results = {entry.index: result for entry, result in zip(unique, sent, strict=True)}
         for index, first in repeats.items():
             outcome = results[first]
@@ -228,19 +226,27 @@ class SubQueue(SubQueueDeadLetters):
         )
 
     # Receive.
-    def _traffic_so_far(self) -> tuple[int, float]:
-        """The throttles this thread met so far, and of them those at FIFO groups' old places (`_note_load`'s
-        start)."""
-        return self._ctx.store.throttles, self._ctx.store.old_place_throttles
-
-    def _note_load(self, engine: Engine, sent: list[Entry], before: tuple[int, float]) -> None:
-        """What this call put on the queue's shard keys and the throttles it met, for an automatic shard count
-        (memory, and now and then a report; see `load_meter`)."""
-        bodies = self._ctx.bodies
-        throttles = self._ctx.store.throttles - before[0]
-        stored_at_most = bodies.offload_bytes if bodies.bucket else None
-        old = self._ctx.store.old_place_throttles - before[1]
-        autoshard.note_traffic(self._ctx, engine.settings, engine.space, sent, throttles, stored_at_most, old)
+    @contextmanager
+    def metered(self, engine: Engine, sent: list[Entry] | None = None) -> Iterator[None]:
+        """Within it, one call of `engine` (a send of `sent`, or a receive, this sub-queue's own or a queue-wide
+        one's): what it put on the queue's shard keys and the throttles this thread met, told at its end to the
+        load meter, for an automatic shard count (memory, and now and then a report; see `load_meter`)."""
+        store = self._ctx.store
+        throttles, old = store.throttles, store.old_place_throttles
+        try:
+            yield
+        finally:
+            bodies = self._ctx.bodies
+            stored_at_most = bodies.offload_bytes if bodies.bucket else None
+            autoshard.note_traffic(
+                self._ctx,
+                engine.settings,
+                engine.space,
+                sent or [],
+                store.throttles - throttles,
+                stored_at_most,
+                store.old_place_throttles - old,
+            )
 
     def receive(
         self,
@@ -269,11 +275,8 @@ class SubQueue(SubQueueDeadLetters):
             conflicts = engine.claim_conflicts
             # No secret: nothing was ever sent to this sub-queue in this generation, so there is nothing to claim.
             secret = engine.secret()
-            before = self._traffic_so_far()
-            try:
+            with self.metered(engine):
                 got = engine.receive(want, visibility, order, self._now(), secret) if secret else []
-            finally:
-                self._note_load(engine, [], before)
             self.claim_conflicts += engine.claim_conflicts - conflicts
             left = deadline - time.monotonic()
             if got or left <= 0:
