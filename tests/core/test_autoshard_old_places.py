@@ -279,8 +279,8 @@ def test_one_message_at_an_old_place_does_not_hold_the_growth_its_partitions_oth
     for hook in hooks:
         dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
     try:
-        _sent_and_received(client, clock, "control.fifo", 25)
-        _sent_and_received(client, clock, "orders.fifo", 25)
+        _sent_and_received(client, clock, "control.fifo", 10)
+        _sent_and_received(client, clock, "orders.fifo", 10)
     finally:
         for hook in hooks:
             dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
@@ -317,7 +317,7 @@ def test_a_backlog_drained_at_an_old_place_does_not_hold_the_growth_its_partitio
     try:
         for name in ("control.fifo", "orders.fifo"):
             sub = client.queue(name, "c")
-            for second in range(25):
+            for second in range(10):
                 sub.send_batch([{"body": f"g{second}-{i}:{BODY}", "group_id": f"g{second}-{i}"} for i in range(8)])
                 with contextlib.suppress(Throttled):
                     got = sub.receive(max_messages=10)

@@ -16,7 +16,7 @@ from moto import mock_aws
 from queue_core import Throttled
 from queue_core.store import Store
 
-ATTEMPTS = 3
+ATTEMPTS = 2
 
 
 class _Body:
