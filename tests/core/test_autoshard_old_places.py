@@ -19,7 +19,7 @@ import pytest
 from queue_core import QueueClient, Throttled, autoshard, keys
 
 from tests.conftest import FakeClock
-from tests.throttle_hooks import ThrottleAll, request_body, throttle_error
+from tests.throttle_hooks import ThrottleAll, request_body, throttle_error, throttling
 
 KEY = 20  # write units a second a key takes, scaled down fifty times
 BODY = "x" * 600  # under 1 KB with its keys: four write units of its shard's index key per life
@@ -95,14 +95,9 @@ def test_a_batch_that_also_sends_to_a_group_at_its_old_place_counts_its_throttle
     for name in ("control.fifo", "orders.fifo"):
         _grown_with_a_backlog(client, clock, name, stuck if name == "orders.fifo" else None, 4)
     hooks = [ThrottleAll("TransactWriteItems", _new_places_throttle(name)) for name in ("control.fifo", "orders.fifo")]
-    for hook in hooks:
-        dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
+    with throttling(dynamodb, hooks[0]), throttling(dynamodb, hooks[1]):
         _send_batches(client, clock, "control.fifo", None, 25)
         _send_batches(client, clock, "orders.fifo", stuck, 25)
-    finally:
-        for hook in hooks:
-            dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
     assert (hooks[0].thrown, hooks[1].thrown) == (200, 175)  # each message at a current place refused
     client.reshard_automatically("control.fifo")
     client.reshard_automatically("orders.fifo")
@@ -168,16 +163,12 @@ def _receives_throttled_at_the_current_places(
         pk = str(body.get("Key", {}).get("pk", {}).get("S", ""))
         return pk.startswith("F#orders.fifo#") and not pk.endswith("#0")
 
-    hook = ThrottleAll("UpdateItem", at_a_current_place)
-    dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
+    with throttling(dynamodb, ThrottleAll("UpdateItem", at_a_current_place)) as hook:
         for _ in range(10):
             assert [m.body for m in sub.receive(max_messages=10, visibility_timeout=0)] == [
                 f"backlog {i}" for i in range(3)
             ]
             clock.advance(1)
-    finally:
-        dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
     return hook, [(throttles, old) for _, throttles, old in told]
 
 
@@ -224,15 +215,11 @@ def test_claims_in_a_partition_that_still_holds_a_group_at_its_old_place_are_the
         pk = str(body.get("Key", {}).get("pk", {}).get("S", ""))
         return pk.startswith("F#orders.fifo#") and pk.endswith("#0") and STUCK not in json.dumps(body)
 
-    hook = ThrottleAll("UpdateItem", beside_the_old_group)
-    dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
+    with throttling(dynamodb, ThrottleAll("UpdateItem", beside_the_old_group)) as hook:
         for _ in range(3):
             got = sub.receive(max_messages=10, visibility_timeout=0)
             assert got and all(message.body.startswith("backlog") for message in got)
             clock.advance(1)
-    finally:
-        dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
     throttled = [(throttles, old) for _, throttles, old in told if throttles]
     assert hook.thrown and sum(throttles for throttles, _ in throttled) == hook.thrown
     assert all(old == pytest.approx(throttles / 5) for throttles, old in throttled), throttled  # 1 group of 5 old
@@ -247,6 +234,15 @@ def _at_partition_zero_but_the_stuck_group(name: str) -> Any:
         return pk.startswith(f"F#{name}#") and pk.endswith("#0") and STUCK not in json.dumps(body)
 
     return match
+
+
+def _assert_grown_alike(client: QueueClient, hooks: list[ThrottleAll]) -> None:
+    """The control queue grew from 4 by its throttles, and `orders.fifo` to the same count."""
+    client.reshard_automatically("control.fifo")
+    client.reshard_automatically("orders.fifo")
+    control = client.get_queue("control.fifo").shards
+    assert control > 4, f"the control did not grow ({[hook.thrown for hook in hooks]} claims throttled)"
+    assert client.get_queue("orders.fifo").shards == control, [hook.thrown for hook in hooks]
 
 
 def _sent_and_received(client: QueueClient, clock: FakeClock, name: str, seconds: int) -> None:
@@ -276,20 +272,10 @@ def test_one_message_at_an_old_place_does_not_hold_the_growth_its_partitions_oth
     hooks = [
         ThrottleAll("UpdateItem", _at_partition_zero_but_the_stuck_group(n)) for n in ("control.fifo", "orders.fifo")
     ]
-    for hook in hooks:
-        dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
-        _sent_and_received(client, clock, "control.fifo", 10)
-        _sent_and_received(client, clock, "orders.fifo", 10)
-    finally:
-        for hook in hooks:
-            dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
-    assert hooks[0].thrown and hooks[1].thrown, [hook.thrown for hook in hooks]
-    client.reshard_automatically("control.fifo")
-    client.reshard_automatically("orders.fifo")
-    control = client.get_queue("control.fifo").shards
-    assert control > 4, f"the control did not grow ({[hook.thrown for hook in hooks]} claims throttled)"
-    assert client.get_queue("orders.fifo").shards == control, [hook.thrown for hook in hooks]
+    for name, hook in zip(("control.fifo", "orders.fifo"), hooks, strict=True):
+        with throttling(dynamodb, hook):
+            _sent_and_received(client, clock, name, 10)
+    _assert_grown_alike(client, hooks)
 
 
 def test_a_backlog_drained_at_an_old_place_does_not_hold_the_growth_its_partitions_other_groups_need(
@@ -312,11 +298,9 @@ def test_a_backlog_drained_at_an_old_place_does_not_hold_the_growth_its_partitio
     hooks = [
         ThrottleAll("UpdateItem", _at_partition_zero_but_the_stuck_group(n)) for n in ("control.fifo", "orders.fifo")
     ]
-    for hook in hooks:
-        dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
-        for name in ("control.fifo", "orders.fifo"):
-            sub = client.queue(name, "c")
+    for name, hook in zip(("control.fifo", "orders.fifo"), hooks, strict=True):
+        sub = client.queue(name, "c")
+        with throttling(dynamodb, hook):
             for second in range(10):
                 sub.send_batch([{"body": f"g{second}-{i}:{BODY}", "group_id": f"g{second}-{i}"} for i in range(8)])
                 with contextlib.suppress(Throttled):
@@ -324,14 +308,7 @@ def test_a_backlog_drained_at_an_old_place_does_not_hold_the_growth_its_partitio
                     if got:
                         sub.delete_batch([message.receipt_handle for message in got])
                 clock.advance(1)
-    finally:
-        for hook in hooks:
-            dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
-    client.reshard_automatically("control.fifo")
-    client.reshard_automatically("orders.fifo")
-    control = client.get_queue("control.fifo").shards
-    assert control > 4, f"the control did not grow ({[hook.thrown for hook in hooks]} claims throttled)"
-    assert client.get_queue("orders.fifo").shards == control, [hook.thrown for hook in hooks]
+    _assert_grown_alike(client, hooks)
 
 
 def test_a_queue_wide_receive_tells_the_load_meter_the_throttles_its_claims_met(
@@ -350,12 +327,9 @@ def test_a_queue_wide_receive_tells_the_load_meter_the_throttles_its_claims_met(
     wide = client.queue_wide("orders.fifo")
     store = client._ctx.store
     before = store.throttles
-    dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
-    try:
+    with throttling(dynamodb, hook):
         for _ in range(5):
             with contextlib.suppress(Throttled):
                 wide.receive(max_messages=10)
-    finally:
-        dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
     assert hook.thrown and store.throttles - before == hook.thrown  # counted on the receiving thread
     assert sum(throttles for _, throttles, _ in told) == hook.thrown, f"{hook.thrown} claims throttled, told {told}"
