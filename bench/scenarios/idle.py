@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from queue_core import QueueClient, limits, shard_marks, shards
 
+from .. import pricing
 from ..backend import moto_backend
 from ..queues import OursQueue
 
@@ -47,6 +48,9 @@ TIGHT_LOOPS: Final = (("tight_same", True), ("tight_two", False))
 # Consumer processes that take turns, one receive a round, as a fleet's containers do (`_consumers`): none of them
 # knows which shards the others emptied.
 CONSUMERS: Final = 4
+# The counterfactual row (full sizes only): FIFO messages to this many groups at this many shards, with every write
+# that makes a message visible putting its mark (`_every_send_marks`).
+COUNTERFACTUAL: Final = (50, 64)
 
 
 class _Clock:
@@ -72,6 +76,25 @@ def _process(backend: Any, clock: _Clock, queue: str, groups: int) -> OursQueue:
     ours.sub = ours.core.queue(queue, "tenant-a")
     ours.warm()
     return ours
+
+
+@contextmanager
+def _every_send_marks() -> Iterator[None]:
+    """What the figures would be if no process trusted a mark it put or read (`shard_marks.Marks.trusted`): every
+    send puts its shard's mark, so that a consumer is told of each message's shard, at a mark write per message.
+    A counterfactual, to weigh the receives' queries against the writes that would spare them."""
+    saved = shard_marks.Marks.trusted
+    shard_marks.Marks.trusted = lambda *_: False  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        shard_marks.Marks.trusted = saved  # type: ignore[method-assign]
+
+
+def _dollars(cost: Any, delivered: int) -> float:
+    """On-demand dollars per million delivered messages: every call of the figure, the sends' and deletes' too."""
+    per = cost.per(delivered)
+    return pricing.dynamodb_dollars_per_million(per["write_units"], per["read_units"])
 
 
 @contextmanager
@@ -101,9 +124,9 @@ def _polls(meter: Any, consumer: OursQueue, polls: int) -> list[int]:
     return [_queries(meter, lambda: consumer.receive(10)) for _ in range(polls)]
 
 
-def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool) -> dict[str, Any]:
+def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool, tag: str = "") -> dict[str, Any]:
     fifo = groups > 0
-    name = f"idle-{'f' if fifo else 's'}{shards}-{groups}"
+    name = f"idle-{'f' if fifo else 's'}{shards}-{groups}{tag}"
     core = QueueClient("idle", dynamodb=backend.client, clock=clock)
     core.create_table()
     core.create_queue(name + (".fifo" if fifo else ""), fifo=fifo, visibility_timeout=30, shards=shards)
@@ -137,6 +160,7 @@ def _one(backend: Any, clock: _Clock, shards: int, groups: int, quick: bool) -> 
                 clock.skew += 0.2
         delivered = len(waited)
         row[f"{label}_queries_per_delivered"] = cost.calls["Query"] / max(delivered, 1)
+        row[f"{label}_dollars"] = _dollars(cost, delivered)
         row[f"{label}_delivered"] = delivered
         row[f"{label}_late"] = sum(1 for rounds in waited if rounds > 0)
         row[f"{label}_most_late"] = max(waited, default=0)
@@ -209,7 +233,11 @@ def _rounds(
                 delivered += len(got)
                 got = consumer.receive(10) if len(got) == 10 else []
             clock.skew += step
-    return {f"{label}_queries_per_delivered": cost.calls["Query"] / max(delivered, 1), f"{label}_delivered": delivered}
+    return {
+        f"{label}_queries_per_delivered": cost.calls["Query"] / max(delivered, 1),
+        f"{label}_dollars": _dollars(cost, delivered),
+        f"{label}_delivered": delivered,
+    }
 
 
 def _late(row: dict[str, Any]) -> str:
@@ -221,30 +249,46 @@ def _late(row: dict[str, Any]) -> str:
     )
 
 
+def _kind(row: dict[str, Any]) -> str:
+    if not row["fifo"]:
+        return "standard"
+    marks = ", every send marks (counterfactual)" if row.get("every_send_marks") else ""
+    return f"FIFO, {row['groups']} groups{marks}"
+
+
+def _print(row: dict[str, Any]) -> None:
+    print(
+        f"  {_kind(row)}, {row['shards']:>3} shards: empty receive "
+        f"{row['never_sent_first']} first, {row['never_sent_poll']:.1f} a poll (never sent), "
+        f"{row['drained_poll_at_once']:.1f} / {row['drained_poll_later']:.1f} (drained, at once / later, "
+        f"most {row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}), "
+        f"{row['drained_poll_apart']:.1f} a poll a second or more apart; low load "
+        f"{row['one_sender_queries_per_delivered']:.2f} queries per delivered (one sender), "
+        f"{row['senders_queries_per_delivered']:.2f} ({SENDERS} senders), "
+        f"{row['uncached_queries_per_delivered']:.2f} (one sender, receives a second or more apart)"
+        + (f", {row['receive_1_queries_per_delivered']:.2f} (receive(1))" if not row["fifo"] else "")
+        + f"; a tight loop {row['tight_same_queries_per_delivered']:.2f} (one process) / "
+        f"{row['tight_two_queries_per_delivered']:.2f} (two); "
+        f"{row['consumers_queries_per_delivered']:.2f} ({CONSUMERS} consumers in turn); "
+        f"${row['one_sender_dollars']:.2f} / ${row['consumers_dollars']:.2f} per million delivered "
+        f"(one sender / {CONSUMERS} consumers)"
+    )
+    print("    delivered late (most rounds late): " + _late(row))
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     rows = []
     with moto_backend() as backend:
         clock = _Clock()
         for groups in (0, *FIFO_GROUPS):
             for shards in SHARD_COUNTS if not quick else (1, 64):
-                row = _one(backend, clock, shards, groups, quick)
-                rows.append(row)
-                fifo = groups > 0
-                print(
-                    f"  {f'FIFO ({groups} groups)' if fifo else 'standard'} {shards:>3} shards: empty receive "
-                    f"{row['never_sent_first']} first, {row['never_sent_poll']:.1f} a poll (never sent), "
-                    f"{row['drained_poll_at_once']:.1f} / {row['drained_poll_later']:.1f} (drained, at once / later, "
-                    f"most {row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}), "
-                    f"{row['drained_poll_apart']:.1f} a poll a second or more apart; low load "
-                    f"{row['one_sender_queries_per_delivered']:.2f} queries per delivered (one sender), "
-                    f"{row['senders_queries_per_delivered']:.2f} ({SENDERS} senders), "
-                    f"{row['uncached_queries_per_delivered']:.2f} (one sender, receives a second or more apart)"
-                    + (f", {row['receive_1_queries_per_delivered']:.2f} (receive(1))" if not fifo else "")
-                    + f"; a tight loop {row['tight_same_queries_per_delivered']:.2f} (one process) / "
-                    f"{row['tight_two_queries_per_delivered']:.2f} (two); "
-                    f"{row['consumers_queries_per_delivered']:.2f} ({CONSUMERS} consumers in turn)"
-                )
-                print("    delivered late (most rounds late): " + _late(row))
+                rows.append(_one(backend, clock, shards, groups, quick))
+                _print(rows[-1])
+        if not quick:
+            groups, shards = COUNTERFACTUAL
+            with _every_send_marks():
+                rows.append({**_one(backend, clock, shards, groups, quick, "-marked"), "every_send_marks": True})
+            _print(rows[-1])
         name = backend.name
     return {"backend": name, "rows": rows}
 
@@ -278,27 +322,31 @@ def section(results: dict[str, Any]) -> list[str]:
         "a consumer whose receives each come from a fresh process pays the marks each time). FIFO "
         "messages go to 3 groups in turn, and to 50. One shard is the baseline: its receive reads that shard alone, "
         "as before. Before shard marks, an empty receive of a queue of 64 shards cost 64 queries (512 at 512 "
-        "shards) and the low-load trickle 13.1 queries per delivered message at 64 shards (the sharding scenario).",
+        "shards) and the low-load trickle 13.1 queries per delivered message at 64 shards (the sharding scenario). "
+        "The dollars are on-demand prices for every call of the figure (the sends' and deletes' as well), per "
+        "million delivered. The last row is a counterfactual, run only to weigh the design: no process trusts a "
+        "mark it put or read, so every send puts its shard's mark and a consumer is told where each message is, at "
+        "a mark write per message (a write unit costs five read units, and a query of one small item half a read "
+        "unit: a mark write pays for ten such queries).",
         "",
         "| queue | shards | empty receive: first / a poll (never sent) | drained: at once / later (most) / later, "
         "polls a second or more apart | queries per delivered: one sender / 5 senders / receive(1) | one sender, "
         "receives a second or more apart | a tight loop: one process / two | one sender, "
         f"{CONSUMERS} consumers in turn | delivered in a later round (most rounds late), in the order of the low-load "
-        "columns |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"columns | dollars per million delivered: one sender / {CONSUMERS} consumers in turn |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in results["rows"]:
         one = f"{row['receive_1_queries_per_delivered']:.2f}" if "receive_1_queries_per_delivered" in row else "-"
-        kind = f"FIFO, {row['groups']} groups" if row["fifo"] else "standard"
         lines.append(
-            f"| {kind} | {row['shards']} | {row['never_sent_first']} / "
+            f"| {_kind(row)} | {row['shards']} | {row['never_sent_first']} / "
             f"{row['never_sent_poll']:.1f} | {row['drained_poll_at_once']:.1f} / {row['drained_poll_later']:.1f} "
             f"({row['drained_poll_max_at_once']} / {row['drained_poll_max_later']}) / "
             f"{row['drained_poll_apart']:.1f} | "
             f"{row['one_sender_queries_per_delivered']:.2f} / {row['senders_queries_per_delivered']:.2f} / {one} | "
             f"{row['uncached_queries_per_delivered']:.2f} | {row['tight_same_queries_per_delivered']:.2f} / "
             f"{row['tight_two_queries_per_delivered']:.2f} | {row['consumers_queries_per_delivered']:.2f} | "
-            f"{_late(row)} |"
+            f"{_late(row)} | {row['one_sender_dollars']:.2f} / {row['consumers_dollars']:.2f} |"
         )
     lines += ["", f"Backend: {results['backend']}. Rerun: `.venv/bin/python -m bench.run --only idle`.", ""]
     return lines
