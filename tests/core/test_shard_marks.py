@@ -811,77 +811,27 @@ def test_a_throttled_shard_among_those_of_an_old_list_does_not_hide_a_message_on
     assert [m.body for m in got] == ["y"]
 
 
-def _groups_on_shards(count: int, shards: int) -> list[str]:
-    """FIFO groups each on a shard of its own, in order."""
-    groups: list[str] = []
-    for number in range(10_000):
-        group = f"g{number}"
-        if keys.group_shard(group, shards) not in {keys.group_shard(other, shards) for other in groups}:
-            groups.append(group)
-        if len(groups) == count:
-            return groups
-    raise AssertionError("not enough shards")
-
-
-def _sharing(group: str, shards: int, besides: list[str]) -> str:
+def _sharing(group: str, shards: int) -> str:
     """Another FIFO group on the shard of `group`."""
-    return next(
-        f"h{number}"
-        for number in range(100_000)
-        if keys.group_shard(f"h{number}", shards) == keys.group_shard(group, shards) and f"h{number}" not in besides
-    )
+    return next(f"h{n}" for n in range(100_000) if keys.group_shard(f"h{n}", shards) == keys.group_shard(group, shards))
 
 
-@pytest.mark.usefixtures("listed_on_queue_time")
-def test_a_fifo_message_to_another_group_of_a_shard_its_consumer_emptied_is_found_at_once(
-    client: QueueClient, dynamodb: Any, clock: Any
+@pytest.mark.parametrize(("rate", "spread"), [(8, True), (2, False)])
+def test_a_steady_fifo_sender_pays_one_mark_write_per_shard_per_mark_seconds(
+    client: QueueClient, dynamodb: Any, clock: Any, rate: int, spread: bool
 ) -> None:
-    """Groups share shards (a group's shard is fixed by its name). A sender that put a shard's mark for one group
-    and then sends to another group there, while a consumer emptied the shard in between, puts the mark again: the
-    consumer found such a message only by visiting the shards it had emptied, one a receive (FIFO messages to 50
-    groups in turn from another process: 13 of 30 up to 24 receives late)."""
-    client.create_queue("groups.fifo", fifo=True, shards=SHARDS)
-    producer = _other(client, dynamodb).queue("groups.fifo", "t")
-    consumer = _other(client, dynamodb).queue("groups.fifo", "t")
-    groups = _groups_on_shards(6, SHARDS)
-    for group in groups:  # a slow sender: fewer than `BUSY_PUTS` marks a second
-        producer.send(f"to {group}", group_id=group)
-        got = consumer.receive(max_messages=10)
-        assert [m.body for m in got] == [f"to {group}"]
-        consumer.delete(got[0].receipt_handle)
-        clock.advance(0.3)
-    other = _sharing(groups[3], SHARDS, groups)  # neither the shard emptied first nor the one emptied last
+    """The module's promise for a steady sender, FIFO: one mark write per shard per `MARK_SECONDS`, not one per
+    message, whatever groups its messages go to. `spread`: a new group for every message (a fleet's containers
+    each sending a few messages a second to many groups, each container a process); otherwise two groups that
+    share a shard, in turn. The marks of a sub-queue are one partition key (about 1,000 writes a second): a
+    sender that put a mark per message, up to `BUSY_PUTS` a second, would let about 200 such containers fill it
+    whatever the shard count."""
+    shards, seconds = 4, 20
+    client.create_queue("steady.fifo", fifo=True, shards=shards)
+    sender = _other(client, dynamodb).queue("steady.fifo", "t")
+    pair = ["a", _sharing("a", shards)]
     with _MarkPuts(dynamodb) as puts:
-        producer.send("to another group", group_id=other)
-    assert puts.count == 1
-    assert [m.body for m in consumer.receive(max_messages=10)] == ["to another group"]
-
-
-def test_a_fifo_send_from_a_process_putting_few_marks_trusts_only_its_put_for_the_same_group() -> None:
-    marks = shard_marks.Marks()
-    put_at = 1_000_000
-    marks.note_put(shard_marks.Mark(0, 3, 0, put_at, "0#00003#0"), "a")
-    assert marks.trusted(0, 3, put_at + 1, "a")
-    assert not marks.trusted(0, 3, put_at + 1, "b")
-    assert marks.trusted(0, 3, put_at + 1)  # a write of no group (a release, a standard send): the shard's put
-    marks.note_listed([shard_marks.Mark(0, 4, 0, put_at, "0#00004#0")], 0.0, 0)
-    assert not marks.trusted(0, 4, put_at + 1, "a")  # another process's put, for whichever group
-    for number in range(shard_marks.BUSY_PUTS - 1):  # now busy: it trusts as any write does
-        marks.note_put(shard_marks.Mark(0, 10 + number, 0, put_at + number, f"0#{10 + number:05}#0"), "x")
-    assert marks.trusted(0, 3, put_at + 100, "b")
-    assert marks.trusted(0, 4, put_at + 100, "a")
-    assert not marks.trusted(0, 3, put_at + 1_100, "b")  # a second later, no longer busy
-
-
-def test_a_fifo_sender_on_a_sub_queue_of_one_shard_trusts_its_mark_for_every_group(
-    client: QueueClient, dynamodb: Any, clock: Any
-) -> None:
-    """Receives of a sub-queue of one shard read the shard, not its marks: a mark put again for each group would
-    be a write per message for nothing."""
-    client.create_queue("one.fifo", fifo=True, shards=1)
-    producer = _other(client, dynamodb).queue("one.fifo", "t")
-    with _MarkPuts(dynamodb) as puts:
-        for number in range(6):
-            producer.send(f"m{number}", group_id=f"g{number}")
-            clock.advance(0.3)
-    assert puts.count == 1
+        for number in range(seconds * rate):
+            sender.send(f"m{number}", group_id=f"g{number}" if spread else pair[number % 2])
+            clock.advance(1 / rate)
+    assert puts.count <= shards * (seconds // shard_marks.MARK_SECONDS + 1), puts.count

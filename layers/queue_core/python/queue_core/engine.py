@@ -171,13 +171,12 @@ class EngineBase:
         self.picker = self.traffic.picker
         self.gauge = self.traffic.gauge
 
-    def announce(self, due: Iterable[tuple[int, int, int]], group: str | None = None) -> None:
-        """After a write that made messages visible at some time, `(priority, visible_at, shard)` of each (a FIFO
-        send: to `group`): the ready markers for queue-wide receives (`ready`), the shard marks for this
-        sub-queue's (`shard_marks`)."""
+    def announce(self, due: Iterable[tuple[int, int, int]]) -> None:
+        """After a write that made messages visible at some time, `(priority, visible_at, shard)` of each: the
+        ready markers for queue-wide receives (`ready`), the shard marks for this sub-queue's (`shard_marks`)."""
         due = list(due)
         ready.announce(self.ctx, self.space, [(priority, at) for priority, at, _ in due])
-        shard_marks.announce(self.ctx, self.space, [(priority, shard) for priority, _, shard in due], group)
+        shard_marks.announce(self.ctx, self.space, [(priority, shard) for priority, _, shard in due])
 
     def mark_ahead(self, due: Iterable[tuple[int, int, int]]) -> None:
         """Before writes the caller commits in its own transaction: their shards' marks (`shard_marks.ahead`)."""

@@ -109,15 +109,15 @@ class FifoSends(FifoGroups):
                     if entry is not None:
                         results[entry.index] = duplicate_of(cancelled.reasons[position], self.settings)
                 if results:  # a first send stored with every answer lost never put its mark
-                    self._announce_sent(pending, now, placement.key, group)
+                    self.announce(self.ready_pairs(pending, now, placement.key))
                 pending = [entry for entry in pending if entry.index not in results]
                 continue
             except QueueError:
-                self._announce_sent(pending, now, placement.key, group)  # stored perhaps: then found
+                self.announce(self.ready_pairs(pending, now, placement.key))  # stored perhaps: then found
                 raise
             results.update({entry.index: sent(ref, item) for entry, ref, item in refs})
             self.traffic.remember_last_seq(group, int(refs[-1][1].sequence))
-            self._announce_sent([entry for entry, _, _ in refs], now, placement.key, group)
+            self.announce(self.ready_pairs([entry for entry, _, _ in refs], now, placement.key))
             return results
         raise Throttled("too many concurrent sends to this group; retry")
 
@@ -185,12 +185,6 @@ class FifoSends(FifoGroups):
             actions.append(writes.store_new(item))
             refs.append((entry, ref, item))
         return actions, refs
-
-    def _announce_sent(self, entries: list[Entry], now: int, group_key: dict[str, str], group: str) -> None:
-        """The marks of messages appended to `group`: where receives read the marks (several shards), a process
-        that puts few marks trusts only its put for the same group (`shard_marks.Marks.trusted`); a sub-queue of
-        one shard is read whole, and its marks only wait for it to grow, so the trust is the shard's."""
-        self.announce(self.ready_pairs(entries, now, group_key), group if self.settings.read_shards > 1 else None)
 
     def ready_pairs(self, entries: list[Entry], now: int, group_key: dict[str, str]) -> list[tuple[int, int, int]]:
         """The marks appended entries need (FIFO has one priority): when the first of them is visible, at their

@@ -8,13 +8,7 @@ unlock, a redrive) puts its shard's *now mark* after it — unless this process 
 `MARK_SECONDS`: a process trusts its own recent put, so a steady sender pays one mark write per shard per
 `MARK_SECONDS`, not one per message. It trusts as well, as long, a now mark another process put, seen in a list it
 read (for its receives, or because it puts many marks: `BUSY_PUTS`), so that many fast senders on many shards share
-their marks instead of each putting all of them. A FIFO send from a process that puts few marks (fewer than
-`BUSY_PUTS` within the last second) trusts only its own put for the same group: the shard of a group is fixed by
-its name and several groups share one, and a message to another group stored under a put for the first gave no sign
-of its shard to a consumer that had emptied it since, which found it only by visiting the shards it had emptied one
-a receive (FIFO messages to 50 groups in turn from another process, 64 shards: 13 of 30 up to 24 receives late,
-4.4 queries per delivered message; 6.4 for receives a second apart). Such a process puts at most about
-`BUSY_PUTS` marks a second more; a busy one trusts as before. A receive drains a mark when the shard had
+their marks instead of each putting all of them. A receive drains a mark when the shard had
 nothing due: it looks at the shard's first index entry (in flight, delayed, locked), puts an *at mark* for that
 time, and drops the marks it read. Why no message is left without a mark:
 
@@ -149,7 +143,6 @@ class Marks:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._put: dict[tuple[int, int], int] = {}
-        self._put_for: dict[tuple[int, int], str | None] = {}  # the FIFO group each own now mark was put for
         self._seen: dict[tuple[int, int], int] = {}
         self._recent_puts: list[int] = []
         self._listed_ms: int | None = None
@@ -305,22 +298,12 @@ class Marks:
                 self._taken.clear()
             self._taken[(priority, shard)] = at
 
-    def trusted(self, priority: int, shard: int, now: int, group: str | None = None) -> bool:
+    def trusted(self, priority: int, shard: int, now: int) -> bool:
         """Whether a write at `now` may skip the now mark's put: this process put it, or read it put by another,
-        less than `MARK_SECONDS` before (see the module's docstring). A FIFO send to `group` from a process that
-        puts few marks (`busy`) trusts only its own put for that very group: one put for another group of the shard
-        says nothing of this message to a consumer that emptied the shard since (the module's docstring)."""
+        less than `MARK_SECONDS` before (see the module's docstring)."""
         with self._lock:
-            key = (priority, shard)
-            if group is not None and not self._busy(now):
-                put_at = self._put.get(key, -1) if self._put_for.get(key) == group else -1
-            else:
-                put_at = max(self._put.get(key, -1), self._seen.get(key, -1))
+            put_at = max(self._put.get((priority, shard), -1), self._seen.get((priority, shard), -1))
         return put_at >= 0 and now < put_at + MARK_SECONDS * 1000
-
-    def _busy(self, now: int) -> bool:
-        """This process put `BUSY_PUTS` marks within the second before `now` (the lock held)."""
-        return sum(1 for at in self._recent_puts if at > now - 1000) >= BUSY_PUTS
 
     def begin_busy_read(self, now: int) -> bool:
         """Whether this putter reads the list before its next put (and the one thread that does): it put
@@ -328,22 +311,20 @@ class Marks:
         before `now`, all on the queue's clock."""
         with self._lock:
             self._recent_puts = [at for at in self._recent_puts if at > now - 1000]
-            if not self._busy(now):
+            if len(self._recent_puts) < BUSY_PUTS:
                 return False
             if self._listed_ms is not None and now < self._listed_ms + LIST_SECONDS * 1000:
                 return False
             self._listed_ms = now
             return True
 
-    def note_put(self, mark: Mark, group: str | None = None) -> None:
-        """A mark this process put (for a FIFO send to `group`): a now mark is trusted for `MARK_SECONDS`, and
-        any joins the list it read, so that its own receives know of it at once (the list stays as complete as when
-        it was read)."""
+    def note_put(self, mark: Mark) -> None:
+        """A mark this process put: a now mark is trusted for `MARK_SECONDS`, and any joins the list it read, so
+        that its own receives know of it at once (the list stays as complete as when it was read)."""
         with self._lock:
             key = (mark.priority, mark.shard)
-            if mark.at == 0 and mark.put_at >= self._put.get(key, -1):
+            if mark.at == 0 and mark.put_at > self._put.get(key, -1):
                 self._put[key] = mark.put_at
-                self._put_for[key] = group
             self._recent_puts = [*self._recent_puts[-max(BUSY_PUTS, 1) :], mark.put_at]
             if self._read_at is not None:
                 kept = [old for old in self._listed.get(mark.priority, []) if old.sk != mark.sk]
@@ -416,16 +397,15 @@ def _marks(ctx: Context, space: Space) -> Marks:
     return ctx.shared(("shard marks", space), Marks)
 
 
-def announce(ctx: Context, space: Space, due: Iterable[tuple[int, int]], group: str | None = None) -> None:
+def announce(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
     """Puts the now mark of each `(priority, shard)`, after the write that made a message of it visible at some
-    time (a FIFO send: to `group`), unless this process put it lately, or read it put lately by another
-    (`Marks.trusted`). Logged, not raised, when it cannot be put: the write is done, and the sweep puts what is
-    missing."""
+    time, unless this process put it lately, or read it put lately by another. Logged, not raised, when it cannot
+    be put: the write is done, and the sweep puts what is missing."""
     marks = _marks(ctx, space)
     for priority, shard in sorted(set(due)):
         marks.looks.sent(priority, shard, ctx.now_ms())
-        if not _trusted(ctx, space, marks, priority, shard, 0, group):
-            _put(ctx, space, marks, priority, shard, 0, group)
+        if not _trusted(ctx, space, marks, priority, shard, 0):
+            _put(ctx, space, marks, priority, shard, 0)
 
 
 def ahead(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
@@ -439,12 +419,10 @@ def ahead(ctx: Context, space: Space, due: Iterable[tuple[int, int]]) -> None:
             _put(ctx, space, marks, priority, shard, 0)
 
 
-def _trusted(
-    ctx: Context, space: Space, marks: Marks, priority: int, shard: int, ahead_ms: int, group: str | None = None
-) -> bool:
+def _trusted(ctx: Context, space: Space, marks: Marks, priority: int, shard: int, ahead_ms: int) -> bool:
     """Whether the now mark needs no put for a write `ahead_ms` from now (`Marks.trusted`); a busy putter reads
     the list first (`BUSY_PUTS`). A throttled read leaves the put to be made."""
-    if marks.trusted(priority, shard, ctx.now_ms() + ahead_ms, group):
+    if marks.trusted(priority, shard, ctx.now_ms() + ahead_ms):
         return True
     if not marks.begin_busy_read(ctx.now_ms()):
         return False
@@ -454,12 +432,10 @@ def _trusted(
     except QueueError:  # the write is done: whatever the read met, the mark is put
         logger.debug("shard marks of %s not read; the mark is put", space.client, exc_info=True)
         return False
-    return marks.trusted(priority, shard, ctx.now_ms() + ahead_ms, group)
+    return marks.trusted(priority, shard, ctx.now_ms() + ahead_ms)
 
 
-def _put(
-    ctx: Context, space: Space, marks: Marks, priority: int, shard: int, at: int, group: str | None = None
-) -> Mark | None:
+def _put(ctx: Context, space: Space, marks: Marks, priority: int, shard: int, at: int) -> Mark | None:
     """The mark, put with the clock read now (never older than the writes it announces); None if not put."""
     for pause in (*PUT_RETRY_PAUSES, None):
         put_at = ctx.now_ms()
@@ -475,7 +451,7 @@ def _put(
             logger.warning("shard mark %s of %s not written; the sweep will", item["sk"], space.client, exc_info=error)
             return None
         mark = Mark(priority, shard, at, put_at, str(item["sk"]))
-        marks.note_put(mark, group)
+        marks.note_put(mark)
         return mark
     return None
 
