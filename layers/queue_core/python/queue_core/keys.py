@@ -204,6 +204,11 @@ def ready_marker_parts(gsi1sk: str) -> tuple[int, int, str]:
     return int(at), 9 - int(rank), client
 
 
+# The kinds of partition a shard count splits (`Space.message_pk`, `dlq_pk`, `group_item_pk`: `…#{shard}`), and so
+# the index's: a key of any other kind holds the same items at any count.
+SHARD_KINDS: Final = ("M#", "D#", "F#")
+
+
 @dataclass(frozen=True)
 class Space:
     """The partition keys of one sub-queue in one generation of its queue."""

@@ -33,7 +33,7 @@ from botocore.exceptions import (
 )
 
 from ..errors import InternalError, MessageTooLarge, Throttled, ValidationError
-from ..keys import band_due_range, band_range, index_upper
+from ..keys import SHARD_KINDS, band_due_range, band_range, index_upper
 from ..table import INDEX_NAME
 from .write import Write, serialize
 
@@ -80,6 +80,11 @@ _THROTTLES = frozenset(
 # on-demand quota or maximum), not one key's. More shards cannot help such a throttle, and reports or growth would
 # add reads and writes to a table already at its limit: it is counted apart from a hot key's (`capacity_throttles`).
 _CAPACITY_LIMITS = ("ProvisionedThroughputExceeded", "AccountLimitExceeded", "MaxOnDemandThroughputExceeded")
+# A throttle on a key of no shard's kind (`keys.SHARD_KINDS`: a FIFO group's own messages, one partition per group;
+# the shard marks, one per sub-queue; dedup buckets, ready markers, load reports, the settings) is one more shards
+# cannot relieve: it is counted apart (`unsharded_throttles`), never as a key's (a hot group's claims met one at each
+# message they marked, and refused mark puts did at each send: either grew a queue of 4 shards to 16 for nothing, and
+# more shards put more marks).
 _AT_CAPACITY = "the table or its index is at its capacity (provisioned units or quota); retry later"
 _THROTTLING = "DynamoDB is throttling or unavailable; retry later"
 # Network failures: the request may or may not have been applied, so they are reported as "retry later",
@@ -168,6 +173,36 @@ def capacity_throttle(answer: Any) -> bool:
         return False
     reasons = answer.get("ThrottlingReasons") or answer.get("throttlingReasons") or []
     return bool(reasons) and all(str(reason.get("reason", "")).endswith(_CAPACITY_LIMITS) for reason in reasons)
+
+
+def _on_a_shard(request: dict[str, Any]) -> bool:
+    """Whether a request of one item, a query (`Store.query`'s `:qpk`), or one part of a transaction or a batch (the
+    `Put`, `Update`, `Delete`, `ConditionCheck`, `PutRequest` or `DeleteRequest` itself) acts on a shard's key."""
+    key = request.get("Key") or request.get("Item") or {"pk": request.get("ExpressionAttributeValues", {}).get(":qpk")}
+    pk = key.get("pk") if isinstance(key, dict) else None
+    return isinstance(pk, dict) and str(pk.get("S", "")).startswith(SHARD_KINDS)
+
+
+def _parts(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items a request acts on, each as `_on_a_shard` reads one: a transaction's and a batch's one by one."""
+    if "TransactItems" in request:
+        return [next(iter(part.values()), {}) for part in request["TransactItems"]]
+    if "RequestItems" in request:
+        return [
+            part
+            for asked in request["RequestItems"].values()
+            for part in (
+                [{"Key": key} for key in asked.get("Keys", [])]
+                if isinstance(asked, dict)
+                else [next(iter(entry.values()), {}) for entry in asked]
+            )
+        ]
+    return [request]
+
+
+def _off_shards(parts: list[dict[str, Any]]) -> bool:
+    """Whether a throttle of a request acting on `parts` is one more shards cannot relieve: none is on a shard's key."""
+    return not any(_on_a_shard(part) for part in parts)
 
 
 def at_capacity(error: Throttled) -> bool:
@@ -314,13 +349,29 @@ class Store:
         """Throttles of the table's or the index's capacity answered to this thread so far: never a reason to grow."""
         return getattr(self._seen, "capacity", 0)
 
-    def note_throttle(self, answer: Any = None) -> None:
-        """Counts one throttle, as a key's or, when `answer` names only the capacity as its reason, as the table's."""
+    @property
+    def unsharded_throttles(self) -> int:
+        """Throttles answered to this thread so far on partitions no shard count splits (`keys.SHARD_KINDS`): never
+        a reason to grow."""
+        return getattr(self._seen, "unsharded", 0)
+
+    def note_throttle(self, answer: Any = None, off_shards: bool | None = None) -> None:
+        """Counts one throttle: as the table's when `answer` names only the capacity as its reason, as an unsharded
+        partition's when it was met on no shard's key (`off_shards`; None: that of the request `_call` is making),
+        else as a key's."""
+        if off_shards is None:
+            off_shards = getattr(self._seen, "off_shards", False)
         if capacity_throttle(answer):
             self._seen.capacity = self.capacity_throttles + 1
+        elif off_shards:
+            self._seen.unsharded = self.unsharded_throttles + 1
         else:
             self._seen.count = self.throttles + 1
             self._seen.old = self.old_place_throttles + getattr(self._seen, "at_old", 0.0)
+
+    def _counts(self) -> tuple[float, ...]:
+        """This thread's throttles so far: a key's, at old places, of the capacity, off the shards' keys."""
+        return (self.throttles, self.old_place_throttles, self.capacity_throttles, self.unsharded_throttles)
 
     def map_counted(self, pool: Executor, action: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
         """`pool.map(action, items)`, each task's throttles counted on this thread as if it had met them itself
@@ -328,8 +379,8 @@ class Store:
         met, which the pool's threads would otherwise keep. A task's exception is raised once every count is in."""
         at_old = getattr(self._seen, "at_old", 0.0)
 
-        def counted(item: _T) -> tuple[_R | None, Exception | None, tuple[int, float, int]]:
-            before = (self.throttles, self.old_place_throttles, self.capacity_throttles)
+        def counted(item: _T) -> tuple[_R | None, Exception | None, tuple[float, ...]]:
+            before = self._counts()
             outcome: _R | None = None
             error: Exception | None = None
             with self.at_old_place(at_old):
@@ -337,14 +388,14 @@ class Store:
                     outcome = action(item)
                 except Exception as raised:  # raised on the caller's thread, once every count is in
                     error = raised
-            after = (self.throttles, self.old_place_throttles, self.capacity_throttles)
-            return outcome, error, (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+            return outcome, error, tuple(after - first for after, first in zip(self._counts(), before, strict=True))
 
         done = list(pool.map(counted, items))
-        for _, _, (count, old, capacity) in done:
-            self._seen.count = self.throttles + count
+        for _, _, (count, old, capacity, unsharded) in done:
+            self._seen.count = self.throttles + int(count)
             self._seen.old = self.old_place_throttles + old
-            self._seen.capacity = self.capacity_throttles + capacity
+            self._seen.capacity = self.capacity_throttles + int(capacity)
+            self._seen.unsharded = self.unsharded_throttles + int(unsharded)
         failed = next((error for _, error, _ in done if error is not None), None)
         if failed is not None:
             raise failed
@@ -353,6 +404,7 @@ class Store:
     def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
         self._seen.maybe_applied = False
         self._seen.counted_answer = None
+        self._seen.off_shards = _off_shards(_parts(kwargs))  # for the throttles the SDK's retry handler counts
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
@@ -371,8 +423,11 @@ class Store:
                 raise ConditionFailed(deserialize(error.response.get("Item")), self._seen.maybe_applied) from None
             if code == "TransactionCanceledException":
                 reasons = error.response.get("CancellationReasons", [])
-                if any(reason.get("Code") in _KEY_CANCELLATIONS for reason in reasons):
-                    self.note_throttle()
+                throttled = [n for n, reason in enumerate(reasons) if reason.get("Code") in _KEY_CANCELLATIONS]
+                if throttled:
+                    parts = _parts(kwargs)
+                    refused = [parts[n] for n in throttled if n < len(parts)]
+                    self.note_throttle(off_shards=len(refused) == len(throttled) and _off_shards(refused))
                 self._raise_cancelled(error)
             _raise_mapped(error)
         except _NotSent as error:
@@ -382,6 +437,8 @@ class Store:
             raise Throttled("DynamoDB's answer was lost and the write may have been applied; retry later") from error
         except BotoCoreError as error:
             _raise_mapped(error)
+        finally:
+            self._seen.off_shards = False
         raise AssertionError("unreachable")
 
     def _missing_tables(self, items: Sequence[dict[str, Any]]) -> str:
@@ -533,8 +590,8 @@ class Store:
                 _backoff(attempt)
                 continue
             pending = answer.get("UnprocessedItems", {}).get(self.table, [])
-            if pending:
-                self.note_throttle()  # items left unprocessed: DynamoDB throttled their keys
+            if pending:  # items left unprocessed: DynamoDB throttled their keys
+                self.note_throttle(off_shards=_off_shards(_parts({"RequestItems": {self.table: pending}})))
                 _backoff(attempt)
         return sorted(positions[_request_id(request)] for request in pending)
 
