@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from queue_core import QueueClient, Throttled, autoshard
+from queue_core import QueueClient, QueueError, Throttled, autoshard
 
 from tests.conftest import FakeClock
 from tests.throttle_hooks import ThrottleAll, request_body, throttling
@@ -142,3 +142,43 @@ def test_throttles_on_the_shard_marks_partition_never_grow_a_queue(
     assert hook.thrown * 6 >= autoshard.THROTTLES_PER_MINUTE  # 10 seconds of them: past what grows a queue
     client.reshard_automatically("orders.fifo")
     assert client.get_queue("orders.fifo").shards == 4
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"Put": None},
+        {"Put": "not an entry"},
+        {"Update": {"TableName": "shop-orders", "Key": None, "ExpressionAttributeValues": None}},
+    ],
+)
+def test_a_malformed_entry_of_the_callers_is_refused_as_a_queue_error(client: QueueClient, entry: Any) -> None:
+    """The SDK refuses such an entry before sending it (a parameter error): the caller gets a `QueueError`, as
+    for any other refusal, never an `AttributeError` from reading the entry's key."""
+    client.create_queue("events")
+    send = client.queue("events", "shop").send_transact_items("order o1 placed")
+    with pytest.raises(QueueError):
+        client.transact([entry, send])
+
+
+def test_a_throttle_on_a_fifo_queues_dead_letters_is_counted_apart(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A FIFO queue's dead letters all go to one partition (`MessageRef.dlq_key`: `D#…#0`, whatever the count):
+    a receive's move to the DLQ refused there is relieved by no count, as a group's own messages are not."""
+    client.create_queue("orders.fifo", shards=4, max_receive_count=1, visibility_timeout=1)
+    sub = client.queue("orders.fifo", "c")
+    sub.send("m", group_id="g")
+    assert len(sub.receive()) == 1
+    clock.advance(5)  # its visibility ran out: the next receive moves it to the DLQ
+    store = client._ctx.store
+    hook = _Cancelled("orders.fifo", "D")  # the dead letter's put alone
+    dynamodb.meta.events.register("before-call.dynamodb", hook._before_call)
+    try:
+        before = (store.throttles, store.unsharded_throttles)
+        with contextlib.suppress(Throttled):
+            sub.receive(max_messages=10)
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", hook._before_call)
+    assert hook.thrown == 1
+    assert (store.throttles - before[0], store.unsharded_throttles - before[1]) == (0, 1)

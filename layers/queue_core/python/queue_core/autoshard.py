@@ -30,8 +30,8 @@ are the previous count's and are left out, and so are those of requests at a pla
 group that is still there (a send to such a group; a claim in a partition that holds some, in the part they are of its
 due groups): a group stays at its old place while it has messages, so a backlog keeps its old key busy after the
 change, and more shards would not move it. Throttles on partitions no count splits (a FIFO group's own messages, the
-shard marks, dedup buckets, the settings: `Store.unsharded_throttles`) are never counted, nor those of the table's
-capacity. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says
+shard marks, dedup buckets, the settings: `Store.unsharded_throttles`) never count towards growth, nor those of the
+table's capacity. A queue throttled past `THROTTLES_PER_MINUTE` that does not grow says
 why (`Decision.held`), in a log line (the sweep's once a pass; a throttled process's that decided, at most once a minute
 each, as a sweep's pass may fail or be minutes away) and in the sweep's report, for a metric: the measured load does
 not explain the throttles (a table-level quota; `"unexplained"`), one FIFO group carries its key alone

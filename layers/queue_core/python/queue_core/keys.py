@@ -204,9 +204,12 @@ def ready_marker_parts(gsi1sk: str) -> tuple[int, int, str]:
     return int(at), 9 - int(rank), client
 
 
-# The kinds of partition a shard count splits (`Space.message_pk`, `dlq_pk`, `group_item_pk`: `…#{shard}`), and so
-# the index's: a key of any other kind holds the same items at any count.
-SHARD_KINDS: Final = ("M#", "D#", "F#")
+def split_by_shards(pk: str) -> bool:
+    """Whether a partition is one a shard count splits: a shard's standard messages or FIFO group items
+    (`Space.message_pk`, `group_item_pk`), and so their index's. Any other holds the same items at any count (a FIFO
+    group's own messages, the shard marks, dedup buckets, a FIFO queue's dead letters and their groups' record),
+    and so do standard dead letters but for moves to the DLQ, too rare to size a queue by."""
+    return pk.startswith(("M#", "F#")) and not pk.endswith("#dlq")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from botocore.exceptions import (
 )
 
 from ..errors import InternalError, MessageTooLarge, Throttled, ValidationError
-from ..keys import SHARD_KINDS, band_due_range, band_range, index_upper
+from ..keys import band_due_range, band_range, index_upper, split_by_shards
 from ..table import INDEX_NAME
 from .write import Write, serialize
 
@@ -80,11 +80,6 @@ _THROTTLES = frozenset(
 # on-demand quota or maximum), not one key's. More shards cannot help such a throttle, and reports or growth would
 # add reads and writes to a table already at its limit: it is counted apart from a hot key's (`capacity_throttles`).
 _CAPACITY_LIMITS = ("ProvisionedThroughputExceeded", "AccountLimitExceeded", "MaxOnDemandThroughputExceeded")
-# A throttle on a key of no shard's kind (`keys.SHARD_KINDS`: a FIFO group's own messages, one partition per group;
-# the shard marks, one per sub-queue; dedup buckets, ready markers, load reports, the settings) is one more shards
-# cannot relieve: it is counted apart (`unsharded_throttles`), never as a key's (a hot group's claims met one at each
-# message they marked, and refused mark puts did at each send: either grew a queue of 4 shards to 16 for nothing, and
-# more shards put more marks).
 _AT_CAPACITY = "the table or its index is at its capacity (provisioned units or quota); retry later"
 _THROTTLING = "DynamoDB is throttling or unavailable; retry later"
 # Network failures: the request may or may not have been applied, so they are reported as "retry later",
@@ -175,32 +170,51 @@ def capacity_throttle(answer: Any) -> bool:
     return bool(reasons) and all(str(reason.get("reason", "")).endswith(_CAPACITY_LIMITS) for reason in reasons)
 
 
-def _on_a_shard(request: dict[str, Any]) -> bool:
+# A throttle met on a partition no shard count splits (`keys.split_by_shards`: a FIFO group's own messages, one
+# partition per group; the shard marks, one per sub-queue; dedup buckets, ready markers, load reports, the settings)
+# is one more shards cannot relieve: it is counted apart (`unsharded_throttles`), never as a key's. Counted as a
+# key's, a hot group's claims met one at each message they marked and refused mark puts one at each send, and either
+# grew a queue of 4 shards to 16 for nothing (and more shards put more marks).
+def _on_a_shard(request: Any) -> bool:
     """Whether a request of one item, a query (`Store.query`'s `:qpk`), or one part of a transaction or a batch (the
-    `Put`, `Update`, `Delete`, `ConditionCheck`, `PutRequest` or `DeleteRequest` itself) acts on a shard's key."""
-    key = request.get("Key") or request.get("Item") or {"pk": request.get("ExpressionAttributeValues", {}).get(":qpk")}
+    `Put`, `Update`, `Delete`, `ConditionCheck`, `PutRequest` or `DeleteRequest` itself) acts on a shard's key.
+    Never raises: it reads every request, a caller's malformed transaction entry included (the SDK refuses that)."""
+    if not isinstance(request, dict):
+        return False
+    values = request.get("ExpressionAttributeValues") or {}
+    key = request.get("Key") or request.get("Item") or {"pk": values.get(":qpk") if isinstance(values, dict) else None}
     pk = key.get("pk") if isinstance(key, dict) else None
-    return isinstance(pk, dict) and str(pk.get("S", "")).startswith(SHARD_KINDS)
+    return isinstance(pk, dict) and split_by_shards(str(pk.get("S", "")))
 
 
-def _parts(request: dict[str, Any]) -> list[dict[str, Any]]:
+def _parts(request: dict[str, Any]) -> list[Any]:
     """The items a request acts on, each as `_on_a_shard` reads one: a transaction's and a batch's one by one."""
     if "TransactItems" in request:
-        return [next(iter(part.values()), {}) for part in request["TransactItems"]]
+        return [_inner(part) for part in _listed(request["TransactItems"])]
     if "RequestItems" in request:
+        asked = request["RequestItems"]
         return [
             part
-            for asked in request["RequestItems"].values()
+            for each in (asked.values() if isinstance(asked, dict) else [])
             for part in (
-                [{"Key": key} for key in asked.get("Keys", [])]
-                if isinstance(asked, dict)
-                else [next(iter(entry.values()), {}) for entry in asked]
+                [{"Key": key} for key in _listed(each.get("Keys"))]
+                if isinstance(each, dict)
+                else [_inner(entry) for entry in _listed(each)]
             )
         ]
     return [request]
 
 
-def _off_shards(parts: list[dict[str, Any]]) -> bool:
+def _listed(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _inner(entry: Any) -> Any:
+    """What a transaction's or a batch's entry (`{"Put": {...}}`) holds; None when it is not such an entry."""
+    return next(iter(entry.values()), None) if isinstance(entry, dict) else None
+
+
+def _off_shards(parts: list[Any]) -> bool:
     """Whether a throttle of a request acting on `parts` is one more shards cannot relieve: none is on a shard's key."""
     return not any(_on_a_shard(part) for part in parts)
 
@@ -351,8 +365,8 @@ class Store:
 
     @property
     def unsharded_throttles(self) -> int:
-        """Throttles answered to this thread so far on partitions no shard count splits (`keys.SHARD_KINDS`): never
-        a reason to grow."""
+        """Throttles answered to this thread so far on partitions no shard count splits (`keys.split_by_shards`):
+        never a reason to grow."""
         return getattr(self._seen, "unsharded", 0)
 
     def note_throttle(self, answer: Any = None, off_shards: bool | None = None) -> None:
