@@ -135,17 +135,23 @@ def test_a_handle_whose_dead_letter_was_redriven_moves_neither_its_group_nor_any
     assert _bodies(queue.dlq_receive(10)) == ["x", "z"]
 
 
+@pytest.mark.parametrize(
+    ("limit", "taken"), [(10, ["x", "y", "z"]), (1, ["x"])], ids=["and its dead letter", "not its dead letter"]
+)
 def test_a_handle_whose_group_a_later_receive_took_after_its_time_ran_out_changes_nothing(
-    client: QueueClient, clock: FakeClock, dynamodb: Any
+    client: QueueClient, clock: FakeClock, dynamodb: Any, limit: int, taken: list[str]
 ) -> None:
+    """Whether or not the later receive took y too (with a limit of 1 it takes x alone, and y's copy still bears
+    the first claim's stamp): the group is the later claim's, and the first claim's handle of y is stale, for
+    more time, less, or a release."""
     queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
     _, y = queue.dlq_receive(2, visibility_timeout=30)
     clock.advance(31)
-    assert _bodies(queue.dlq_receive(10, visibility_timeout=30)) == ["x", "y", "z"]
+    assert _bodies(queue.dlq_receive(limit, visibility_timeout=30)) == taken
     before = _items(dynamodb)
 
-    assert _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 120))
-    assert _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 5)), "shorter: the same"
+    for seconds in (120, 5, 0):
+        assert _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, seconds)), seconds  # noqa: B023
     assert _items(dynamodb) == before
 
 
@@ -162,18 +168,20 @@ def test_a_handle_whose_claim_another_receive_took_over_after_its_dead_letter_le
     assert _items(dynamodb) == before
 
 
+@pytest.mark.parametrize("seconds", [300, 0], ids=["more time", "a release"])
 def test_a_handle_whose_dead_letter_a_later_receive_took_between_its_claim_and_its_stamp_changes_nothing(
-    client: QueueClient, clock: FakeClock, dynamodb: Any
+    client: QueueClient, clock: FakeClock, dynamodb: Any, seconds: int
 ) -> None:
     """The claim's time runs out; another receive takes the group, and before it stamps y, y's first handle asks
-    for more time: the group is the other claim's, the first handle is stale, the other receive gets y."""
+    for more time, or releases y: the group is the other claim's, the first handle is stale, the other receive
+    gets y (a release that gave y back from the other claim would leave its group free while it holds y)."""
     queue = _dead_letters_of_one_group(client, clock, "x", "y")
     _, y = queue.dlq_receive(2, visibility_timeout=30)
     clock.advance(31)
     outcome: list[bool] = []
 
     def first_asks() -> None:
-        outcome.append(_stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 300)))
+        outcome.append(_stale(lambda: queue.dlq_change_visibility(y.receipt_handle, seconds)))
 
     stamp_y = Interleave("UpdateItem", lambda: _elsewhere(first_asks), expression_has("SET dlq_tok = :tok"))
     with attached(dynamodb, stamp_y):
@@ -182,18 +190,24 @@ def test_a_handle_whose_dead_letter_a_later_receive_took_between_its_claim_and_i
     assert _group(dynamodb)["held_until"] == _at(62), "the later receive's 30 s, from 32 s"
 
 
-def test_a_handle_whose_claim_ran_out_with_nobody_taking_its_group_holds_both_again(
-    client: QueueClient, clock: FakeClock, dynamodb: Any
+@pytest.mark.parametrize("seconds", [30, 0], ids=["more time", "a release"])
+def test_a_handle_whose_claim_ran_out_with_nobody_taking_its_group_holds_both_again_or_gives_it_back(
+    client: QueueClient, clock: FakeClock, dynamodb: Any, seconds: int
 ) -> None:
-    """Not stale: no receive took the group since. Both move, and the group is held exactly as long as y."""
+    """Not stale: no receive took the group since. More time moves both, and the group is held exactly as long
+    as y; a release gives y back, x holding the group for the claim whose time ran out."""
     queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
     _, y = queue.dlq_receive(2, visibility_timeout=30)
     clock.advance(40)
-    queue.dlq_change_visibility(y.receipt_handle, 30)
-    assert _group(dynamodb)["held_until"] == _dead(dynamodb)["y"]["dlq_until"] == _at(71)
-    clock.advance(29)
-    assert queue.dlq_receive(10) == []
-    clock.advance(2)
+    queue.dlq_change_visibility(y.receipt_handle, seconds)
+    assert _dead(dynamodb)["y"]["dlq_until"] == _at(41 + seconds)
+    if seconds:
+        assert _group(dynamodb)["held_until"] == _at(71)
+        clock.advance(29)
+        assert queue.dlq_receive(10) == []
+        clock.advance(2)
+    else:
+        assert len(_group(dynamodb)["held_copies"]) == 1
     assert _bodies(queue.dlq_receive(10)) == ["x", "y", "z"]
 
 
@@ -206,6 +220,8 @@ def test_a_handle_whose_dead_letter_its_claim_gave_back_changes_nothing(
     before = _items(dynamodb)
 
     assert _stale(lambda: queue.dlq_change_visibility(x.receipt_handle, 60))
+    clock.advance(1)
+    assert _stale(lambda: queue.dlq_change_visibility(x.receipt_handle, 0)), "released once: a second is stale too"
     assert _items(dynamodb) == before
 
 
@@ -323,6 +339,23 @@ def test_a_repeat_whose_lost_answer_of_the_dead_letters_own_write_is_sent_again_
     assert lost.lost == 1
     assert [message.receipt_handle for message in again] == [message.receipt_handle for message in first]
     assert _dead(dynamodb)["y"]["dlq_until"] == _at(41)
+
+
+def test_a_release_whose_answer_was_lost_and_sent_again_is_done_once(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """The release's transaction (the claim gives y back, y's end moves to now) applied, its answer lost: the SDK's
+    repeat is answered as the same transaction, and the release is done, y given back once, x still held."""
+    queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
+    _, y = queue.dlq_receive(2, visibility_timeout=30)
+    clock.advance(10)
+    lost = LostAnswer("TransactWriteItems", lambda body: "DELETE held_copies" in str(body))
+    with attached(dynamodb, lost):
+        queue.dlq_change_visibility(y.receipt_handle, 0)
+    assert lost.lost == 1
+    assert _dead(dynamodb)["y"]["dlq_until"] == _at(11)
+    assert len(_group(dynamodb)["held_copies"]) == 1
+    assert _bodies(queue.dlq_receive(10)) == [], "x holds the group for its claim"
 
 
 # Lost answers and other processes around the dead letter's own write.

@@ -27,8 +27,9 @@ UpdateItem, and a claim whose dead letters all left the DLQ one BatchGetItem and
 group over. Offloaded bodies are read from S3 as any read of the DLQ does. A change of visibility with a handle
 costs one TransactWriteItems of two updates (twice a plain write's units: four for items up to 1 KB, more for a
 dead letter whose body is stored in its item); when the group is held as long already, that transaction is refused
-(charged as one write of each item) and one UpdateItem of the dead letter follows. A release costs two UpdateItems,
-a delete a DeleteItem and an UpdateItem.
+(charged as one write of each item) and one UpdateItem of the dead letter follows. A release costs one
+TransactWriteItems of two updates (the claim's giving back, the dead letter's), a delete a DeleteItem and an
+UpdateItem.
 """
 
 from __future__ import annotations
@@ -169,10 +170,14 @@ def hold(
         return False
     key = space.dlq_group_key(ref.group or "")
     if until <= now:
-        # The dead letter first: the group stays held until it is free.
-        return dead_letters.hold(ctx, space, ref, receipt, until, again) and _give_back(
-            ctx, key, receipt.token, [ref.sequence]
-        )
+        # The dead letter and the claim's giving it back in one transaction, on the claim's holding the group for it:
+        # a later receive that took the group without reaching this dead letter left its stamp as it was.
+        try:
+            release = writes.release(key, receipt.token, ref.sequence)
+            ctx.store.transact_writes([release, dead_letters.hold_write(space, ref, receipt, until, again)])
+        except TransactionCancelled:
+            return False
+        return True
     # The group and the dead letter in one transaction: the dead letter is never held past its group, and a
     # handle whose dead letter is gone (a move task took it) or was taken since moves the group's time no more than
     # the dead letter's (a group held on for nobody).

@@ -58,6 +58,15 @@ def hold(key: Key, token: str, copy: str, until: int) -> Write:
     return update(key, "SET held_until = :until, expires_at = :exp", values, condition=condition)
 
 
+def release(key: Key, token: str, copy: str) -> Write:
+    """The claim `token` gives back its dead letter `copy`, only while it holds the group for it: written with the
+    dead letter's own release, so that a handle whose group a later claim took releases nothing (the dead letter's
+    stamp may still name the handle's claim, when the later one did not reach it)."""
+    values: dict[str, Any] = {":tok": token, ":copies": {copy}, ":copy": copy}
+    condition = "tok = :tok AND contains(held_copies, :copy)"
+    return update(key, "DELETE held_copies :copies", values, condition=condition)
+
+
 def give_back(key: Key, token: str, copies: list[str]) -> Write:
     """The claim `token` no longer holds `copies` (released, deleted, gone, or never taken): once it holds none,
     the group is free. Never a later claim's."""
