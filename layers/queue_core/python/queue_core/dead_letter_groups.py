@@ -170,11 +170,11 @@ def hold(
         return False
     key = space.dlq_group_key(ref.group or "")
     if until <= now:
-        # The dead letter and the claim's giving it back in one transaction, on the claim's holding the group for it:
+        # The dead letter and the claim's giving it back in one transaction, on the claim's still holding the group:
         # a later receive that took the group without reaching this dead letter left its stamp as it was.
         try:
-            release = writes.release(key, receipt.token, ref.sequence)
-            ctx.store.transact_writes([release, dead_letters.hold_write(space, ref, receipt, until, again)])
+            given_back = writes.give_back(key, receipt.token, [ref.sequence])
+            ctx.store.transact_writes([given_back, dead_letters.hold_write(space, ref, receipt, until, again)])
         except TransactionCancelled:
             return False
         return True

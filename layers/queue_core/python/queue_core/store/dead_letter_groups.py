@@ -58,16 +58,9 @@ def hold(key: Key, token: str, copy: str, until: int) -> Write:
     return update(key, "SET held_until = :until, expires_at = :exp", values, condition=condition)
 
 
-def release(key: Key, token: str, copy: str) -> Write:
-    """The claim `token` gives back its dead letter `copy`, only while it holds the group: written in one
-    transaction with the dead letter's own release, so that a handle whose group a later claim took releases
-    nothing (the dead letter's stamp may still name the handle's claim, when the later one did not reach it). A
-    release repeated while the claim holds the group is done again, as a first one (the copy given back already:
-    the same item); the transaction's token makes the SDK's repeat of an applied one harmless."""
-    return update(key, "DELETE held_copies :copies", {":tok": token, ":copies": {copy}}, condition="tok = :tok")
-
-
 def give_back(key: Key, token: str, copies: list[str]) -> Write:
     """The claim `token` no longer holds `copies` (released, deleted, gone, or never taken): once it holds none,
-    the group is free. Never a later claim's."""
+    the group is free. Never a later claim's. A release writes it in one transaction with the dead letter's own
+    (`dead_letter_groups.hold`), so that a handle whose group a later claim took releases nothing: the dead
+    letter's stamp may still name the handle's claim, when the later one did not reach it."""
     return update(key, "DELETE held_copies :copies", {":copies": set(copies), ":tok": token}, condition="tok = :tok")
