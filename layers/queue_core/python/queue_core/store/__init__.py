@@ -33,8 +33,9 @@ from botocore.exceptions import (
 )
 
 from ..errors import InternalError, MessageTooLarge, Throttled, ValidationError
-from ..keys import band_due_range, band_range, index_upper, split_by_shards
+from ..keys import band_due_range, band_range, index_upper
 from ..table import INDEX_NAME
+from . import partitions
 from .write import Write, serialize
 
 _T = TypeVar("_T")
@@ -168,55 +169,6 @@ def capacity_throttle(answer: Any) -> bool:
         return False
     reasons = answer.get("ThrottlingReasons") or answer.get("throttlingReasons") or []
     return bool(reasons) and all(str(reason.get("reason", "")).endswith(_CAPACITY_LIMITS) for reason in reasons)
-
-
-# A throttle met on a partition no shard count splits (`keys.split_by_shards`: a FIFO group's own messages, one
-# partition per group; the shard marks, one per sub-queue; dedup buckets, ready markers, load reports, the settings)
-# is one more shards cannot relieve: it is counted apart (`unsharded_throttles`), never as a key's. Counted as a
-# key's, a hot group's claims met one at each message they marked and refused mark puts one at each send, and either
-# grew a queue of 4 shards to 16 for nothing (and more shards put more marks).
-def _on_a_shard(request: Any) -> bool:
-    """Whether a request of one item, a query (`Store.query`'s `:qpk`), or one part of a transaction or a batch (the
-    `Put`, `Update`, `Delete`, `ConditionCheck`, `PutRequest` or `DeleteRequest` itself) acts on a shard's key.
-    Never raises: it reads every request, a caller's malformed transaction entry included (the SDK refuses that)."""
-    if not isinstance(request, dict):
-        return False
-    values = request.get("ExpressionAttributeValues") or {}
-    key = request.get("Key") or request.get("Item") or {"pk": values.get(":qpk") if isinstance(values, dict) else None}
-    pk = key.get("pk") if isinstance(key, dict) else None
-    return isinstance(pk, dict) and split_by_shards(str(pk.get("S", "")))
-
-
-def _parts(request: dict[str, Any]) -> list[Any]:
-    """The items a request acts on, each as `_on_a_shard` reads one: a transaction's and a batch's one by one."""
-    if "TransactItems" in request:
-        return [_inner(part) for part in _listed(request["TransactItems"])]
-    if "RequestItems" in request:
-        asked = request["RequestItems"]
-        return [
-            part
-            for each in (asked.values() if isinstance(asked, dict) else [])
-            for part in (
-                [{"Key": key} for key in _listed(each.get("Keys"))]
-                if isinstance(each, dict)
-                else [_inner(entry) for entry in _listed(each)]
-            )
-        ]
-    return [request]
-
-
-def _listed(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def _inner(entry: Any) -> Any:
-    """What a transaction's or a batch's entry (`{"Put": {...}}`) holds; None when it is not such an entry."""
-    return next(iter(entry.values()), None) if isinstance(entry, dict) else None
-
-
-def _off_shards(parts: list[Any]) -> bool:
-    """Whether a throttle of a request acting on `parts` is one more shards cannot relieve: none is on a shard's key."""
-    return not any(_on_a_shard(part) for part in parts)
 
 
 def at_capacity(error: Throttled) -> bool:
@@ -365,16 +317,17 @@ class Store:
 
     @property
     def unsharded_throttles(self) -> int:
-        """Throttles answered to this thread so far on partitions no shard count splits (`keys.split_by_shards`):
-        never a reason to grow."""
+        """Throttles answered to this thread so far on partitions no shard count splits (`partitions`): never a
+        reason to grow."""
         return getattr(self._seen, "unsharded", 0)
 
     def note_throttle(self, answer: Any = None, off_shards: bool | None = None) -> None:
         """Counts one throttle: as the table's when `answer` names only the capacity as its reason, as an unsharded
-        partition's when it was met on no shard's key (`off_shards`; None: that of the request `_call` is making),
-        else as a key's."""
+        partition's when it was met on no shard's key (`off_shards`; None: as `partitions` reads the request
+        `_call` is making), else as a key's."""
         if off_shards is None:
-            off_shards = getattr(self._seen, "off_shards", False)
+            request = getattr(self._seen, "request", None)
+            off_shards = request is not None and partitions.off_shards(request)
         if capacity_throttle(answer):
             self._seen.capacity = self.capacity_throttles + 1
         elif off_shards:
@@ -418,7 +371,7 @@ class Store:
     def _call(self, operation: str, caller_input: bool = False, **kwargs: Any) -> dict[str, Any]:
         self._seen.maybe_applied = False
         self._seen.counted_answer = None
-        self._seen.off_shards = _off_shards(_parts(kwargs))  # for the throttles the SDK's retry handler counts
+        self._seen.request = kwargs  # what the throttles the SDK's retry handler counts were met on
         try:
             return getattr(self.client, operation)(**kwargs)
         except ClientError as error:
@@ -439,9 +392,7 @@ class Store:
                 reasons = error.response.get("CancellationReasons", [])
                 throttled = [n for n, reason in enumerate(reasons) if reason.get("Code") in _KEY_CANCELLATIONS]
                 if throttled:
-                    parts = _parts(kwargs)
-                    refused = [parts[n] for n in throttled if n < len(parts)]
-                    self.note_throttle(off_shards=len(refused) == len(throttled) and _off_shards(refused))
+                    self.note_throttle(off_shards=partitions.off_shards(kwargs, throttled))
                 self._raise_cancelled(error)
             _raise_mapped(error)
         except _NotSent as error:
@@ -452,7 +403,7 @@ class Store:
         except BotoCoreError as error:
             _raise_mapped(error)
         finally:
-            self._seen.off_shards = False
+            self._seen.request = None
         raise AssertionError("unreachable")
 
     def _missing_tables(self, items: Sequence[dict[str, Any]]) -> str:
@@ -605,7 +556,7 @@ class Store:
                 continue
             pending = answer.get("UnprocessedItems", {}).get(self.table, [])
             if pending:  # items left unprocessed: DynamoDB throttled their keys
-                self.note_throttle(off_shards=_off_shards(_parts({"RequestItems": {self.table: pending}})))
+                self.note_throttle(off_shards=partitions.off_shards({"RequestItems": {self.table: pending}}))
                 _backoff(attempt)
         return sorted(positions[_request_id(request)] for request in pending)
 
