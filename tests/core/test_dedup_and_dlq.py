@@ -153,6 +153,43 @@ def test_fifo_redrive_keeps_group_order(client: QueueClient, clock: FakeClock) -
     assert [m.body for m in queue.receive(max_messages=10)] == ["m0", "m1", "m2", "m3"]
 
 
+@pytest.mark.parametrize(
+    ("name", "answers"),
+    [
+        ("back", {"release": "ReceiptHandleStale", "visibility": "ReceiptHandleStale", "delete": "ReceiptHandleStale"}),
+        ("back.fifo", {"release": "MessageNotFound", "visibility": "ReceiptHandleStale", "delete": None}),
+    ],
+)
+def test_a_handle_from_before_its_message_went_to_the_dlq_and_back_acts_on_nothing(
+    client: QueueClient, clock: FakeClock, name: str, answers: dict[str, str | None]
+) -> None:
+    """A redriven FIFO message is put at its group's end, so it has a new id: to a handle from before, the message
+    it named is gone (its delete has nothing to do, its release nothing to give back). A standard message keeps
+    its id, and the handle is only stale. Either way the redriven message is untouched and served next."""
+    client.create_queue(name, max_receive_count=1, visibility_timeout=10)
+    queue = client.queue(name, "c")
+    queue.send("x", group_id="g" if name.endswith(".fifo") else None)
+    [old] = queue.receive()
+    clock.advance(11)
+    client.sweep()
+    assert queue.redrive() == 1
+    calls = {
+        "release": lambda: queue.release(old.receipt_handle, delay_seconds=60),
+        "visibility": lambda: queue.change_visibility(old.receipt_handle, 60),
+        "delete": lambda: queue.delete(old.receipt_handle),
+    }
+    for what, call in calls.items():
+        try:
+            call()
+            answered = None
+        except (MessageNotFound, ReceiptHandleStale) as error:
+            answered = error.code
+        assert answered == answers[what], what
+    [again] = queue.receive()
+    assert (again.body, again.receive_count) == ("x", 1)
+    assert (again.message_id == old.message_id) is not name.endswith(".fifo")
+
+
 def test_redriven_messages_are_not_expired_at_once(client: QueueClient, clock: FakeClock) -> None:
     client.create_queue("ret", max_receive_count=1, visibility_timeout=10, retention_seconds=100)
     queue = client.queue("ret", "c")

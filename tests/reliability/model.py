@@ -63,6 +63,7 @@ class Handle:
     receive_count: int
     held: int
     last_seq: str
+    message_id: str
 
     @classmethod
     def of(cls, message: ReceivedMessage) -> Handle:
@@ -75,6 +76,7 @@ class Handle:
             message.receive_count,
             int(fields[6]),
             fields[7],
+            message.message_id,
         )
 
 
@@ -278,7 +280,7 @@ class Reference:
                 if self._over_limit(model):
                     raise Disagreement(f"{message.body} delivered past its receive limit")
                 model.receive_count += 1
-                model.token = token
+                model.token, model.message_id = token, message.message_id
                 model.released_by, model.parked = None, False
                 if message.receive_count != model.receive_count:
                     raise Disagreement(
@@ -289,8 +291,18 @@ class Reference:
             group.token, group.available_at, group.unlocked_by = None, now, None
 
     # Settling.
-    def delete(self, handle: Handle, now: int) -> Outcome:
+    def _named(self, handle: Handle) -> Message | None:
+        """The live message the handle names. A FIFO message's id is its place in its group, so a redrive, which
+        puts it at the group's end, gives it a new id: to a handle from before it went to the DLQ, the message it
+        named is gone (its delete finds nothing to do, its release nothing to give back), as to one whose message
+        was deleted. A standard message keeps its id, and such a handle is only stale."""
         message = self.live.get(handle.body)
+        if message is not None and self.fifo and message.message_id != handle.message_id:
+            return None
+        return message
+
+    def delete(self, handle: Handle, now: int) -> Outcome:
+        message = self._named(handle)
         if message is None:
             return ("ok", None)
         if message.token != handle.token:
@@ -303,7 +315,7 @@ class Reference:
         return ("ok", None)
 
     def release(self, handle: Handle, delay: int | None, now: int, answered: int | None) -> Outcome:
-        message = self.live.get(handle.body)
+        message = self._named(handle)
         if message is None:
             return ("error", "MessageNotFound")
         # A parked message is given back already: stale once its claim no longer holds the group, and nothing
@@ -356,8 +368,8 @@ class Reference:
         group is free again is done already. One of several held for longer moves the lock only later, until it
         is the last one out; a claim of one moves it anywhere."""
         group = self.groups[self.group_names[handle.body]]
-        message = self.live.get(handle.body)
         parks = handle.held > 1 and visible_at <= now
+        message = self._named(handle)
         if message is None:
             return ("error", "MessageNotFound" if parks else "ReceiptHandleStale")
         if message.token != handle.token:
