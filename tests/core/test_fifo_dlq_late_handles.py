@@ -1,11 +1,11 @@
 """A FIFO DLQ's handles used late, tried from outside (`dead_letter_groups.hold`): a handle whose claim's time ran
 out and whose group a later receive took without reaching its dead letter (a receive of fewer than the group
 holds) is stale, at any moment of its writes; and a release whose outcome its caller could not learn can be sent
-again. The two strict xfails are known: the dead letter's own write after a refused transaction (more time asked
-while the group is held as long already) is fenced on the dead letter's stamp alone."""
+again, also where the group is held as long already and the dead letter is written alone."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from queue_core import QueueClient, QueueError
 from tests.conftest import FakeClock
 from tests.core.answers import AnswerNeverCame, Interleave, attached, never_answered
 from tests.core.test_fifo_dlq_stale_holds import (
+    ALONE,
     _at,
     _bodies,
     _dead,
@@ -25,9 +26,6 @@ from tests.core.test_fifo_dlq_stale_holds import (
 )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the dead letter's own write after the refused transaction is fenced on its stamp alone"
-)
 def test_a_handle_whose_group_a_later_receive_took_between_the_transaction_and_its_own_write_changes_nothing(
     client: QueueClient, clock: FakeClock, dynamodb: Any
 ) -> None:
@@ -45,16 +43,13 @@ def test_a_handle_whose_group_a_later_receive_took_between_the_transaction_and_i
         taken.append(_bodies(queue.dlq_receive(1, visibility_timeout=30)))
         before.extend(_dead(dynamodb)["y"].items())
 
-    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(a_receive_of_one), _the_dead_letter_alone)):
+    with attached(dynamodb, Interleave(ALONE, lambda: _elsewhere(a_receive_of_one), _the_dead_letter_alone)):
         stale = _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 20))
     assert taken == [["x"]]
     assert sorted(_dead(dynamodb)["y"].items()) == sorted(before), "y rewritten by a handle whose group was taken"
     assert stale
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the dead letter's own write after the refused transaction is fenced on its stamp alone"
-)
 def test_a_stale_handles_own_write_never_holds_its_dead_letter_past_the_later_claim(
     client: QueueClient, clock: FakeClock, dynamodb: Any
 ) -> None:
@@ -73,12 +68,72 @@ def test_a_stale_handles_own_write_never_holds_its_dead_letter_past_the_later_cl
         clock.advance(2)
         later.extend(queue.dlq_receive(1, visibility_timeout=30))
 
-    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(meanwhile), _the_dead_letter_alone)):
+    with attached(dynamodb, Interleave(ALONE, lambda: _elsewhere(meanwhile), _the_dead_letter_alone)):
         stale = _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 20))
     assert _bodies(later) == ["x"]
     assert queue.dlq_delete(later[0].receipt_handle)
     assert _bodies(queue.dlq_receive(10)) == ["y", "z"], f"y held until {_dead(dynamodb)['y']['dlq_until']}"
     assert stale
+
+
+def test_a_dead_letter_its_own_claim_gave_back_before_its_own_write_stays_given_back(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """y's handle asks for 20 s while the claim holds x and y for 60 s (held as long already: y's own write
+    follows); before that write, the same handle gives y back. The claim still holds the group, for x alone: y's
+    late write must not hide y for 20 s from the receive that takes the group once x is deleted."""
+    queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
+    x, y = queue.dlq_receive(2, visibility_timeout=60)
+
+    def given_back() -> None:
+        queue.dlq_change_visibility(y.receipt_handle, 0)
+
+    with attached(dynamodb, Interleave(ALONE, lambda: _elsewhere(given_back), _the_dead_letter_alone)):
+        stale = _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 20))
+    assert queue.dlq_delete(x.receipt_handle)
+    assert _bodies(queue.dlq_receive(10)) == ["y", "z"], f"y held until {_dead(dynamodb)['y']['dlq_until']}"
+    assert stale
+
+
+def test_a_handle_whose_group_a_later_receive_claimed_but_has_not_stamped_yet_changes_nothing(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """y's handle asks for 20 s while the claim holds x and y for 60 s (held as long already: y's own write
+    follows). Before that write, the claim's time runs out and a receive of two takes the group, for x and y, and
+    has stamped neither yet: y still bears the first claim's stamp and sits in the later claim's set. The stale
+    handle must change nothing, and the later receive gets both."""
+    queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
+    _, y = queue.dlq_receive(2, visibility_timeout=60)
+    claimed, go = threading.Event(), threading.Event()
+    taken: list[list[str]] = []
+
+    def pause_before_stamping(request: Any, **_: Any) -> None:
+        if threading.current_thread().name == "later" and "SET dlq_tok = :tok" in request.body.decode():
+            claimed.set()
+            go.wait(10)
+
+    def later_receive() -> None:
+        taken.append(_bodies(queue.dlq_receive(2, visibility_timeout=30)))
+
+    def start_later_receive() -> None:
+        clock.advance(61)
+        threading.Thread(target=later_receive, name="later").start()
+        assert claimed.wait(10)
+
+    dynamodb.meta.events.register("before-send.dynamodb.UpdateItem", pause_before_stamping)
+    try:
+        with attached(dynamodb, Interleave(ALONE, start_later_receive, _the_dead_letter_alone)):
+            stale = _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 20))
+        before = dict(_dead(dynamodb)["y"])
+    finally:
+        go.set()
+        dynamodb.meta.events.unregister("before-send.dynamodb.UpdateItem", pause_before_stamping)
+    for thread in threading.enumerate():
+        if thread.name == "later":
+            thread.join(10)
+    assert stale
+    assert before["dlq_until"] == _at(61), "y's end moved by a handle whose group was taken"
+    assert taken == [["x", "y"]]
 
 
 @pytest.mark.usefixtures("instant_backoff")

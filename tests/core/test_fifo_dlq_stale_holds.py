@@ -109,8 +109,13 @@ def _the_transaction(body: dict[str, Any]) -> bool:
     return _HOLDS_THE_GROUP in str(body)
 
 
+# The write of the dead letter alone, when its group is held as long already: a transaction of a check that the
+# claim still holds the group and the dead letter, and the dead letter's own update.
+ALONE = "TransactWriteItems"
+
+
 def _the_dead_letter_alone(body: dict[str, Any]) -> bool:
-    return "SET dlq_until = :until" in body.get("UpdateExpression", "") and "held_until" not in str(body)
+    return "SET dlq_until = :until" in str(body) and "held_until" not in str(body)
 
 
 # Stale handles: each must be refused and change nothing but a claim's bookkeeping of a copy that is gone.
@@ -331,7 +336,7 @@ def test_a_repeat_whose_lost_answer_of_the_dead_letters_own_write_is_sent_again_
     queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
     first = queue.dlq_receive_attempt("a", 2, visibility_timeout=30)
     clock.advance(10)
-    lost = LostAnswer("UpdateItem", _the_dead_letter_alone)
+    lost = LostAnswer(ALONE, _the_dead_letter_alone)
     with attached(dynamodb, lost):
         again = queue.dlq_receive_attempt("a", 2, visibility_timeout=30)
     assert lost.lost == 1
@@ -364,7 +369,7 @@ def test_the_dead_letters_own_write_whose_answers_never_came_is_an_error_and_its
 ) -> None:
     queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
     _, y = queue.dlq_receive(2, visibility_timeout=60)
-    never = AnswerNeverCame("UpdateItem", _the_dead_letter_alone, times=5)
+    never = AnswerNeverCame(ALONE, _the_dead_letter_alone, times=5)
     with never_answered(dynamodb, never), pytest.raises(QueueError):
         queue.dlq_change_visibility(y.receipt_handle, 40)
     assert len(_group(dynamodb)["held_copies"]) == 2, "nothing given back on an unknown outcome"
@@ -378,7 +383,7 @@ def test_a_dead_letter_that_leaves_between_the_transaction_and_its_own_write_is_
 ) -> None:
     queue = _dead_letters_of_one_group(client, clock, "x", "y", "z")
     x, y = queue.dlq_receive(2, visibility_timeout=60)
-    with attached(dynamodb, Interleave("UpdateItem", _look_deletes(queue, "y"), _the_dead_letter_alone)):
+    with attached(dynamodb, Interleave(ALONE, _look_deletes(queue, "y"), _the_dead_letter_alone)):
         assert _stale(lambda: queue.dlq_change_visibility(y.receipt_handle, 40))
     group = _group(dynamodb)
     assert group["held_until"] == _at(61) and len(group["held_copies"]) == 1
@@ -400,7 +405,7 @@ def test_a_claim_that_runs_out_and_is_taken_between_the_transaction_and_the_writ
         clock.advance(61)
         taken.append(_bodies(queue.dlq_receive(10, visibility_timeout=30)))
 
-    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(another_receive), _the_dead_letter_alone)):
+    with attached(dynamodb, Interleave(ALONE, lambda: _elsewhere(another_receive), _the_dead_letter_alone)):
         assert _stale(lambda: queue.dlq_change_visibility(x.receipt_handle, 20))
     assert taken == [["x", "y", "z"]]
     dead = _dead(dynamodb)
@@ -421,7 +426,7 @@ def test_a_shorter_time_asked_again_with_the_same_handle_between_the_transaction
         assert queue.dlq_delete(y.receipt_handle)
         queue.dlq_change_visibility(x.receipt_handle, 10)
 
-    with attached(dynamodb, Interleave("UpdateItem", lambda: _elsewhere(meanwhile), _the_dead_letter_alone)):
+    with attached(dynamodb, Interleave(ALONE, lambda: _elsewhere(meanwhile), _the_dead_letter_alone)):
         queue.dlq_change_visibility(x.receipt_handle, 50)
     assert (_group(dynamodb)["held_until"], _dead(dynamodb)["x"]["dlq_until"]) == (_at(11), _at(51))
     clock.advance(20)
@@ -441,7 +446,7 @@ def test_a_sibling_deleted_between_the_transaction_and_the_write_leaves_the_grou
     def delete_y() -> None:
         assert queue.dlq_delete(y.receipt_handle)
 
-    deleting = Interleave("UpdateItem", lambda: _elsewhere(delete_y), _the_dead_letter_alone)
+    deleting = Interleave(ALONE, lambda: _elsewhere(delete_y), _the_dead_letter_alone)
     with attached(dynamodb, deleting):
         queue.dlq_change_visibility(x.receipt_handle, 20)
     assert deleting.done

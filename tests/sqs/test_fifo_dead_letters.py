@@ -160,9 +160,11 @@ def test_fifo_dlq_writes_whose_answers_were_lost_hold_and_give_back_their_group_
     assert _bodies(held) == ["m1", "m2", "m3", "h1"]
     assert _receive(sqs, dead_letters) == []
 
-    # Within the group's 60 s, the dead letter's own write alone (a longer one joins the group's in a transaction,
-    # which the SDK's retry with its client request token makes idempotent).
-    extension = LostAnswer("UpdateItem", expression_has("SET dlq_until = :until"))
+    # Within the group's 60 s: the group's transaction is refused (held as long already), then the dead letter's own
+    # write goes with a check of the group's claim, in a transaction the SDK repeats with its client request token.
+    extension = LostAnswer(
+        "TransactWriteItems", lambda body: "held_until" not in str(body) and "dlq_until" in str(body)
+    )
     with attached(dynamodb, extension):
         sqs.change_message_visibility(
             QueueUrl=dead_letters, ReceiptHandle=held[1]["ReceiptHandle"], VisibilityTimeout=50

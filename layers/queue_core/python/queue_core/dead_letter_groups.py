@@ -27,7 +27,8 @@ UpdateItem, and a claim whose dead letters all left the DLQ one BatchGetItem and
 group over. Offloaded bodies are read from S3 as any read of the DLQ does. A change of visibility with a handle
 costs one TransactWriteItems of two updates (twice a plain write's units: four for items up to 1 KB, more for a
 dead letter whose body is stored in its item); when the group is held as long already, that transaction is refused
-(charged as one write of each item) and one UpdateItem of the dead letter follows. A release costs one
+(charged as one write of each item) and a TransactWriteItems of a check that the claim still holds the group and
+the dead letter, and the dead letter's update, follows. A release costs one
 TransactWriteItems of two updates (the claim's giving back, the dead letter's), a delete a DeleteItem and an
 UpdateItem.
 """
@@ -190,9 +191,18 @@ def hold(
     if old is not None:
         if old.get("tok") != receipt.token or ref.sequence not in old.get("held_copies", set()):
             return False  # the claim holds the group no longer
-        # Held as long already, for the claim's other dead letters: the dead letter alone.
-        if dead_letters.hold(ctx, space, ref, receipt, until, again):
+        # Held as long already, for the claim's other dead letters: the dead letter alone, on the claim's still
+        # holding the group and it (a later receive may take the group, or the claim give the dead letter back,
+        # between the read of `old` and this write, and leave the dead letter's stamp as it was).
+        alone = [
+            writes.still_holds(key, receipt.token, ref.sequence),
+            dead_letters.hold_write(space, ref, receipt, until, again),
+        ]
+        try:
+            ctx.store.transact_writes(alone)
             return True
+        except TransactionCancelled:
+            pass
     if not again:  # a repeat refused for a change by the holder: the holder still holds it, and the group for it
         _give_back(ctx, key, receipt.token, [ref.sequence])
     return False

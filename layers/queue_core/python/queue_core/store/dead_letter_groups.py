@@ -64,3 +64,15 @@ def give_back(key: Key, token: str, copies: list[str]) -> Write:
     (`dead_letter_groups.hold`), so that a handle whose group a later claim took releases nothing: the dead
     letter's stamp may still name the handle's claim, when the later one did not reach it."""
     return update(key, "DELETE held_copies :copies", {":copies": set(copies), ":tok": token}, condition="tok = :tok")
+
+
+def still_holds(key: Key, token: str, copy: str) -> Write:
+    """A check beside a write to the dead letter `copy` alone, made because its claim holds the group: the claim
+    `token` still holds the group and `copy` with it. The dead letter's stamp may still name that claim when a later
+    receive took the group without reaching it, or after the claim gave it back: the stamp alone fences neither."""
+    return Write(
+        "ConditionCheck",
+        key=key,
+        condition="tok = :tok AND contains(held_copies, :copy)",
+        values={":tok": token, ":copy": copy},
+    )
