@@ -319,9 +319,16 @@ def embedded_address(dynamodb_endpoint: str | None, dynamodb_port: int) -> str |
     return None if dynamodb_endpoint.rstrip("/") in own else dynamodb_endpoint
 
 
+class _Server(ThreadingHTTPServer):
+    # Workers, the console's reads of many queues at once and a browser each open several connections together:
+    # with the standard library's 5, a burst on a busy machine overflows the accept queue, and each connection
+    # dropped waits for the kernel's retry (1 s, then 2, 4).
+    request_queue_size = 128
+
+
 def _bind(port: int, server: LocalServer) -> ThreadingHTTPServer:
     try:
-        http = ThreadingHTTPServer((HOST, port), _handler_class(server))
+        http = _Server((HOST, port), _handler_class(server))
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             raise LocalServerError(f"port {port} on {HOST} is already in use; choose another with --port") from None

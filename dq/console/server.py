@@ -76,6 +76,9 @@ class _QuietServer(ThreadingHTTPServer):
     """Threads that end with the server, and silent about browsers that hang up."""
 
     daemon_threads = True
+    # A page opens its modules and first reads at once: with the standard library's 5, a burst of connections on
+    # a busy machine overflows the accept queue, and each one dropped waits for the kernel's retry (1 s, then 2, 4).
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection the browser closed or reset before its answer (a tab closed, a page left while it loaded)

@@ -39,7 +39,21 @@ def until(browser: WebDriver, check: Callable[[WebDriver], Any], what: str) -> A
     wait = WebDriverWait(
         browser, WAIT_SECONDS, poll_frequency=POLL_SECONDS, ignored_exceptions=(StaleElementReferenceException,)
     )
-    return wait.until(check, f"waited {WAIT_SECONDS} s for {what}")
+    try:
+        return wait.until(check, f"waited {WAIT_SECONDS} s for {what}")
+    except TimeoutException as timeout:
+        raise TimeoutException(f"{timeout.msg}; the page: {page_state(browser)}") from None
+
+
+def page_state(browser: WebDriver) -> dict[str, Any]:
+    """What a wait that ran out saw: where the page is, which view it shows and whether it loaded, and what its
+    status line and notice say."""
+    return browser.execute_script(
+        """const view = document.querySelector("#view > [data-view]");
+        const text = (selector) => (document.querySelector(selector) || {}).textContent || null;
+        return { url: location.href, view: view && view.getAttribute("data-view"),
+                 loaded: view && view.getAttribute("data-loaded"), status: text("#status"), notice: text("#notice") };"""
+    )
 
 
 def visit(browser: WebDriver, console: ConsoleServer, route: str, view: str) -> Any:
