@@ -52,7 +52,8 @@ def page_state(browser: WebDriver) -> dict[str, Any]:
         """const view = document.querySelector("#view > [data-view]");
         const text = (selector) => (document.querySelector(selector) || {}).textContent || null;
         return { url: location.href, view: view && view.getAttribute("data-view"),
-                 loaded: view && view.getAttribute("data-loaded"), status: text("#status"), notice: text("#notice") };"""
+                 loaded: view && view.getAttribute("data-loaded"),
+                 status: text("#status"), notice: text("#notice") };"""
     )
 
 
