@@ -5,12 +5,14 @@ sequence whose DLQ key is taken; and a raised retention applies once every proce
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
-from queue_core import QueueClient, limits
+from queue_core import MessageNotFound, QueueClient, limits
 from queue_core.settings import QueueSettings
 
 from tests.conftest import TABLE, FakeClock
+from tests.core.answers import Interleave, LostAnswer, attached, expression_has
 from tests.reliability.truth import TableTruth
 
 
@@ -84,3 +86,75 @@ def test_an_update_of_another_setting_during_the_wait_does_not_put_the_raised_re
     assert raised.message_retention(start + _SPREAD_MS + 1_000) == 86_400
     touched = raised.updated(start + _SPREAD_MS - 5_000, _SPREAD_MS, visibility_timeout=60)
     assert touched.message_retention(start + _SPREAD_MS + 5_000) == 86_400
+
+
+def test_a_group_whose_backlog_outlives_its_retention_keeps_a_small_item(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A slow consumer of one group: the group never empties, and every message it reaches past its retention is
+    removed by the receive that meets it. Each removal is counted once however often it is said, but a set of the
+    removed sequences kept until the group empties grew by one a message: past 1 KB every send, receive and delete
+    of the group pays twice the write units, and at 400 KB none can be written. The count stays right."""
+    client.create_queue("slow.fifo", retention_seconds=3_600, visibility_timeout=30)
+    jobs = client.queue("slow.fifo", "c")
+    for round_ in range(6):
+        clock.advance(3_601)  # the 19 left of the round before are past their retention
+        for number in range(20):
+            jobs.send(f"m{round_}.{number}", group_id="g")
+        got = jobs.receive()
+        while not got:  # each receive removes the expired heads it reads
+            got = jobs.receive()
+        [fresh] = got
+        assert fresh.body == f"m{round_}.0"
+        jobs.delete(fresh.receipt_handle)
+    [group] = _items(dynamodb, "F#slow.fifo#")
+    assert len(group.get("gone", {}).get("SS", [])) <= 1, group.get("gone")
+    assert int(group["msg_count"]["N"]) == 19
+    assert jobs.stats().visible == 19
+
+
+def _expired_behind(client: QueueClient, clock: FakeClock) -> tuple[Any, str]:
+    """Group `g` holds m1 and m2, past their retention, then m3; the queue and m1's id."""
+    client.create_queue("slow.fifo", retention_seconds=3_600, visibility_timeout=30)
+    jobs = client.queue("slow.fifo", "c")
+    first = jobs.send("m1", group_id="g").message_id
+    jobs.send("m2", group_id="g")
+    clock.advance(3_601)
+    jobs.send("m3", group_id="g")
+    return jobs, first
+
+
+def _count(dynamodb: Any) -> int:
+    [group] = _items(dynamodb, "F#slow.fifo#")
+    return int(group["msg_count"]["N"])
+
+
+def test_an_expired_heads_count_whose_answer_was_lost_is_counted_once(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """DynamoDB applies the count of m1's removal and the answer is lost: the SDK's repeat finds it counted."""
+    jobs, _ = _expired_behind(client, clock)
+    lost = LostAnswer("UpdateItem", expression_has("SET counted_to = :seq"))
+    with attached(dynamodb, lost):
+        assert [message.body for message in jobs.receive(max_messages=10)] == ["m3"]
+    assert lost.lost == 1
+    assert _count(dynamodb) == 1
+
+
+def test_an_expired_head_cancelled_by_id_while_a_receive_removes_it_is_counted_once(
+    client: QueueClient, clock: FakeClock, dynamodb: Any
+) -> None:
+    """A receive read m1 and m2, past their retention, and is about to remove m1; meanwhile another process
+    cancels m1 by its id and counts it. The receive's delete finds nothing and counts it again (it may have been
+    its own, an answer lost): that count is refused."""
+    jobs, first = _expired_behind(client, clock)
+
+    def cancel() -> None:
+        with contextlib.suppress(MessageNotFound):  # removed and counted; past its retention, it was not there
+            client.queue("slow.fifo", "c").cancel(first)
+
+    removing = Interleave("DeleteItem", cancel)
+    with attached(dynamodb, removing):
+        assert [message.body for message in jobs.receive(max_messages=10)] == ["m3"]
+    assert removing.done
+    assert _count(dynamodb) == 1

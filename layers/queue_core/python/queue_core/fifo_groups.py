@@ -131,18 +131,22 @@ class FifoGroups(EngineBase):
         self.announce([(0, available_at, keys.shard_of(key["pk"]))])
         return True
 
-    def _count_removed(self, group_key: dict[str, str], sequence: str, unless_a_holder_did: bool = False) -> bool:
+    def _count_removed(
+        self, group_key: dict[str, str], sequence: str, unless_a_holder_did: bool = False, in_order: bool = False
+    ) -> bool:
         """Takes a message out of the group's count once, however often it is said, by whichever path (`gone` is
-        a set, emptied when the group is empty; `unless_a_holder_did`: see `group_writes.count_removed`)."""
+        a set, emptied when the group is empty; `unless_a_holder_did`, `in_order`: see
+        `group_writes.count_removed`)."""
         try:
-            self.ctx.store.write(group_writes.count_removed(group_key, sequence, unless_a_holder_did))
+            self.ctx.store.write(group_writes.count_removed(group_key, sequence, unless_a_holder_did, in_order))
         except ConditionFailed as failed:
             return group_writes.counted(failed.item, sequence)
         return True
 
     def _remove_expired(self, item: Item, group_key: dict[str, str], now: int) -> None:
-        """Counted even when the delete finds nothing: it may have been this delete, its answer lost; the count
-        is a set of sequences, so a message another caller removed is not counted twice."""
+        """Counted even when the delete finds nothing: it may have been this delete, its answer lost; a message
+        another caller removed and counted is not counted twice (its sequence is in `gone`, or not above
+        `counted_to`). The claim reads the group's heads in order, so the count moves `counted_to` up."""
         try:
             self.ctx.bodies.discard(
                 [self.ctx.store.write(writes.delete_expired({"pk": item["pk"], "sk": item["sk"]}, now))]
@@ -150,7 +154,7 @@ class FifoGroups(EngineBase):
         except ConditionFailed as failed:
             if failed.item is not None:
                 return
-        self._count_removed(group_key, item["sk"])
+        self._count_removed(group_key, item["sk"], in_order=True)
 
 
 @dataclass(frozen=True)
