@@ -211,6 +211,7 @@ class Reference:
         """Message ids as the queue shows them now (a redrive may move a message to another shard, so its id)."""
         for message in messages:
             if message.body in self.live:
+                self._same_id(self.live[message.body], message.message_id)
                 self.live[message.body].message_id = message.message_id
 
     def claimed_standard(
@@ -280,6 +281,7 @@ class Reference:
                 if self._over_limit(model):
                     raise Disagreement(f"{message.body} delivered past its receive limit")
                 model.receive_count += 1
+                self._same_id(model, message.message_id)
                 model.token, model.message_id = token, message.message_id
                 model.released_by, model.parked = None, False
                 if message.receive_count != model.receive_count:
@@ -289,6 +291,13 @@ class Reference:
         for name in touched - set(served):
             group = self.groups[name]
             group.token, group.available_at, group.unlocked_by = None, now, None
+
+    def _same_id(self, model: Message, message_id: str) -> None:
+        """A FIFO message keeps its id while it stays in its group: only a redrive (a new message here, its id not
+        known yet) gives it another. So a handle whose id is not its message's (`_named`) is one from before a
+        redrive, never one the queue renamed its message under."""
+        if self.fifo and model.message_id and model.message_id != message_id:
+            raise Disagreement(f"{model.body}: id {message_id}, {model.message_id} before, with no redrive between")
 
     # Settling.
     def _named(self, handle: Handle) -> Message | None:

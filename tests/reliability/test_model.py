@@ -387,6 +387,7 @@ class QueueAgainstReference(RuleBasedStateMachine):
         if not self.handles:
             return
         handle = self.handles[pick % len(self.handles)]
+        self._named_nothing(handle)
         if action == "extend":
             now = self.now()
             actual = self._outcome(lambda: self.sub.change_visibility(handle.handle, seconds))
@@ -405,8 +406,18 @@ class QueueAgainstReference(RuleBasedStateMachine):
         for handle in claim:
             self._act(handle, next(actions))
 
+    def _named_nothing(self, handle: Handle) -> None:
+        """A FIFO handle the reference takes as naming a message that is gone (its message redriven since, under a
+        new id): the id it names must name nothing in the queue either."""
+        live = self.reference.live.get(handle.body)
+        if self.fifo and live is not None and live.message_id != handle.message_id:
+            exercised["FIFO handles from before a redrive"] += 1
+            found = self._outcome(lambda: self.sub.get(handle.message_id))
+            assert found == ("error", "MessageNotFound"), f"{handle.body}: {handle.message_id} is {found}"
+
     def _act(self, handle: Handle, action: str) -> None:
         now = self.now()
+        self._named_nothing(handle)
         if action == "delete":
             live = self.reference.live.get(handle.body)
             held = live is not None and live.token == handle.token
