@@ -93,8 +93,12 @@ def test_a_repeated_receive_whose_second_dead_letter_changes_before_its_write_al
     def given_back() -> None:
         queue.dlq_change_visibility(handles[body], 0)
 
-    with attached(dynamodb, Interleave(ALONE, lambda: _elsewhere(given_back), _the_dead_letter_alone)):
+    between = Interleave(ALONE, lambda: _elsewhere(given_back), _the_dead_letter_alone)
+    with attached(dynamodb, between):
         again = queue.dlq_receive_attempt("a", 2, visibility_timeout=30)
+    assert between.done
+    if meanwhile == "x given back":
+        assert [letter.receipt_handle for letter in again] == [letter.receipt_handle for letter in first]
     for letter in again:
         assert queue.dlq_delete(letter.receipt_handle), letter.message.body  # type: ignore[union-attr]
     left = sorted(_dead(dynamodb))
