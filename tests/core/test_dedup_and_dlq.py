@@ -165,7 +165,8 @@ def test_a_handle_from_before_its_message_went_to_the_dlq_and_back_acts_on_nothi
 ) -> None:
     """A redriven FIFO message is put at its group's end, so it has a new id: to a handle from before, the message
     it named is gone (its delete has nothing to do, its release nothing to give back). A standard message keeps
-    its id, and the handle is only stale. Either way the redriven message is untouched and served next."""
+    its id while its shard is there (one here; tests/reliability/test_model_redriven_handles.py has the shard gone),
+    and the handle is only stale. Either way the redriven message is untouched and served next."""
     client.create_queue(name, max_receive_count=1, visibility_timeout=10)
     queue = client.queue(name, "c")
     queue.send("x", group_id="g" if name.endswith(".fifo") else None)

@@ -302,11 +302,12 @@ class Reference:
     # Settling.
     def _named(self, handle: Handle) -> Message | None:
         """The live message the handle names. A FIFO message's id is its place in its group, so a redrive, which
-        puts it at the group's end, gives it a new id: to a handle from before it went to the DLQ, the message it
-        named is gone (its delete finds nothing to do, its release nothing to give back), as to one whose message
-        was deleted. A standard message keeps its id, and such a handle is only stale."""
+        puts it at the group's end, gives it a new id; a standard message keeps its id unless its shard is gone
+        (the count was lowered since it went to the DLQ), when it is redriven into another under a new one. To a
+        handle from before, the message it named is then gone (its delete finds nothing to do, its release
+        nothing to give back), as to one whose message was deleted; otherwise such a handle is only stale."""
         message = self.live.get(handle.body)
-        if message is not None and self.fifo and message.message_id != handle.message_id:
+        if message is not None and message.message_id != handle.message_id:
             return None
         return message
 
@@ -362,7 +363,7 @@ class Reference:
         visible_at = now + seconds * 1000
         if self.fifo:
             return self._fifo_visibility(handle, visible_at, now)
-        message = self.live.get(handle.body)
+        message = self._named(handle)
         if message is None:
             return ("error", "MessageNotFound")
         if message.token != handle.token:

@@ -532,14 +532,28 @@ class QueueAgainstReference(RuleBasedStateMachine):
             arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             self.sqs.start_message_move_task(SourceArn=arn)
             self.reference.redrive(None, now)
+            self._ids_after_a_redrive()
             exercised["move tasks"] += 1
         else:
             limit = 1 if job == "redrive one" else None
             assert self.sub.redrive(max_messages=limit) == len(self.reference.redrive(limit, now))
+            self._ids_after_a_redrive()
         if job == "sweep" and self.copy_behind_at is not None:
             # The sweep refreshed the copy the earlier release left behind (`listed_settings_agree` checks it).
             exercised["listed copies refreshed by the sweep"] += 1
             self.copy_behind_at = None
+
+    def _ids_after_a_redrive(self) -> None:
+        """A redriven message may have a new id (FIFO: always; standard: when its shard is gone): the reference
+        learns it at once, from a browse, before a handle from before the redrive meets it."""
+        cursor = None
+        with self._settled():
+            for _ in range(100):
+                page = self.sub.browse(50, cursor=cursor)
+                self.reference.saw_ids(page.messages)
+                cursor = page.cursor
+                if cursor is None:
+                    break
 
     def _earlier_release_changes_settings(self) -> None:
         """On every other turn, a change the contract does not show (a tag) by an earlier release's process: the

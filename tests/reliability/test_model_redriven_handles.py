@@ -33,7 +33,7 @@ def test_the_reference_answers_a_standard_handle_from_before_a_redrive_as_the_qu
     for number in range(12):
         body = f"m{number}"
         reference.send(body, None, 0, None, _now(clock))
-        reference.sent(body, queue.send(body), None, _now(clock))
+        reference.sent(body, queue.send(body).message_id, None, _now(clock))
     handles: list[Handle] = []
     while received := queue.receive(max_messages=10, visibility_timeout=10):
         reference.claimed_standard(received, [], 10, _now(clock))
