@@ -261,8 +261,8 @@ def count_removed(key: Key, sequence: str, unless_a_holder_did: bool = False, in
     to it instead of its sequence joining `gone`: a group whose backlog outlives its retention never empties, and
     `gone` grew by one sequence a message (past 1 KB every write of the group pays twice; at 400 KB none can be
     made). A removal of an earlier sequence said after it (a late delete by the handle of a message the claim
-    took, its answer lost) is then taken as counted: the count stays one high until the group is found empty, and
-    is never low, which would take a group with messages out of the index.
+    took, its answer lost) is then taken as counted: the count, which only the stats read, stays one high until
+    the group is found empty (`unlock_empty`), and is never counted twice.
 
     `unless_a_holder_did`: for a delete that found its message gone and may have removed it itself (its first
     attempt's answer lost) after its claim ended. Not when a holder recorded this very message in its slot (see
