@@ -38,7 +38,9 @@ class FifoHeads(FifoGroups):
         limit = self.settings.max_receive_count
         for item in heads:
             if is_expired(item, now):
-                self._remove_expired(item, group_key, now)
+                # Behind a message this claim took (a retention lowered since it was sent: it expires later), the
+                # count keeps the sequence: the taken one may yet leave by a count of its own.
+                self._remove_expired(item, group_key, now, in_order=not taken)
             elif limit and int(item["receive_count"]) >= limit:
                 try:
                     moved = self._dead_letter(item, group_key, token, now)
