@@ -184,8 +184,6 @@ class FifoClaims(FifoGroups):
             heads, more, _ = self.ctx.store.query(
                 self.space.group_messages_pk(group), limit=budget + 1, consistent=True
             )
-            if heads:
-                self._forget_counted(key, token, group_item, heads[0]["sk"])
             taken, next_head, stuck = self._take_heads(key, token, heads, budget, now)
         except Throttled as error:
             # Nothing marked: the group need not wait for the lock.

@@ -9,24 +9,15 @@ a removal once (`gone`, a set of sequences), so that each is safe when DynamoDB 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
 
 from . import keys, limits
 from .engine import EngineBase
-from .errors import QueueError
 from .keys import MessageRef
 from .store import ConditionFailed, Item, Write
 from .store import groups as group_writes
 from .store import messages as writes
-
-logger = logging.getLogger("queue_core")
-
-# How many removals counted outside a claim a group item keeps in `gone` before its next holder drops those below
-# its head (`FifoGroups._forget_counted`): a few hundred bytes, well inside the 1 KB a write unit covers.
-GONE_KEPT: Final = 8
 
 
 class FifoGroups(EngineBase):
@@ -151,21 +142,6 @@ class FifoGroups(EngineBase):
         except ConditionFailed as failed:
             return group_writes.counted(failed.item, sequence)
         return True
-
-    def _forget_counted(self, key: dict[str, str], token: str, group_item: Item, head: str) -> None:
-        """A group that never empties kept in `gone` every removal counted outside a claim (late deletes, cancels)
-        until it emptied: past `GONE_KEPT` of them, the holder drops those below its head (`head`, the lowest
-        sequence the group holds, as its claim read it) for `counted_to`. Best effort: the next claim does it."""
-        gone = set(group_item.get("gone", set()))
-        below = {sequence for sequence in gone if sequence < head}
-        if len(gone) <= GONE_KEPT or not below:
-            return
-        top = max(below)
-        up_to = None if str(group_item.get("counted_to", "")) >= top else top
-        try:
-            self.ctx.store.write(group_writes.forget_counted(key, token, below, up_to))
-        except (ConditionFailed, QueueError) as error:
-            logger.debug("group %s keeps its record of removals for now: %s", key["sk"], error)
 
     def _remove_expired(self, item: Item, group_key: dict[str, str], now: int, in_order: bool = False) -> None:
         """Counted even when the delete finds nothing: it may have been this delete, its answer lost; a message

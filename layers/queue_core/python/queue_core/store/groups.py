@@ -285,20 +285,6 @@ def count_removed(key: Key, sequence: str, unless_a_holder_did: bool = False, in
     return update(key, "ADD msg_count :dec, gone :seqs", values, condition=condition)
 
 
-def forget_counted(key: Key, token: str, sequences: set[str], up_to: str | None) -> Write:
-    """The holder drops from `gone` sequences below the group's head as its claim read it: every sequence up to
-    the largest of them is gone from the group, so `counted_to` (moved up to `up_to`; None: it is there already)
-    refuses their repeats as the set did. A removal below it not counted yet (a late delete between its delete and
-    its count) is then taken as counted: the stats one high until the group is found empty. A repeat after a lost
-    answer fails the condition on `counted_to` and has nothing left to do."""
-    values: dict[str, Any] = {":tok": token, ":seqs": sequences}
-    if up_to is None:
-        return update(key, "DELETE gone :seqs", values, condition="tok = :tok")
-    values[":to"] = up_to
-    condition = "tok = :tok AND (attribute_not_exists(counted_to) OR counted_to < :to)"
-    return update(key, "SET counted_to = :to DELETE gone :seqs", values, condition=condition)
-
-
 def counted(group_item: dict[str, Any] | None, sequence: str) -> bool:
     """Whether the removal of `sequence` is in the group's count already (what `count_removed` refused)."""
     if group_item is None:
