@@ -416,6 +416,9 @@ class FleetRun:
         self.left_held: list[tuple[float, str]] = []
         # Attempt ids whose answer the core said it could neither keep nor give back (`receive_attempts.UNKEPT`).
         self.unkept: set[str] = set()
+        # When another process last sent each attempt id again (`_repeat_attempt`): its holder may settle what the
+        # kept answer held, and the attempt is then spent for the caller that first used it, as SQS spends it.
+        self.attempts_repeated: dict[str, int] = {}
         self.calls = 0
         self.calls_by_kind: Counter = Counter()
         self.elapsed = 0.0
@@ -1088,6 +1091,7 @@ class FleetRun:
             # Said unkept by the first call, not by the repeat (which may log the same id when it receives anew).
             with self._lock:
                 first_unkept = attempt in self.unkept
+                repeated_elsewhere = self.attempts_repeated.get(attempt, 0) >= before
             again_before = self.now_ms()
             answer = self._sqs(invocation, rng, "receive_message", **request)
             again_after = self.now_ms()
@@ -1106,6 +1110,9 @@ class FleetRun:
                     if first_unkept:
                         # Neither kept nor given back, said in a log line: the lost answer's claims run out unheld.
                         self._add("repeats of an answer said unkept")
+                    elif repeated_elsewhere or self.attempts_repeated.get(attempt, 0) >= before:
+                        # Another process sent the same attempt id meanwhile and settled what it was answered.
+                        self._add("repeats of an attempt another process repeated meanwhile")
                     else:
                         self.problem(
                             "attempts",
@@ -1345,6 +1352,8 @@ class FleetRun:
         visibility = int(issued.request["VisibilityTimeout"])
         self._add("replayed attempt ids")
         before = self.now_ms()
+        with self._lock:
+            self.attempts_repeated[issued.handle] = before
         want = int(issued.request["MaxNumberOfMessages"])
         invocation.risk = Risk(name, want, before + visibility * 1000 + SKEW_MS, visibility)
         lost_before = self._answers_lost(invocation)
