@@ -170,6 +170,8 @@ LIVE_ACTIONS = (
 # handle is stale only when its very message was claimed again. A transactional delete acks the group's lock in
 # its transaction and is refused, as a change of visibility or a release is.
 LATE_DELETES = ("delete", "delete batch", "sqs delete", "sqs delete batch")
+# An attempt id another process is sending again now (`FleetRun.attempts_repeated`).
+_RUNNING = 2**62
 DEAD_ACTIONS = (
     "sqs delete",
     "sqs visibility 0",
@@ -416,8 +418,9 @@ class FleetRun:
         self.left_held: list[tuple[float, str]] = []
         # Attempt ids whose answer the core said it could neither keep nor give back (`receive_attempts.UNKEPT`).
         self.unkept: set[str] = set()
-        # When another process last sent each attempt id again (`_repeat_attempt`): its holder may settle what the
-        # kept answer held, and the attempt is then spent for the caller that first used it, as SQS spends it.
+        # When another process last ended sending each attempt id again (`_RUNNING` while it does: `_repeat_attempt`):
+        # it may work on what the kept answer held, and the attempt is then spent for the caller that first used it,
+        # as SQS spends it.
         self.attempts_repeated: dict[str, int] = {}
         self.calls = 0
         self.calls_by_kind: Counter = Counter()
@@ -1300,12 +1303,14 @@ class FleetRun:
 
     def _stale(self, issued: Issued, at_ms: int, action: str = "") -> bool:
         """To `action`: a delete with the handle succeeded, a later claim took its message (or group: but for
-        `LATE_DELETES` of a live handle) for sure, or a move task took its dead letter's copy."""
+        `LATE_DELETES`) for sure, or a move task took its dead letter's copy. A late delete of a FIFO message or
+        dead letter that no later claim took removes it, live or dead alike (SQS: an old handle's delete succeeds
+        and may remove the message); only a change of visibility or a release is spent with the group."""
         assert issued.hold is not None
         with self._lock:
             if issued.handle in self.spent or issued.handle in self.moved_away:
                 return True
-        return self.ledger.superseded(issued.hold, at_ms, message_only=issued.kind == "live" and action in LATE_DELETES)
+        return self.ledger.superseded(issued.hold, at_ms, message_only=action in LATE_DELETES)
 
     def _why_stale(self, issued: Issued) -> str:
         assert issued.hold is not None
@@ -1346,14 +1351,22 @@ class FleetRun:
         return self._extend(invocation, hold, call, _seconds(action))
 
     def _repeat_attempt(self, invocation: Invocation, rng: random.Random, issued: Issued, work: bool = True) -> None:
+        """`_repeat_one_attempt`, said in `attempts_repeated` while it runs and when it ended."""
+        with self._lock:
+            self.attempts_repeated[issued.handle] = _RUNNING
+        try:
+            self._repeat_one_attempt(invocation, rng, issued, work)
+        finally:
+            with self._lock:
+                self.attempts_repeated[issued.handle] = self.now_ms()
+
+    def _repeat_one_attempt(self, invocation: Invocation, rng: random.Random, issued: Issued, work: bool) -> None:
         """A receive sent again with an attempt id some process used: it answers what that receive kept, while
         each of those claims still holds, or receives anew; whatever it answers, this process then holds."""
         name, dead = issued.name, issued.dead
         visibility = int(issued.request["VisibilityTimeout"])
         self._add("replayed attempt ids")
         before = self.now_ms()
-        with self._lock:
-            self.attempts_repeated[issued.handle] = before
         want = int(issued.request["MaxNumberOfMessages"])
         invocation.risk = Risk(name, want, before + visibility * 1000 + SKEW_MS, visibility)
         lost_before = self._answers_lost(invocation)
