@@ -189,18 +189,24 @@ class TooLargeInATransaction:
         if self.text not in json.dumps(request):
             return None
         self.refused += 1
-        reasons = [{"Code": "ValidationError", "Message": "Item size has exceeded the maximum allowed size"}]
-        reasons += [{"Code": "None"}] * (len(request.get("TransactItems", [])) - 1)
-        parsed = {
-            "Error": {
-                "Code": "TransactionCanceledException",
-                "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
-                f"[{', '.join(reason['Code'] for reason in reasons)}]",
-            },
-            "CancellationReasons": reasons,
-            "ResponseMetadata": {"HTTPStatusCode": 400},
-        }
-        return AWSResponse("https://dynamodb.us-east-1.amazonaws.com", 400, {}, MockRawResponse(b"")), parsed
+        return cancelled_transaction(request, "ValidationError", "Item size has exceeded the maximum allowed size")
+
+
+def cancelled_transaction(request: dict[str, Any], code: str, message: str) -> tuple[AWSResponse, dict[str, Any]]:
+    """DynamoDB's answer to a transaction cancelled for its first action (`code`, `message`), the others passing:
+    for a `before-call` hook to return in place of the call."""
+    reasons = [{"Code": code, "Message": message}]
+    reasons += [{"Code": "None"}] * (len(request.get("TransactItems", [])) - 1)
+    parsed = {
+        "Error": {
+            "Code": "TransactionCanceledException",
+            "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
+            f"[{', '.join(reason['Code'] for reason in reasons)}]",
+        },
+        "CancellationReasons": reasons,
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    return AWSResponse("https://dynamodb.us-east-1.amazonaws.com", 400, {}, MockRawResponse(b"")), parsed
 
 
 @contextmanager

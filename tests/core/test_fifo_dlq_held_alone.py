@@ -10,12 +10,10 @@ import json
 from typing import Any
 
 import pytest
-from botocore.awsrequest import AWSResponse
-from moto.core.botocore_stubber import MockRawResponse
 from queue_core import QueueClient, QueueError
 
 from tests.conftest import FakeClock
-from tests.core.answers import Interleave, LostAnswer, attached
+from tests.core.answers import Interleave, LostAnswer, attached, cancelled_transaction
 from tests.core.test_fifo_dlq_stale_holds import (
     ALONE,
     _at,
@@ -105,21 +103,6 @@ def test_a_repeated_receive_whose_second_dead_letter_changes_before_its_write_al
     assert _bodies(queue.dlq_receive(10)) == left, f"group {_group(dynamodb)}, dead {_dead(dynamodb)}"
 
 
-def _conflict(request: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
-    reasons = [{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"}]
-    reasons += [{"Code": "None"}] * (len(request.get("TransactItems", [])) - 1)
-    parsed = {
-        "Error": {
-            "Code": "TransactionCanceledException",
-            "Message": "Transaction cancelled, please refer cancellation reasons for specific reasons "
-            f"[{', '.join(reason['Code'] for reason in reasons)}]",
-        },
-        "CancellationReasons": reasons,
-        "ResponseMetadata": {"HTTPStatusCode": 400},
-    }
-    return AWSResponse("https://dynamodb.us-east-1.amazonaws.com", 400, {}, MockRawResponse(b"")), parsed
-
-
 @pytest.mark.parametrize("again", [False, True], ids=["a change of visibility", "a repeated receive's hold"])
 def test_a_write_alone_that_meets_another_transaction_on_the_group_is_a_throttle_that_gives_nothing_back(
     client: QueueClient, clock: FakeClock, dynamodb: Any, again: bool
@@ -136,7 +119,7 @@ def test_a_write_alone_that_meets_another_transaction_on_the_group_is_a_throttle
         if not _the_dead_letter_alone(request):
             return None
         conflicts[0] += 1
-        return _conflict(request)
+        return cancelled_transaction(request, "TransactionConflict", "Transaction is ongoing for the item")
 
     dynamodb.meta.events.register("before-call.dynamodb.TransactWriteItems", before_call)
     try:

@@ -1094,7 +1094,6 @@ class FleetRun:
             # Said unkept by the first call, not by the repeat (which may log the same id when it receives anew).
             with self._lock:
                 first_unkept = attempt in self.unkept
-                repeated_elsewhere = self.attempts_repeated.get(attempt, 0) >= before
             again_before = self.now_ms()
             answer = self._sqs(invocation, rng, "receive_message", **request)
             again_after = self.now_ms()
@@ -1113,8 +1112,9 @@ class FleetRun:
                     if first_unkept:
                         # Neither kept nor given back, said in a log line: the lost answer's claims run out unheld.
                         self._add("repeats of an answer said unkept")
-                    elif repeated_elsewhere or self.attempts_repeated.get(attempt, 0) >= before:
-                        # Another process sent the same attempt id meanwhile and settled what it was answered.
+                    elif self.attempts_repeated.get(attempt, 0) >= before:
+                        # Another process sent the same attempt id meanwhile (running, or ended since `before`: the
+                        # times only grow) and may have settled what it was answered.
                         self._add("repeats of an attempt another process repeated meanwhile")
                     else:
                         self.problem(
